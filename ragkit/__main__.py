@@ -1,0 +1,3 @@
+from ragkit.cli.app import main
+
+main()

@@ -1,0 +1,1 @@
+"""Typer CLI: parses, calls ragkit.api, renders. One module per command group."""

@@ -1,0 +1,42 @@
+"""The ragkit command. Heavy libraries load inside commands, never at start-up."""
+
+from __future__ import annotations
+
+import typer
+
+from ragkit import __version__
+from ragkit.cli.common import STATE
+from ragkit.cli.eval_cmd import eval_cmd
+from ragkit.cli.index_cmd import index_cmd
+from ragkit.cli.query_cmd import query_cmd
+from ragkit.cli.stats_cmd import stats_cmd
+
+app = typer.Typer(
+    name="ragkit", no_args_is_help=True, add_completion=False, rich_markup_mode="rich",
+    help="Local retrieval toolkit: index folders of documents, query them, measure retrieval quality.",
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"ragkit {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    debug: bool = typer.Option(False, "--debug", help="Show tracebacks for errors."),
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
+):
+    STATE["debug"] = debug
+
+
+app.command("index")(index_cmd)
+app.command("query")(query_cmd)
+app.command("eval")(eval_cmd)
+app.command("stats")(stats_cmd)
+
+
+def main() -> None:
+    app()

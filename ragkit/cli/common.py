@@ -1,0 +1,94 @@
+"""Shared CLI helpers: consoles, error rendering, progress reporter."""
+
+from __future__ import annotations
+
+import functools
+import sys
+from typing import Any, Callable
+
+import typer
+from rich.console import Console
+
+from ragkit.errors import RagkitError
+from ragkit.events import Reporter
+
+console = Console(highlight=False)
+err = Console(stderr=True, highlight=False)
+STATE = {"debug": False}
+
+
+def fail(exc: RagkitError) -> None:
+    err.print(f"[bold red]error:[/] {exc.message}", soft_wrap=True)
+    if exc.hint:
+        err.print(f"[dim]hint: {exc.hint}[/]", soft_wrap=True)
+
+
+def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Typed errors become one red line plus a hint and their exit code."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except RagkitError as exc:
+            if STATE["debug"]:
+                raise
+            fail(exc)
+            raise typer.Exit(exc.exit_code) from None
+        except KeyboardInterrupt:
+            err.print("[yellow]interrupted[/] (the index is unchanged unless the run had committed)")
+            raise typer.Exit(130) from None
+
+    return wrapper
+
+
+def interactive(quiet: bool) -> bool:
+    return not quiet and err.is_terminal
+
+
+class RichReporter(Reporter):
+    """A rich progress bar on stderr when it is a terminal; warnings always go to stderr."""
+
+    LABELS = {"parse": "Parsing", "embed": "Embedding", "write": "Writing index"}
+
+    def __init__(self, show: bool):
+        self.progress = None
+        self.tasks: dict[str, Any] = {}
+        if show:
+            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn,
+                                       TimeElapsedColumn, TimeRemainingColumn)
+
+            self.progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
+                                     MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn(),
+                                     console=err, transient=True)
+
+    def start(self, stage: str, total: int | None = None) -> None:
+        if self.progress is None:
+            return
+        if not self.progress.live.is_started:
+            self.progress.start()
+        self.tasks[stage] = self.progress.add_task(self.LABELS.get(stage, stage.capitalize()), total=total)
+
+    def advance(self, stage: str, n: int = 1) -> None:
+        if self.progress is not None and stage in self.tasks:
+            self.progress.advance(self.tasks[stage], n)
+
+    def finish(self, stage: str) -> None:
+        if self.progress is not None and stage in self.tasks:
+            self.progress.remove_task(self.tasks.pop(stage))
+            if not self.tasks:
+                self.progress.stop()
+
+    def warn(self, message: str) -> None:
+        err.print(f"[yellow]warning:[/] {message}", soft_wrap=True)
+
+    def close(self) -> None:
+        if self.progress is not None and self.progress.live.is_started:
+            self.progress.stop()
+
+
+def print_json(obj: Any) -> None:
+    import json
+
+    sys.stdout.write(json.dumps(obj, ensure_ascii=False, default=str) + "\n")
+    sys.stdout.flush()

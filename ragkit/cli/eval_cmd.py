@@ -1,0 +1,58 @@
+"""ragkit eval DATASET_DIR"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from ragkit.cli.common import RichReporter, console, handle_errors, interactive, print_json
+
+
+@handle_errors
+def eval_cmd(
+    dataset: Path = typer.Argument(..., help="BEIR folder: corpus.jsonl, queries.jsonl, qrels/test.tsv."),
+    strategy: str = typer.Option("naive,lexical,hybrid", "--strategy", "-s", help="Comma-separated strategies."),
+    k: int = typer.Option(100, "--k", help="Documents ranked per query."),
+    index: Optional[str] = typer.Option(None, "--index", "-i", help="Index directory (default ./indexes/eval-NAME)."),
+    alpha: Optional[float] = typer.Option(None, "--alpha", help="Dense weight in hybrid fusion."),
+    limit: Optional[int] = typer.Option(None, "--limit", help="Evaluate only the first N queries."),
+    as_json: bool = typer.Option(False, "--json", help="Print the results as one JSON object."),
+):
+    """Measure retrieval quality on a labelled BEIR-layout dataset, strategies side by side."""
+    from ragkit import api
+    from ragkit.config import load_config, override
+
+    icfg, qcfg = load_config()
+    qcfg = override(qcfg, alpha=alpha)
+    names = [s.strip() for s in strategy.split(",") if s.strip()]
+    from ragkit.retrieve.strategies import STRATEGIES
+    from ragkit.errors import BadQuery
+
+    unknown = [n for n in names if n not in STRATEGIES]
+    if unknown:
+        raise BadQuery(f"unknown strategy {', '.join(unknown)}", hint=f"Choose from: {', '.join(STRATEGIES)}")
+    reporter = RichReporter(interactive(as_json))
+    try:
+        res = api.evaluate(dataset, names, index_dir=api.resolve_index_dir(index) if index else None, k=k,
+                           qcfg=qcfg, icfg=icfg, reporter=reporter, limit=limit)
+    finally:
+        reporter.close()
+    if as_json:
+        print_json(res)
+        return
+    from rich.table import Table
+
+    t = Table(title=f"{dataset} — {res['queries']} queries, {res['documents']} documents, {res['chunks']} chunks")
+    cols = ["ndcg@10", "recall@2", "recall@5", "recall@10", f"recall@100", "mrr@10"]
+    t.add_column("strategy", style="bold")
+    for c in cols:
+        t.add_column(c, justify="right")
+    t.add_column("p50 ms", justify="right")
+    t.add_column("p95 ms", justify="right")
+    best = {c: max(r[c] for r in res["results"]) for c in cols}
+    for r in res["results"]:
+        cells = [f"[bold green]{r[c]:.4f}[/]" if r[c] == best[c] else f"{r[c]:.4f}" for c in cols]
+        t.add_row(r["strategy"], *cells, f"{r['latency_ms']['p50']:.1f}", f"{r['latency_ms']['p95']:.1f}")
+    console.print(t)

@@ -1,0 +1,54 @@
+"""ragkit index PATH..."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from ragkit.cli.common import RichReporter, console, handle_errors, interactive, print_json
+
+
+@handle_errors
+def index_cmd(
+    paths: list[Path] = typer.Argument(..., help="Folders or files to index."),
+    index: Optional[str] = typer.Option(None, "--index", "-i", help="Index name (under ./indexes) or directory."),
+    include: Optional[list[str]] = typer.Option(None, "--include", help="Glob of files to index (repeatable)."),
+    exclude: Optional[list[str]] = typer.Option(None, "--exclude", help="Glob of files to skip (repeatable)."),
+    hidden: bool = typer.Option(False, "--hidden", help="Also index hidden files and folders."),
+    full: bool = typer.Option(False, "--full", help="Rebuild everything instead of only what changed."),
+    doc_type: Optional[str] = typer.Option(None, "--doc-type", help="doc_type for documents whose front matter names none."),
+    collection: Optional[str] = typer.Option(None, "--collection", help="Collection tag for these documents."),
+    embed_model: Optional[str] = typer.Option(None, "--embed-model", help="Local sentence-transformers model folder."),
+    chunk_tokens: Optional[int] = typer.Option(None, "--chunk-tokens", help="Upper bound of tokens per chunk."),
+    language: Optional[str] = typer.Option(None, "--language", help="Full-text stemming language (English, German, …)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the run summary as JSON."),
+):
+    """Index documents: parse, chunk, embed and store (only what changed)."""
+    from ragkit import api
+    from ragkit.config import load_config, override
+
+    icfg, _ = load_config()
+    icfg = override(icfg, include=include or None, exclude=exclude or None, include_hidden=hidden or None,
+                    doc_type=doc_type, collection=collection, embed_model=embed_model, chunk_tokens=chunk_tokens,
+                    fts_language=language)
+    reporter = RichReporter(interactive(as_json))
+    try:
+        summary = api.index(paths, index, icfg, full=full, reporter=reporter)
+    finally:
+        reporter.close()
+    if as_json:
+        print_json(summary.to_dict())
+        return
+    s = summary
+    secs = s.seconds.get("total", 0.0)
+    console.print(
+        f"[bold green]Indexed[/] {s.documents} document(s), {s.chunks} chunk(s) in {secs:.1f} s "
+        f"→ [bold]{s.index_dir}[/]"
+    )
+    console.print(
+        f"new {s.new} · changed {s.changed} · unchanged {s.unchanged} · removed {s.removed} · "
+        f"skipped {s.skipped}   (index: {s.total_documents} documents, {s.total_chunks} chunks)",
+        style="dim",
+    )

@@ -1,0 +1,59 @@
+"""ragkit query [QUERY]"""
+
+from __future__ import annotations
+
+import sys
+from typing import Optional
+
+import typer
+
+from ragkit.cli.common import console, handle_errors, print_json
+from ragkit.errors import BadQuery
+
+
+@handle_errors
+def query_cmd(
+    query: Optional[str] = typer.Argument(None, help='The question; "-" reads one query per line from stdin.'),
+    index: Optional[str] = typer.Option(None, "--index", "-i", help="Index name (under ./indexes) or directory."),
+    strategy: Optional[str] = typer.Option(None, "--strategy", "-s", help="naive | lexical | hybrid"),
+    k: Optional[int] = typer.Option(None, "-k", "--top", help="Number of passages."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object (schema ragkit.query/1)."),
+    as_jsonl: bool = typer.Option(False, "--jsonl", help="One passage per line; one object per query from stdin."),
+    filters: Optional[list[str]] = typer.Option(None, "--filter", "-f", help="KEY=VALUE: doc_type, collection, path=GLOB, front-matter keys."),
+    alpha: Optional[float] = typer.Option(None, "--alpha", help="Dense weight in hybrid fusion (0..1)."),
+    budget: Optional[int] = typer.Option(None, "--budget", help="Token budget per passage."),
+    explain: bool = typer.Option(False, "--explain", help="Show plan and scoring details."),
+):
+    """Retrieve passages for a question (hybrid dense + BM25 by default)."""
+    from ragkit import api
+    from ragkit.config import load_config, override
+    from ragkit.retrieve.filters import parse_filters
+
+    _, qcfg = load_config()
+    flt = {**qcfg.filters, **parse_filters(filters or [])}
+    qcfg = override(qcfg, strategy=strategy, k=k, alpha=alpha, budget=budget, filters=flt)
+    if query is None and sys.stdin.isatty():
+        raise BadQuery("no query given", hint='ragkit query "your question" (or pipe queries, one per line, with -)')
+    reader = api.open_index(index)
+    if query is not None and query != "-":
+        _emit(api.query(reader, query, qcfg), as_json, as_jsonl, explain, batch=False)
+        return
+    for line in sys.stdin:
+        if line.strip():
+            _emit(api.query(reader, line.strip(), qcfg), as_json, as_jsonl, explain, batch=True)
+
+
+def _emit(result, as_json: bool, as_jsonl: bool, explain: bool, batch: bool) -> None:
+    from ragkit.render import passage_dict, print_result, result_dict
+
+    if as_json or (as_jsonl and batch):
+        print_json(result_dict(result, explain))
+    elif as_jsonl:
+        for p in result.passages:
+            print_json({"query": result.query, **passage_dict(p, explain)})
+    else:
+        if batch:
+            console.rule(f"[bold]{result.query}")
+        if explain:
+            console.print_json(data=result.plan)
+        print_result(console, result, explain)

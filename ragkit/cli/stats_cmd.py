@@ -1,0 +1,49 @@
+"""ragkit stats"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import typer
+
+from ragkit.cli.common import console, handle_errors, print_json
+
+
+def human_size(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.1f} {unit}" if unit != "B" else f"{int(n)} B"
+        n /= 1024
+    return f"{n:.1f} GiB"
+
+
+@handle_errors
+def stats_cmd(
+    index: Optional[str] = typer.Option(None, "--index", "-i", help="Index name (under ./indexes) or directory."),
+    as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
+):
+    """Show what an index holds: documents, sections, chunks, doc_types, size, embedder."""
+    from ragkit import api
+
+    st = api.stats(api.open_index(index))
+    if as_json:
+        print_json(st)
+        return
+    from rich.table import Table
+
+    t = Table(show_header=False, title=f"index {st['index']}")
+    t.add_column(style="bold")
+    t.add_column()
+    t.add_row("documents", str(st["documents"]))
+    t.add_row("sections", str(st["sections"]))
+    t.add_row("chunks", str(st["chunks"]))
+    t.add_row("doc_types", ", ".join(f"{k} {v}" for k, v in st["doc_types"].items()))
+    t.add_row("collections", ", ".join(f"{k} {v}" for k, v in st["collections"].items()))
+    t.add_row("size on disk", human_size(st["size_bytes"]))
+    e = st["embedder"]
+    t.add_row("embedder", f"{e['name']} ({e['dimension']}d, fingerprint {e['fingerprint']})")
+    if st["last_run"]:
+        lr = st["last_run"]
+        t.add_row("last run", f"#{lr['id']}: new {lr['new']}, changed {lr['changed']}, unchanged {lr['unchanged']}, "
+                              f"removed {lr['removed']}, skipped {lr['skipped']}")
+    console.print(t)

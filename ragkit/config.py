@@ -1,0 +1,83 @@
+"""IndexConfig / QueryConfig, resolved from defaults, ragkit.toml and flags.
+
+Precedence: explicit flags > ``ragkit.toml`` in the working directory
+(tables ``[index]`` and ``[query]``) > the defaults below.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from ragkit.errors import RagkitError
+
+DEFAULT_INCLUDE = ["*.md", "*.markdown", "*.txt", "*.text", "*.rst", "*.html", "*.htm", "*.jsonl"]
+
+
+@dataclass
+class IndexConfig:
+    include: list[str] = field(default_factory=lambda: list(DEFAULT_INCLUDE))
+    exclude: list[str] = field(default_factory=list)
+    include_hidden: bool = False
+    embed_model: str = "bundled:all-MiniLM-L6-v2"
+    embed_batch_size: int = 32
+    chunk_tokens: int = 240  # upper bound per chunk, header included
+    chunk_min_tokens: int = 60  # pieces smaller than this are merged with a neighbour
+    doc_type: str | None = None  # used when front matter names none
+    collection: str = "default"
+    fts_language: str = "English"
+    fts_stem: bool = True
+    fts_remove_stop_words: bool = True
+    vector_index_min_rows: int = 100_000  # below this, exact (flat) vector search
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class QueryConfig:
+    strategy: str = "hybrid"
+    k: int = 10
+    alpha: float = 0.5  # dense weight in weighted RRF; lexical gets 1 - alpha
+    rrf_k: int = 60
+    overfetch: int = 4
+    budget: int = 1024  # tokens per assembled passage
+    syntax: bool = True  # honour "phrase" and -term in the query text
+    filters: dict[str, str] = field(default_factory=dict)
+
+
+def _load_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:
+        raise RagkitError(f"{path}: invalid TOML ({exc})") from exc
+
+
+def _apply(cfg, table: dict[str, Any], source: str):
+    known = {f.name for f in fields(cfg)}
+    unknown = set(table) - known
+    if unknown:
+        raise RagkitError(
+            f"{source}: unknown setting(s) {', '.join(sorted(unknown))}",
+            hint=f"Known: {', '.join(sorted(known))}",
+        )
+    return replace(cfg, **table)
+
+
+def load_config(cwd: Path | None = None) -> tuple[IndexConfig, QueryConfig]:
+    """Defaults overlaid with ``ragkit.toml`` from ``cwd`` when it exists."""
+    icfg, qcfg = IndexConfig(), QueryConfig()
+    path = (cwd or Path.cwd()) / "ragkit.toml"
+    if path.is_file():
+        data = _load_toml(path)
+        icfg = _apply(icfg, data.get("index", {}), f"{path} [index]")
+        qcfg = _apply(qcfg, data.get("query", {}), f"{path} [query]")
+    return icfg, qcfg
+
+
+def override(cfg, **flags):
+    """Return ``cfg`` with every flag that is not None applied."""
+    return replace(cfg, **{k: v for k, v in flags.items() if v is not None})

@@ -1,0 +1,160 @@
+"""BEIR-layout evaluation: nDCG@10, recall@k, MRR@10 and latency per strategy."""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Callable
+
+from ragkit.config import IndexConfig, QueryConfig
+from ragkit.errors import BadDataset
+from ragkit.events import Reporter
+
+RECALL_AT = (2, 5, 10, 100)
+
+
+@dataclass
+class Dataset:
+    root: Path
+    corpus: Path
+    queries: dict[str, str]
+    qrels: dict[str, dict[str, int]]
+
+
+def load_dataset(root: Path, split: str = "test") -> Dataset:
+    corpus, qpath, rpath = root / "corpus.jsonl", root / "queries.jsonl", root / "qrels" / f"{split}.tsv"
+    for p in (corpus, qpath, rpath):
+        if not p.is_file():
+            raise BadDataset(f"{root} is not a BEIR dataset: {p.relative_to(root)} is missing")
+    qrels: dict[str, dict[str, int]] = {}
+    with rpath.open() as fh:
+        for n, line in enumerate(fh):
+            parts = line.rstrip("\n").split("\t")
+            if n == 0 and not parts[-1].lstrip("-").isdigit():
+                continue  # header
+            if len(parts) < 3:
+                continue
+            qid, did, score = parts[0], parts[1], int(parts[2])
+            if score > 0:
+                qrels.setdefault(qid, {})[did] = score
+    queries = {}
+    with qpath.open() as fh:
+        for line in fh:
+            if line.strip():
+                obj = json.loads(line)
+                if str(obj["_id"]) in qrels:
+                    queries[str(obj["_id"])] = str(obj["text"])
+    if not queries:
+        raise BadDataset(f"{root}: no query in queries.jsonl has judgements in qrels/{split}.tsv")
+    return Dataset(root, corpus, queries, qrels)
+
+
+def ndcg_at(ranked: list[str], rels: dict[str, int], k: int = 10) -> float:
+    dcg = sum(rels.get(d, 0) / math.log2(i + 2) for i, d in enumerate(ranked[:k]))
+    ideal = sorted(rels.values(), reverse=True)[:k]
+    idcg = sum(r / math.log2(i + 2) for i, r in enumerate(ideal))
+    return dcg / idcg if idcg else 0.0
+
+
+def recall_at(ranked: list[str], rels: dict[str, int], k: int) -> float:
+    return len(set(ranked[:k]) & rels.keys()) / len(rels) if rels else 0.0
+
+
+def mrr_at(ranked: list[str], rels: dict[str, int], k: int = 10) -> float:
+    for i, d in enumerate(ranked[:k]):
+        if d in rels:
+            return 1.0 / (i + 1)
+    return 0.0
+
+
+def percentile(values: list[float], q: float) -> float:
+    if not values:
+        return 0.0
+    s = sorted(values)
+    return s[min(len(s) - 1, max(0, math.ceil(q * len(s)) - 1))]
+
+
+@dataclass
+class StrategyScore:
+    strategy: str
+    metrics: dict[str, float] = field(default_factory=dict)
+    latency_ms: dict[str, float] = field(default_factory=dict)
+
+
+def score_strategy(
+    name: str, ds: Dataset, search: Callable[[str], list[str]], reporter: Reporter, limit: int | None = None,
+) -> StrategyScore:
+    per: dict[str, list[float]] = {m: [] for m in ["ndcg@10", *(f"recall@{k}" for k in RECALL_AT), "mrr@10"]}
+    lat = []
+    qids = sorted(ds.queries)[:limit] if limit else sorted(ds.queries)
+    reporter.start(f"eval {name}", len(qids))
+    for qid in qids:
+        t = time.perf_counter()
+        ranked = search(ds.queries[qid])
+        lat.append((time.perf_counter() - t) * 1000)
+        rels = ds.qrels[qid]
+        per["ndcg@10"].append(ndcg_at(ranked, rels))
+        for k in RECALL_AT:
+            per[f"recall@{k}"].append(recall_at(ranked, rels, k))
+        per["mrr@10"].append(mrr_at(ranked, rels))
+        reporter.advance(f"eval {name}")
+    reporter.finish(f"eval {name}")
+    return StrategyScore(
+        strategy=name,
+        metrics={m: round(statistics.fmean(v), 4) for m, v in per.items()},
+        latency_ms={"p50": round(percentile(lat, 0.5), 2), "p95": round(percentile(lat, 0.95), 2)},
+    )
+
+
+def documents_of(hits, k: int) -> list[str]:
+    """Document ranking from chunk hits: a document ranks where its best chunk does."""
+    seen: dict[str, None] = {}
+    for h in hits:
+        seen.setdefault(h.external_id, None)
+        if len(seen) >= k:
+            break
+    return list(seen)
+
+
+def run_eval(
+    dataset: Path,
+    strategies: list[str],
+    *,
+    index_dir: Path | None = None,
+    k: int = 100,
+    qcfg: QueryConfig | None = None,
+    icfg: IndexConfig | None = None,
+    reporter: Reporter | None = None,
+    limit: int | None = None,
+    embedder_factory=None,
+) -> dict[str, Any]:
+    from ragkit import api
+
+    rep = reporter or Reporter()
+    ds = load_dataset(dataset)
+    index_dir = index_dir or api.DEFAULT_HOME / f"eval-{dataset.resolve().name}"
+    summary = api.index([ds.corpus], index_dir, icfg or IndexConfig(), reporter=rep,
+                        embedder_factory=embedder_factory)
+    reader = api.open_index(index_dir, embedder=embedder_factory(icfg or IndexConfig()) if embedder_factory else None)
+    base = replace(qcfg or QueryConfig(), syntax=False, filters={})
+    reader.embedder.encode_query("warm up")  # load the model outside the timed loop
+    results = []
+    for name in strategies:
+        cfg = replace(base, strategy=name, k=k)
+
+        def search(text: str, cfg=cfg) -> list[str]:
+            hits, _, _ = api.retrieve(reader, text, cfg, limit=2 * k)
+            return documents_of(hits, k)
+
+        results.append(score_strategy(name, ds, search, rep, limit))
+    return {
+        "schema": "ragkit.eval/1", "dataset": str(dataset), "index": str(index_dir),
+        "queries": min(len(ds.queries), limit or len(ds.queries)), "k": k,
+        "documents": summary.total_documents, "chunks": summary.total_chunks,
+        "alpha": base.alpha,
+        "results": [{"strategy": r.strategy, **r.metrics, "latency_ms": r.latency_ms} for r in results],
+    }

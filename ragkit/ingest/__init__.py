@@ -1,0 +1,1 @@
+"""Ingestion: discover files, parse them into section trees, cut chunks."""

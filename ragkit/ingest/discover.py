@@ -1,0 +1,98 @@
+"""Walk the given paths, apply include/exclude globs, read and hash files."""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from ragkit.errors import BadInput
+
+
+@dataclass
+class SourceFile:
+    path: Path  # absolute
+    rel: str  # display path: relative to the root it was found under
+    size: int
+    mtime_ns: int
+
+
+def _matches(rel: str, name: str, patterns: list[str]) -> bool:
+    return any(fnmatch.fnmatch(name, p) or fnmatch.fnmatch(rel, p) for p in patterns)
+
+
+def discover(
+    paths: list[Path],
+    include: list[str],
+    exclude: list[str],
+    include_hidden: bool = False,
+) -> list[SourceFile]:
+    """Return the files under ``paths`` that the globs select, sorted by path.
+
+    A missing path is an error. Hidden files and folders (``.git``, ``.venv``…)
+    are skipped unless ``include_hidden``.
+    """
+    found: dict[Path, SourceFile] = {}
+    for raw in paths:
+        root = Path(raw).expanduser()
+        if not root.exists():
+            raise BadInput(f"path not found: {raw}", hint="Check the spelling, or give an existing folder or file.")
+        root = root.resolve()
+        if root.is_file():
+            st = root.stat()
+            found[root] = SourceFile(root, root.name, st.st_size, st.st_mtime_ns)
+            continue
+        base = root.name or str(root)
+        for dirpath, dirnames, filenames in os.walk(root):
+            if not include_hidden:
+                dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+            dirnames.sort()
+            rel_dir = os.path.relpath(dirpath, root)
+            for name in sorted(filenames):
+                if not include_hidden and name.startswith("."):
+                    continue
+                rel = name if rel_dir == "." else f"{rel_dir}/{name}"
+                if not _matches(rel, name, include) or _matches(rel, name, exclude):
+                    continue
+                full = Path(dirpath) / name
+                try:
+                    st = full.stat()
+                except OSError:
+                    continue  # vanished or dangling link: nothing to index
+                if not full.is_file():
+                    continue
+                found[full] = SourceFile(full, f"{base}/{rel}", st.st_size, st.st_mtime_ns)
+    return sorted(found.values(), key=lambda f: f.rel)
+
+
+def content_hash(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def stable_id(*parts: str) -> str:
+    h = hashlib.blake2b(digest_size=8)
+    for p in parts:
+        h.update(p.encode("utf-8", "surrogatepass"))
+        h.update(b"\x00")
+    return h.hexdigest()
+
+
+class Undecodable(Exception):
+    """Raised for binary or undecodable bytes; the pipeline skips the file."""
+
+
+def decode(data: bytes) -> str:
+    if b"\x00" in data[:8192]:
+        raise Undecodable("binary file")
+    for enc in ("utf-8-sig", "cp1252"):
+        try:
+            text = data.decode(enc)
+        except UnicodeDecodeError:
+            continue
+        controls = sum(1 for ch in text[:8192] if ord(ch) < 32 and ch not in "\n\r\t\f")
+        if controls > 8:
+            raise Undecodable("binary file")
+        return text.replace("\r\n", "\n").replace("\r", "\n")
+    raise Undecodable("not valid UTF-8 or Windows-1252 text")

@@ -1,0 +1,388 @@
+"""Parse text formats into a section tree plus body blocks with line spans.
+
+Formats: Markdown (ATX/setext headings, YAML front matter, fenced code kept
+whole), reStructuredText (underlined/overlined titles), HTML (h1–h6 and block
+text, no markup), plain text, and BEIR ``corpus.jsonl`` (one document a line).
+Line numbers are 1-based and refer to the original file.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from html.parser import HTMLParser
+from pathlib import PurePosixPath
+from typing import Any, Iterator
+
+import yaml
+
+from ragkit.records import Block, Section
+
+
+@dataclass
+class RawHeading:
+    level: int
+    text: str
+    line: int
+
+
+@dataclass
+class RawDoc:
+    """Format-independent result: headings and blocks in file order."""
+
+    title: str | None
+    metadata: dict[str, Any]
+    items: list[RawHeading | Block] = field(default_factory=list)
+    line_count: int = 0
+
+
+class ParseError(Exception):
+    """The file's content is not what its format promises; it is skipped."""
+
+
+# ---------------------------------------------------------------- paragraphs
+
+def _paragraphs(lines: list[str], first_line: int) -> Iterator[Block]:
+    """Blank-line separated paragraphs; ``first_line`` is the number of lines[0]."""
+    buf: list[str] = []
+    start = 0
+    for i, line in enumerate(lines):
+        if line.strip():
+            if not buf:
+                start = first_line + i
+            buf.append(line.rstrip())
+        elif buf:
+            yield Block("\n".join(buf), start, start + len(buf) - 1)
+            buf = []
+    if buf:
+        yield Block("\n".join(buf), start, start + len(buf) - 1)
+
+
+# ---------------------------------------------------------------- markdown
+
+_FRONT = re.compile(r"\A---[ \t]*\n(.*?\n)?(?:---|\.\.\.)[ \t]*\n", re.S)
+_ATX = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
+
+
+def _front_matter(text: str) -> tuple[dict[str, Any], int]:
+    m = _FRONT.match(text)
+    if not m:
+        return {}, 0
+    try:
+        meta = yaml.safe_load(m.group(1) or "") or {}
+    except yaml.YAMLError:
+        return {}, 0
+    if not isinstance(meta, dict):
+        return {}, 0
+    meta = {str(k): v for k, v in meta.items()}
+    return meta, m.group(0).count("\n")
+
+
+def _clean_inline(text: str) -> str:
+    text = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", text)  # links and images → their text
+    text = re.sub(r"[*_`]+", "", text)
+    return text.strip()
+
+
+def parse_markdown(text: str) -> RawDoc:
+    meta, skip = _front_matter(text)
+    lines = text.split("\n")
+    doc = RawDoc(title=_meta_title(meta), metadata=meta, line_count=len(lines))
+    body: list[str] = []
+    body_start = skip + 1
+    fence: str | None = None
+
+    def flush(upto: int) -> None:
+        nonlocal body, body_start
+        doc.items.extend(_md_blocks(body, body_start))
+        body = []
+        body_start = upto + 1
+
+    i = skip
+    while i < len(lines):
+        line = lines[i]
+        lineno = i + 1
+        if fence:
+            body.append(line)
+            if line.strip().startswith(fence):
+                fence = None
+            i += 1
+            continue
+        fm = _FENCE.match(line)
+        if fm:
+            fence = fm.group(1)[0] * 3
+            body.append(line)
+            i += 1
+            continue
+        m = _ATX.match(line)
+        if m:
+            flush(lineno - 1)
+            doc.items.append(RawHeading(len(m.group(1)), _clean_inline(m.group(2)), lineno))
+            body_start = lineno + 1
+            i += 1
+            continue
+        nxt = lines[i + 1] if i + 1 < len(lines) else ""
+        sm = _SETEXT.match(nxt)
+        if line.strip() and sm and (not body or not body[-1].strip()) and not line.lstrip().startswith(("-", "*", ">", "|")):
+            flush(lineno - 1)
+            doc.items.append(RawHeading(1 if sm.group(1)[0] == "=" else 2, _clean_inline(line), lineno))
+            body_start = lineno + 2
+            i += 2
+            continue
+        body.append(line)
+        i += 1
+    flush(len(lines))
+    return doc
+
+
+def _md_blocks(lines: list[str], first_line: int) -> Iterator[Block]:
+    """Paragraphs, but a fenced code block stays one block even with blank lines."""
+    out: list[str] = []
+    start = first_line
+    i = 0
+    while i < len(lines):
+        fm = _FENCE.match(lines[i])
+        if fm:
+            yield from _paragraphs(out, start)
+            marker = fm.group(1)[0] * 3
+            j = i + 1
+            while j < len(lines) and not lines[j].strip().startswith(marker):
+                j += 1
+            j = min(j, len(lines) - 1)
+            code = "\n".join(lines[i : j + 1]).rstrip()
+            yield Block(code, first_line + i, first_line + j)
+            out, start = [], first_line + j + 1
+            i = j + 1
+            continue
+        out.append(lines[i])
+        i += 1
+    yield from _paragraphs(out, start)
+
+
+def _meta_title(meta: dict[str, Any]) -> str | None:
+    for key in ("title", "Title", "name"):
+        val = meta.get(key)
+        if isinstance(val, str) and val.strip():
+            return val.strip()
+    return None
+
+
+# ---------------------------------------------------------------- reStructuredText
+
+_RST_ADORN = re.compile(r"^([=\-~^\"'`#*+:.!$%&,/;<>?@_|])\1{2,}\s*$")
+
+
+def parse_rst(text: str) -> RawDoc:
+    lines = text.split("\n")
+    doc = RawDoc(title=None, metadata={}, line_count=len(lines))
+    styles: list[tuple[str, bool]] = []
+    body: list[str] = []
+    body_start = 1
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        over = _RST_ADORN.match(line)
+        # overlined title: adornment, text, adornment
+        if over and i + 2 < len(lines) and lines[i + 1].strip() and _RST_ADORN.match(lines[i + 2]) \
+                and lines[i + 2].strip()[0] == line.strip()[0]:
+            style, title, lineno, step = (line.strip()[0], True), lines[i + 1].strip(), i + 2, 3
+        elif line.strip() and not over and i + 1 < len(lines):
+            under = _RST_ADORN.match(lines[i + 1])
+            if under and len(lines[i + 1].rstrip()) >= len(line.rstrip()) and not line.startswith(" "):
+                style, title, lineno, step = (lines[i + 1].strip()[0], False), line.strip(), i + 1, 2
+            else:
+                body.append(line)
+                i += 1
+                continue
+        else:
+            body.append(line)
+            i += 1
+            continue
+        doc.items.extend(_paragraphs(body, body_start))
+        if style not in styles:
+            styles.append(style)
+        doc.items.append(RawHeading(min(styles.index(style) + 1, 6), title, lineno))
+        i += step
+        body, body_start = [], i + 1
+    doc.items.extend(_paragraphs(body, body_start))
+    return doc
+
+
+# ---------------------------------------------------------------- HTML
+
+_BLOCK_TAGS = {"p", "div", "li", "ul", "ol", "table", "tr", "pre", "blockquote", "section",
+               "article", "header", "footer", "br", "dd", "dt", "dl", "figcaption", "main", "nav"}
+_SKIP_TAGS = {"script", "style", "noscript", "template", "svg", "head"}
+
+
+class _HTMLCollector(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.items: list[RawHeading | Block] = []
+        self.title: str | None = None
+        self._buf: list[str] = []
+        self._start = 1
+        self._heading: int | None = None
+        self._skip = 0
+        self._in_title = False
+        self._title_buf: list[str] = []
+
+    def _flush(self) -> None:
+        text = re.sub(r"[ \t]+", " ", "".join(self._buf))
+        text = "\n".join(ln.strip() for ln in text.split("\n") if ln.strip())
+        line = self.getpos()[0]
+        if text:
+            if self._heading:
+                self.items.append(RawHeading(self._heading, " ".join(text.split()), self._start))
+            else:
+                self.items.append(Block(text, self._start, max(self._start, line)))
+        self._buf = []
+
+    def handle_starttag(self, tag, attrs):
+        if tag in _SKIP_TAGS:
+            self._skip += 1
+            if tag == "head":
+                self._skip -= 1  # keep <title> inside <head>
+                return
+        if tag == "title":
+            self._in_title = True
+        elif re.fullmatch(r"h[1-6]", tag):
+            self._flush()
+            self._heading = int(tag[1])
+            self._start = self.getpos()[0]
+        elif tag in _BLOCK_TAGS:
+            self._flush()
+            self._start = self.getpos()[0]
+
+    def handle_endtag(self, tag):
+        if tag in _SKIP_TAGS and tag != "head":
+            self._skip = max(0, self._skip - 1)
+        if tag == "title":
+            self._in_title = False
+            self.title = " ".join("".join(self._title_buf).split()) or None
+        elif re.fullmatch(r"h[1-6]", tag):
+            self._flush()
+            self._heading = None
+            self._start = self.getpos()[0]
+        elif tag in _BLOCK_TAGS:
+            self._flush()
+            self._start = self.getpos()[0]
+
+    def handle_data(self, data):
+        if self._in_title:
+            self._title_buf.append(data)
+        elif not self._skip:
+            if not self._buf:
+                self._start = self.getpos()[0]
+            self._buf.append(data)
+
+
+def parse_html(text: str) -> RawDoc:
+    p = _HTMLCollector()
+    p.feed(text)
+    p.close()
+    p._flush()
+    return RawDoc(title=p.title, metadata={}, items=p.items, line_count=text.count("\n") + 1)
+
+
+# ---------------------------------------------------------------- plain text
+
+def parse_text(text: str) -> RawDoc:
+    lines = text.split("\n")
+    return RawDoc(title=None, metadata={}, items=list(_paragraphs(lines, 1)), line_count=len(lines))
+
+
+# ---------------------------------------------------------------- BEIR jsonl
+
+@dataclass
+class JsonlRecord:
+    external_id: str
+    title: str
+    doc: RawDoc
+    line: int
+    metadata: dict[str, Any]
+
+
+def parse_beir_jsonl(text: str) -> Iterator[JsonlRecord]:
+    """Each line ``{"_id", "title", "text"}``; raises ParseError on anything else."""
+    for n, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ParseError(f"line {n}: not JSON ({exc.msg})") from exc
+        if not isinstance(obj, dict) or "_id" not in obj or "text" not in obj:
+            raise ParseError(f"line {n}: a BEIR corpus line needs _id and text")
+        body = str(obj.get("text") or "")
+        paras = [p.strip() for p in re.split(r"\n\s*\n", body) if p.strip()] or [body.strip()]
+        title = str(obj.get("title") or "").strip()
+        meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+        doc = RawDoc(title=title or None, metadata=meta, items=[Block(p, n, n) for p in paras if p],
+                     line_count=1)
+        yield JsonlRecord(str(obj["_id"]), title, doc, n, meta)
+
+
+PARSERS = {
+    ".md": parse_markdown, ".markdown": parse_markdown, ".rst": parse_rst,
+    ".html": parse_html, ".htm": parse_html, ".txt": parse_text, ".text": parse_text,
+}
+
+
+def parser_for(path: str):
+    return PARSERS.get(PurePosixPath(path).suffix.lower(), parse_text)
+
+
+# ---------------------------------------------------------------- section tree
+
+def build_sections(raw: RawDoc, doc_id: str, title: str, id_fn) -> tuple[list[Section], dict[str, list[Block]]]:
+    """Turn headings/blocks into a section tree with breadcrumbs and line spans.
+
+    The root section (level 0) holds text before the first heading. A first
+    level-1 heading with no text before it is folded into the root and names it.
+    """
+    root = Section(id_fn(doc_id, "0"), doc_id, None, title, 0, title, 0, 1, max(1, raw.line_count))
+    sections = [root]
+    blocks: dict[str, list[Block]] = {root.id: []}
+    stack = [root]
+    first_heading = True
+    for item in raw.items:
+        if isinstance(item, Block):
+            blocks[stack[-1].id].append(item)
+            continue
+        if first_heading and item.level == 1 and not blocks[root.id]:
+            # the document's own H1 names the root (it is usually the title)
+            first_heading = False
+            root.heading = root.breadcrumb = item.text
+            continue
+        first_heading = False
+        while len(stack) > 1 and stack[-1].level >= item.level:
+            stack.pop()
+        parent = stack[-1]
+        sec = Section(
+            id=id_fn(doc_id, str(len(sections))), document_id=doc_id, parent_id=parent.id,
+            heading=item.text, level=item.level, breadcrumb=f"{parent.breadcrumb} > {item.text}",
+            order=len(sections), line_start=item.line, line_end=raw.line_count,
+        )
+        sections.append(sec)
+        blocks[sec.id] = []
+        stack.append(sec)
+    # a section ends where the next heading at its level or above starts
+    for i, sec in enumerate(sections[1:], start=1):
+        for later in sections[i + 1:]:
+            if later.level <= sec.level:
+                sec.line_end = max(sec.line_start, later.line_start - 1)
+                break
+    return sections, blocks
+
+
+def infer_title(raw: RawDoc, fallback: str) -> str:
+    if raw.title:
+        return raw.title
+    for item in raw.items:
+        if isinstance(item, RawHeading):
+            return item.text if item.level == 1 else fallback
+    return fallback

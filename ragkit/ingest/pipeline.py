@@ -1,0 +1,308 @@
+"""One indexing run: discover → diff → parse → chunk → embed → write → commit.
+
+Nothing is written until every new document is parsed, chunked and embedded;
+then LanceDB gets a new version and one DuckDB transaction commits the run
+(with that version). Ctrl-C or a crash before the commit leaves the previous
+index as it was.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import numpy as np
+
+from ragkit.config import IndexConfig
+from ragkit.embed import Embedder
+from ragkit.errors import BadInput, EmbedderMismatch, IndexBusy, RagkitError
+from ragkit.events import Reporter
+from ragkit.ingest.chunk import chunk_document
+from ragkit.ingest.discover import SourceFile, Undecodable, content_hash, decode, discover, stable_id
+from ragkit.ingest.doctype import infer_doc_type
+from ragkit.ingest.parse import ParseError, build_sections, infer_title, parse_beir_jsonl, parser_for
+from ragkit.records import Chunk, Document, ParsedDocument
+from ragkit.store.duck import DuckStore
+from ragkit.store.lance import ChunkWriter, FtsSettings, chunk_rows
+from ragkit.store.manifest import read_manifest, write_manifest
+from ragkit.store.reader import DUCK_NAME, LANCE_DIR
+
+
+@dataclass
+class IndexSummary:
+    index_dir: str
+    new: int = 0
+    changed: int = 0
+    unchanged: int = 0
+    removed: int = 0
+    skipped: int = 0
+    documents: int = 0  # documents written by this run
+    chunks: int = 0  # chunks embedded by this run
+    total_documents: int = 0
+    total_chunks: int = 0
+    seconds: dict[str, float] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@contextmanager
+def _write_lock(index_dir: Path) -> Iterator[None]:
+    index_dir.mkdir(parents=True, exist_ok=True)
+    fh = open(index_dir / ".lock", "w")
+    try:
+        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError as exc:
+        fh.close()
+        raise IndexBusy(f"{index_dir} is being indexed by another process") from exc
+    try:
+        yield
+    finally:
+        fcntl.flock(fh, fcntl.LOCK_UN)
+        fh.close()
+
+
+def _under(path: str, roots: list[Path]) -> bool:
+    return any(path == str(r) or path.startswith(str(r) + os.sep) for r in roots)
+
+
+class _Parser:
+    """Parses one source file into documents; collects sections and chunks."""
+
+    def __init__(self, cfg: IndexConfig, embedder: Embedder, collection: str, doc_type: str | None):
+        self.cfg, self.embedder = cfg, embedder
+        self.collection, self.doc_type = collection, doc_type
+        self.max_tokens = min(cfg.chunk_tokens, embedder.max_tokens)
+
+    def parse(self, src: SourceFile, data: bytes, source_hash: str) -> list[tuple[ParsedDocument, list[Chunk]]]:
+        text = decode(data)
+        mtime = src.mtime_ns / 1e9
+        out = []
+        if src.path.suffix.lower() == ".jsonl":
+            for rec in parse_beir_jsonl(text):
+                doc_id = stable_id(source_hash, rec.external_id)
+                title = rec.title or rec.external_id
+                out.append(self._finish(src, source_hash, doc_id, rec.external_id, f"{src.rel}#{rec.external_id}",
+                                        title, rec.doc, mtime))
+        else:
+            raw = parser_for(src.path.name)(text)
+            doc_id = stable_id(str(src.path), source_hash)
+            title = infer_title(raw, src.path.stem)
+            out.append(self._finish(src, source_hash, doc_id, src.rel, src.rel, title, raw, mtime))
+        return out
+
+    def _finish(self, src, source_hash, doc_id, external_id, path, title, raw, mtime):
+        meta = raw.metadata
+        doc = Document(
+            id=doc_id, path=path, source_path=str(src.path), source_hash=source_hash, external_id=external_id,
+            title=title, doc_type=infer_doc_type(meta, self.doc_type, path, title),
+            collection=str(meta.get("collection") or self.collection), metadata=meta, mtime=mtime,
+            version=str(meta["version"]) if meta.get("version") is not None else None,
+            line_count=raw.line_count,
+        )
+        sections, blocks = build_sections(raw, doc_id, title, stable_id)
+        chunks = chunk_document(sections, blocks, self.max_tokens, self.embedder.count_tokens, stable_id)
+        return ParsedDocument(doc, sections, blocks), chunks
+
+
+def run_index(
+    paths: list[Path],
+    index_dir: Path,
+    cfg: IndexConfig,
+    embedder_factory: Callable[[IndexConfig], Embedder],
+    *,
+    full: bool = False,
+    reporter: Reporter | None = None,
+) -> IndexSummary:
+    rep = reporter or Reporter()
+    t0 = time.perf_counter()
+    summary = IndexSummary(index_dir=str(index_dir))
+
+    def warn(msg: str) -> None:
+        summary.warnings.append(msg)
+        rep.warn(msg)
+
+    files = discover(paths, cfg.include, cfg.exclude, cfg.include_hidden)
+    if not files:
+        raise BadInput(
+            f"nothing indexable under {', '.join(str(p) for p in paths)}",
+            hint=f"ragkit reads {', '.join(cfg.include)}; use --include to add patterns.",
+        )
+    roots = [Path(p).expanduser().resolve() for p in paths]
+
+    with _write_lock(index_dir):
+        previous = None
+        if (index_dir / "manifest.json").exists():
+            previous = read_manifest(index_dir)
+            if not full and previous["index_config"]["embed_model"] != cfg.embed_model:
+                raise EmbedderMismatch(
+                    f"index {index_dir} was built with {previous['index_config']['embed_model']}, "
+                    f"not {cfg.embed_model}")
+        duck_path = index_dir / DUCK_NAME
+        states: dict[str, dict[str, Any]] = {}
+        committed = None
+        if duck_path.exists():
+            with DuckStore(duck_path, read_only=True) as store:
+                states = store.sources()
+                committed = store.last_run()
+        if full:
+            states_for_diff: dict[str, dict[str, Any]] = {}
+        else:
+            states_for_diff = states
+
+        # ---- diff
+        todo: list[tuple[SourceFile, bytes, str, bool]] = []  # file, bytes, hash, is_changed
+        unchanged_sources: list[dict[str, Any]] = []
+        seen = set()
+        for f in files:
+            key = str(f.path)
+            seen.add(key)
+            old = states_for_diff.get(key)
+            if old and old["size"] == f.size and old["mtime_ns"] == f.mtime_ns:
+                summary.unchanged += 1
+                continue
+            try:
+                data = f.path.read_bytes()
+            except OSError as exc:
+                warn(f"skipped {f.rel}: unreadable ({exc.strerror or exc})")
+                summary.skipped += 1
+                continue
+            h = content_hash(data)
+            if old and old["hash"] == h:
+                summary.unchanged += 1
+                unchanged_sources.append({"source_path": key, "rel": f.rel, "hash": h, "size": f.size,
+                                          "mtime_ns": f.mtime_ns})
+                continue
+            todo.append((f, data, h, old is not None))
+        gone = [p for p in states_for_diff if p not in seen and _under(p, roots)]
+        summary.removed = sum(len(states_for_diff[p]["doc_ids"]) for p in gone)
+
+        nothing_changed = not todo and not gone and not unchanged_sources and not full
+        if nothing_changed and committed is not None and previous is not None:
+            summary.total_documents = previous["counts"]["documents"]
+            summary.total_chunks = previous["counts"]["chunks"]
+            summary.seconds["total"] = round(time.perf_counter() - t0, 3)
+            return summary  # no model load, no write
+
+        # ---- parse and chunk
+        t1 = time.perf_counter()
+        embedder = embedder_factory(cfg)
+        if previous and not full and previous["embedder"]["fingerprint"] != embedder.fingerprint:
+            raise EmbedderMismatch(
+                f"the embedding model changed since {index_dir} was built "
+                f"({previous['embedder']['fingerprint']} → {embedder.fingerprint})")
+        summary.seconds["load_model"] = round(time.perf_counter() - t1, 3)
+        t1 = time.perf_counter()
+        parser = _Parser(cfg, embedder, cfg.collection, cfg.doc_type)
+        docs: dict[str, Document] = {}
+        parsed: list[ParsedDocument] = []
+        chunks: list[Chunk] = []
+        new_sources: list[dict[str, Any]] = []
+        replaced_ids: list[str] = []
+        rep.start("parse", len(todo))
+        for f, data, h, is_changed in todo:
+            try:
+                results = parser.parse(f, data, h)
+            except (Undecodable, ParseError) as exc:
+                warn(f"skipped {f.rel}: {exc}")
+                summary.skipped += 1
+                rep.advance("parse")
+                continue
+            kept = 0
+            for pd, doc_chunks in results:
+                if pd.document.id in docs:
+                    warn(f"skipped a duplicate of {pd.document.path}")
+                    continue
+                if not doc_chunks:
+                    warn(f"skipped {pd.document.path}: no text")
+                    continue
+                docs[pd.document.id] = pd.document
+                parsed.append(pd)
+                chunks.extend(doc_chunks)
+                kept += 1
+            if kept == 0 and results == []:
+                warn(f"skipped {f.rel}: no documents in it")
+            if kept == 0:
+                summary.skipped += 1
+            else:
+                summary.changed += is_changed
+                summary.new += not is_changed
+            if is_changed:
+                replaced_ids.extend(states_for_diff[str(f.path)]["doc_ids"])
+            new_sources.append({"source_path": str(f.path), "rel": f.rel, "hash": h, "size": f.size,
+                                "mtime_ns": f.mtime_ns})
+            rep.advance("parse")
+        rep.finish("parse")
+        summary.seconds["parse_chunk"] = round(time.perf_counter() - t1, 3)
+
+        remaining = sum(len(s["doc_ids"]) for p, s in states_for_diff.items() if p in seen) - len(replaced_ids)
+        if not docs and remaining <= 0:
+            raise BadInput(
+                f"nothing indexable under {', '.join(str(p) for p in paths)} "
+                f"({summary.skipped} file(s) skipped)",
+                hint="See the warnings above; binary and empty files are not indexed.")
+
+        # ---- embed
+        t1 = time.perf_counter()
+        rep.start("embed", len(chunks))
+        vectors = embedder.encode([c.embed_text for c in chunks], progress=lambda n: rep.advance("embed", n)) \
+            if chunks else np.zeros((0, embedder.dimension), dtype=np.float32)
+        rep.finish("embed")
+        summary.seconds["embed"] = round(time.perf_counter() - t1, 3)
+        summary.documents, summary.chunks = len(docs), len(chunks)
+
+        # ---- write LanceDB (new version), then commit in DuckDB
+        t1 = time.perf_counter()
+        rep.start("write")
+        table = committed["lance_table"] if committed else "chunks"
+        if full and previous and previous["embedder"]["dimension"] != embedder.dimension:
+            table = f"chunks_{int(time.time())}"  # a new schema needs a new table
+        writer = ChunkWriter(
+            index_dir / LANCE_DIR, table,
+            committed["lance_version"] if committed and committed["lance_table"] == table else None,
+            embedder.dimension,
+            FtsSettings(cfg.fts_language, cfg.fts_stem, cfg.fts_remove_stop_words),
+            cfg.vector_index_min_rows,
+        )
+        removed_ids = [d for p in gone for d in states_for_diff[p]["doc_ids"]] + replaced_ids
+        if full:
+            writer.delete_all()
+        else:
+            writer.delete_documents(removed_ids)
+        if chunks:
+            writer.add(chunk_rows(chunks, docs, vectors))
+        version = writer.finish()
+        summary.seconds["write_lance"] = round(time.perf_counter() - t1, 3)
+
+        t1 = time.perf_counter()
+        run = {"started_at": time.time() - (time.perf_counter() - t0), "finished_at": time.time(),
+               "lance_table": table, "lance_version": version,
+               "summary": {k: v for k, v in summary.to_dict().items() if k not in ("warnings",)}}
+        with DuckStore(duck_path, read_only=False) as store:
+            run_id = store.commit_run(
+                removed_doc_ids=removed_ids, removed_sources=gone + [str(f.path) for f, *_ in todo] + [s["source_path"] for s in unchanged_sources],
+                sources=new_sources + unchanged_sources, documents=list(docs.values()),
+                sections=[s for pd in parsed for s in pd.sections], chunks=chunks, run=run, full=full,
+            )
+            counts = store.counts()
+        summary.total_documents, summary.total_chunks = counts["documents"], counts["chunks"]
+        write_manifest(index_dir, {
+            "index_config": cfg.to_dict(),
+            "embedder": {"name": embedder.name, "spec": cfg.embed_model, "dimension": embedder.dimension,
+                         "fingerprint": embedder.fingerprint, "max_tokens": embedder.max_tokens},
+            "counts": counts,
+            "last_run": {"id": run_id, "lance_table": table, "lance_version": version,
+                         "finished_at": run["finished_at"],
+                         "summary": {k: getattr(summary, k) for k in
+                                     ("new", "changed", "unchanged", "removed", "skipped")}},
+        })
+        rep.finish("write")
+        summary.seconds["commit"] = round(time.perf_counter() - t1, 3)
+        summary.seconds["total"] = round(time.perf_counter() - t0, 3)
+        return summary

@@ -1,0 +1,120 @@
+"""Plain records passed between stages."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class Section:
+    id: str
+    document_id: str
+    parent_id: str | None
+    heading: str
+    level: int  # 0 = document root
+    breadcrumb: str
+    order: int
+    line_start: int  # 1-based, inclusive
+    line_end: int
+
+
+@dataclass
+class Block:
+    """A paragraph-like unit of a section body, before chunking."""
+
+    text: str
+    line_start: int
+    line_end: int
+
+
+@dataclass
+class Document:
+    id: str
+    path: str  # display path (relative to the indexed root, or root/file#id for jsonl)
+    source_path: str  # absolute path of the file it came from
+    source_hash: str  # content hash of that file
+    external_id: str  # BEIR _id, or the relative path
+    title: str
+    doc_type: str
+    collection: str
+    metadata: dict[str, Any]
+    mtime: float
+    version: str | None = None
+    is_latest: bool = True
+    line_count: int = 0
+
+
+@dataclass
+class ParsedDocument:
+    document: Document
+    sections: list[Section]
+    blocks: dict[str, list[Block]]  # section id -> body blocks
+
+
+@dataclass
+class Chunk:
+    id: str
+    document_id: str
+    section_id: str
+    index: int  # position in document
+    text: str
+    header: str  # contextual header (breadcrumb)
+    token_count: int
+    line_start: int
+    line_end: int
+    boundary_confidence: float
+
+    @property
+    def embed_text(self) -> str:
+        return f"{self.header}\n{self.text}" if self.header else self.text
+
+
+@dataclass
+class Hit:
+    """One retrieved chunk with the fields the query path needs."""
+
+    chunk_id: str
+    document_id: str
+    section_id: str
+    chunk_index: int
+    text: str
+    header: str
+    path: str
+    title: str
+    doc_type: str
+    collection: str
+    line_start: int
+    line_end: int
+    token_count: int
+    external_id: str = ""
+    score: float = 0.0
+    ranks: dict[str, int] = field(default_factory=dict)  # per retriever, 1-based
+    scores: dict[str, float] = field(default_factory=dict)  # raw per retriever
+
+
+@dataclass
+class Passage:
+    rank: int
+    score: float
+    anchor_score: float
+    document_id: str
+    path: str
+    title: str
+    section: str
+    line_start: int
+    line_end: int
+    text: str
+    chunk_ids: list[str]
+    token_count: int
+    features: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class QueryResult:
+    query: str
+    strategy: str
+    plan: dict[str, Any]
+    passages: list[Passage]
+    hits: list[Hit]
+    timings_ms: dict[str, float]

@@ -1,0 +1,62 @@
+"""Rich terminal output and the JSON schema (``ragkit.query/1``)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ragkit.records import Passage, QueryResult
+
+SCHEMA = "ragkit.query/1"
+DISPLAY_CHARS = 1500
+
+
+def passage_dict(p: Passage, explain: bool = False) -> dict[str, Any]:
+    d = {
+        "rank": p.rank, "score": round(p.score, 6), "anchor_score": round(p.anchor_score, 6),
+        "document": {"id": p.document_id, "path": p.path, "title": p.title},
+        "section": p.section, "lines": [p.line_start, p.line_end], "text": p.text,
+        "chunk_ids": p.chunk_ids, "tokens": p.token_count,
+    }
+    if explain:
+        d["features"] = p.features
+    return d
+
+
+def result_dict(r: QueryResult, explain: bool = False) -> dict[str, Any]:
+    return {
+        "schema": SCHEMA, "query": r.query, "strategy": r.strategy, "plan": r.plan,
+        "passages": [passage_dict(p, explain) for p in r.passages], "timings_ms": r.timings_ms,
+    }
+
+
+def query_terms(text: str) -> list[str]:
+    """Words worth highlighting: the query's words of three or more letters, minus negated ones."""
+    text = re.sub(r'(?:^|\s)-\S+', " ", text)
+    return sorted({w for w in re.findall(r"\w{3,}", text.lower())}, key=len, reverse=True)
+
+
+def print_result(console, r: QueryResult, explain: bool = False) -> None:
+    from rich.panel import Panel
+    from rich.text import Text
+
+    if not r.passages:
+        console.print("[yellow]No passages found.[/] Try other words, fewer filters, or --strategy lexical.")
+        return
+    terms = query_terms(r.query)
+    for p in r.passages:
+        title = Text.assemble(
+            (f"[{p.rank}] ", "bold cyan"), (p.path, "bold"), (f":{p.line_start}-{p.line_end}", "cyan"),
+            (f"  score {p.score:.4f}", "dim"),
+        )
+        body = p.text if len(p.text) <= DISPLAY_CHARS else p.text[:DISPLAY_CHARS].rstrip() + " …"
+        text = Text(body)
+        if terms:
+            text.highlight_regex(r"(?i)\b(" + "|".join(re.escape(t) for t in terms) + r")\w*", "bold yellow")
+        console.print(title)
+        console.print(Text(p.section, style="magenta"))
+        console.print(Panel(text, border_style="dim", padding=(0, 1)))
+        if explain and p.features:
+            console.print(Text("  " + "  ".join(f"{k}={v:.3f}" for k, v in p.features.items()), style="dim"))
+    t = r.timings_ms
+    console.print(Text(f"{len(r.passages)} passages · {r.strategy} · {t.get('total', 0):.0f} ms", style="dim"))

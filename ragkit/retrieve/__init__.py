@@ -1,0 +1,1 @@
+"""Retrieval: query syntax, filters, fusion and the strategy registry."""

@@ -1,0 +1,17 @@
+"""Strategy registry: a new strategy is one module plus one line here."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from ragkit.records import Hit
+from ragkit.retrieve.context import SearchContext
+from ragkit.retrieve.strategies import hybrid, lexical, naive
+
+Strategy = Callable[[SearchContext], list[Hit]]
+
+STRATEGIES: dict[str, Strategy] = {
+    "naive": naive.search,
+    "lexical": lexical.search,
+    "hybrid": hybrid.search,
+}

@@ -1,0 +1,1 @@
+"""Storage: only this package touches LanceDB, DuckDB and graph files."""

@@ -1,0 +1,199 @@
+"""DuckDB: documents, sections, chunk metadata, sources and runs.
+
+One transaction per indexing run is the commit point: it records the LanceDB
+version the run produced, so readers always see a matching pair.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from ragkit.errors import IndexBusy, IndexCorrupt
+from ragkit.records import Chunk, Document, Section
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS sources (
+    source_path VARCHAR PRIMARY KEY, rel VARCHAR, hash VARCHAR, size BIGINT, mtime_ns BIGINT
+);
+CREATE TABLE IF NOT EXISTS documents (
+    id VARCHAR PRIMARY KEY, source_path VARCHAR, source_hash VARCHAR, external_id VARCHAR,
+    path VARCHAR, title VARCHAR, doc_type VARCHAR, collection VARCHAR, metadata JSON,
+    version VARCHAR, is_latest BOOLEAN, mtime DOUBLE, line_count INTEGER
+);
+CREATE TABLE IF NOT EXISTS sections (
+    id VARCHAR PRIMARY KEY, document_id VARCHAR, parent_id VARCHAR, heading VARCHAR, level INTEGER,
+    breadcrumb VARCHAR, ord INTEGER, line_start INTEGER, line_end INTEGER
+);
+CREATE TABLE IF NOT EXISTS chunks (
+    id VARCHAR PRIMARY KEY, document_id VARCHAR, section_id VARCHAR, chunk_index INTEGER,
+    text VARCHAR, header VARCHAR, token_count INTEGER, line_start INTEGER, line_end INTEGER,
+    boundary_confidence DOUBLE
+);
+CREATE TABLE IF NOT EXISTS runs (
+    id INTEGER PRIMARY KEY, started_at DOUBLE, finished_at DOUBLE, lance_table VARCHAR,
+    lance_version BIGINT, summary JSON
+);
+"""
+
+
+def _connect(path: Path, read_only: bool):
+    import duckdb
+
+    for attempt in range(20):
+        try:
+            return duckdb.connect(str(path), read_only=read_only)
+        except duckdb.IOException as exc:
+            if "lock" not in str(exc).lower():
+                raise IndexCorrupt(f"cannot open {path}: {exc}") from exc
+            if attempt == 19:
+                raise IndexBusy(f"{path} is locked by another process") from exc
+            time.sleep(0.25)
+    raise AssertionError("unreachable")
+
+
+class DuckStore:
+    def __init__(self, path: Path, read_only: bool = True):
+        self.path = path
+        self.con = _connect(path, read_only)
+        if not read_only:
+            self.con.execute(SCHEMA)
+
+    def close(self) -> None:
+        self.con.close()
+
+    def __enter__(self) -> "DuckStore":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # ------------------------------------------------------------ read
+
+    def sources(self) -> dict[str, dict[str, Any]]:
+        rows = self.con.execute("SELECT source_path, rel, hash, size, mtime_ns FROM sources").fetchall()
+        out = {r[0]: {"rel": r[1], "hash": r[2], "size": r[3], "mtime_ns": r[4], "doc_ids": []} for r in rows}
+        for src, doc_id in self.con.execute("SELECT source_path, id FROM documents").fetchall():
+            if src in out:
+                out[src]["doc_ids"].append(doc_id)
+        return out
+
+    def last_run(self) -> dict[str, Any] | None:
+        row = self.con.execute(
+            "SELECT id, started_at, finished_at, lance_table, lance_version, summary FROM runs ORDER BY id DESC LIMIT 1"
+        ).fetchone()
+        if not row:
+            return None
+        return {"id": row[0], "started_at": row[1], "finished_at": row[2], "lance_table": row[3],
+                "lance_version": row[4], "summary": json.loads(row[5])}
+
+    def counts(self) -> dict[str, int]:
+        return {t: self.con.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+                for t in ("documents", "sections", "chunks")}
+
+    def doc_types(self) -> dict[str, int]:
+        return dict(self.con.execute(
+            "SELECT doc_type, count(*) FROM documents GROUP BY doc_type ORDER BY 2 DESC").fetchall())
+
+    def collections(self) -> dict[str, int]:
+        return dict(self.con.execute(
+            "SELECT collection, count(*) FROM documents GROUP BY collection ORDER BY 2 DESC").fetchall())
+
+    def document_ids_matching(self, filters: dict[str, str]) -> list[str]:
+        """Documents whose fields or front-matter keys match every filter.
+
+        ``path`` is a glob over the display path and the source path; other
+        keys compare with documents columns (doc_type, collection, title, …) or
+        front-matter values (a list value matches when it contains the value).
+        """
+        clauses, params = [], []
+        columns = {"doc_type", "collection", "title", "external_id", "id", "version"}
+        for key, value in filters.items():
+            if key == "path":
+                clauses.append("(path GLOB ? OR source_path GLOB ? OR path GLOB ?)")
+                params += [value, value, f"*{value}"]
+            elif key in columns:
+                clauses.append(f"lower({key}) = lower(?)")
+                params.append(value)
+            else:
+                path = "$." + '"' + key.replace('"', "") + '"'
+                clauses.append(
+                    "(lower(json_extract_string(metadata, ?)) = lower(?) OR "
+                    "json_contains(CAST(lower(CAST(json_extract(metadata, ?) AS VARCHAR)) AS JSON), to_json(lower(?))))"
+                )
+                params += [path, value, path, value]
+        sql = "SELECT id FROM documents" + (" WHERE " + " AND ".join(clauses) if clauses else "")
+        return [r[0] for r in self.con.execute(sql, params).fetchall()]
+
+    # ------------------------------------------------------------ write
+
+    def commit_run(
+        self,
+        *,
+        removed_doc_ids: list[str],
+        removed_sources: list[str],
+        sources: list[dict[str, Any]],
+        documents: list[Document],
+        sections: list[Section],
+        chunks: list[Chunk],
+        run: dict[str, Any],
+        full: bool,
+    ) -> int:
+        """Apply one run's changes atomically; returns the run id."""
+        import pyarrow as pa
+
+        con = self.con
+        con.execute("BEGIN TRANSACTION")
+        try:
+            if full:
+                for t in ("sources", "documents", "sections", "chunks"):
+                    con.execute(f"DELETE FROM {t}")
+            if removed_doc_ids:
+                ids = pa.table({"id": removed_doc_ids})
+                con.register("gone", ids)
+                con.execute("DELETE FROM chunks WHERE document_id IN (SELECT id FROM gone)")
+                con.execute("DELETE FROM sections WHERE document_id IN (SELECT id FROM gone)")
+                con.execute("DELETE FROM documents WHERE id IN (SELECT id FROM gone)")
+                con.unregister("gone")
+            if removed_sources:
+                con.register("gone_src", pa.table({"p": removed_sources}))
+                con.execute("DELETE FROM sources WHERE source_path IN (SELECT p FROM gone_src)")
+                con.unregister("gone_src")
+            self._insert("sources", sources)
+            self._insert("documents", [
+                {**{k: v for k, v in asdict(d).items() if k != "metadata"},
+                 "metadata": json.dumps(d.metadata, default=str, ensure_ascii=False)} for d in documents
+            ])
+            self._insert("sections", [
+                {**{k: v for k, v in asdict(s).items() if k != "order"}, "ord": s.order} for s in sections
+            ])
+            self._insert("chunks", [
+                {"id": c.id, "document_id": c.document_id, "section_id": c.section_id, "chunk_index": c.index,
+                 "text": c.text, "header": c.header, "token_count": c.token_count, "line_start": c.line_start,
+                 "line_end": c.line_end, "boundary_confidence": c.boundary_confidence} for c in chunks
+            ])
+            run_id = (con.execute("SELECT coalesce(max(id), 0) + 1 FROM runs").fetchone()[0])
+            con.execute(
+                "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?)",
+                [run_id, run["started_at"], run["finished_at"], run["lance_table"], run["lance_version"],
+                 json.dumps(run["summary"])],
+            )
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+        return run_id
+
+    def _insert(self, table: str, rows: list[dict[str, Any]]) -> None:
+        if not rows:
+            return
+        import pyarrow as pa
+
+        cols = [r[1] for r in self.con.execute(f"PRAGMA table_info('{table}')").fetchall()]
+        data = pa.table({c: [r.get(c) for r in rows] for c in cols})
+        self.con.register("incoming", data)
+        self.con.execute(f"INSERT INTO {table} SELECT {', '.join(cols)} FROM incoming")
+        self.con.unregister("incoming")

@@ -1,0 +1,36 @@
+"""manifest.json: format version, resolved config, embedder, counts, last run."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from ragkit.errors import IndexCorrupt, IndexNotFound
+
+FORMAT_VERSION = 1
+NAME = "manifest.json"
+
+
+def read_manifest(index_dir: Path) -> dict[str, Any]:
+    path = index_dir / NAME
+    if not path.is_file():
+        raise IndexNotFound(f"no index at {index_dir}")
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise IndexCorrupt(f"unreadable manifest {path}: {exc}") from exc
+    if data.get("format_version") != FORMAT_VERSION:
+        raise IndexCorrupt(
+            f"index format {data.get('format_version')} at {index_dir}; this ragkit reads format {FORMAT_VERSION}"
+        )
+    return data
+
+
+def write_manifest(index_dir: Path, data: dict[str, Any]) -> None:
+    """Atomic replace: a reader sees the old or the new manifest, never half."""
+    data = {"format_version": FORMAT_VERSION, **data}
+    tmp = index_dir / f".{NAME}.tmp"
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str))
+    os.replace(tmp, index_dir / NAME)

@@ -1,0 +1,72 @@
+"""Read side of an index: the committed LanceDB version, DuckDB on demand, the embedder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ragkit.embed import Embedder, load_embedder
+from ragkit.errors import EmbedderMismatch, IndexCorrupt, IndexNotFound
+from ragkit.records import Hit
+from ragkit.store.duck import DuckStore
+from ragkit.store.lance import ChunkTable, text_of
+from ragkit.store.manifest import read_manifest
+
+DUCK_NAME = "store.duckdb"
+LANCE_DIR = "lance"
+
+
+class IndexReader:
+    def __init__(self, index_dir: Path, embedder: Embedder | None = None, embed_model: str | None = None):
+        self.index_dir = Path(index_dir)
+        if not self.index_dir.exists():
+            raise IndexNotFound(f"no index at {self.index_dir}")
+        self.manifest = read_manifest(self.index_dir)
+        info = self.manifest["embedder"]
+        if embed_model is not None and embed_model != info["spec"]:
+            raise EmbedderMismatch(f"{self.index_dir} was built with {info['spec']}, not {embed_model}")
+        if embedder is not None:
+            self._check(embedder)
+        self._embedder = embedder
+        run = self.manifest["last_run"]
+        try:
+            self.chunks = ChunkTable(self.index_dir / LANCE_DIR, run["lance_table"], run["lance_version"])
+        except Exception as exc:  # missing table files, bad version, …
+            raise IndexCorrupt(f"cannot open the chunks table of {self.index_dir}: {exc}") from exc
+
+    def _check(self, embedder: Embedder) -> None:
+        info = self.manifest["embedder"]
+        if embedder.fingerprint != info["fingerprint"] or embedder.dimension != info["dimension"]:
+            raise EmbedderMismatch(
+                f"{self.index_dir} was built with {info['name']} ({info['dimension']}d, {info['fingerprint']}), "
+                f"the query embedder is {embedder.name} ({embedder.dimension}d, {embedder.fingerprint})")
+
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            emb = load_embedder(self.manifest["embedder"]["spec"], self.manifest["index_config"]["embed_batch_size"])
+            self._check(emb)
+            self._embedder = emb
+        return self._embedder
+
+    def duck(self) -> DuckStore:
+        """A short-lived read-only connection (a held one would block the indexer)."""
+        return DuckStore(self.index_dir / DUCK_NAME, read_only=True)
+
+    def doc_ids_for(self, filters: dict[str, str]) -> list[str]:
+        with self.duck() as store:
+            return store.document_ids_matching(filters)
+
+    @staticmethod
+    def to_hits(rows: list[dict[str, Any]], kind: str) -> list[Hit]:
+        hits = []
+        for r in rows:
+            score = 1.0 - float(r["_distance"]) if kind == "dense" else float(r["_score"])
+            hits.append(Hit(
+                chunk_id=r["id"], document_id=r["document_id"], section_id=r["section_id"],
+                chunk_index=int(r["chunk_index"]), text=text_of(r), header=r["header"], path=r["path"],
+                title=r["title"], doc_type=r["doc_type"], collection=r["collection"],
+                line_start=int(r["line_start"]), line_end=int(r["line_end"]),
+                token_count=int(r["token_count"]), external_id=r["external_id"], score=score,
+            ))
+        return hits

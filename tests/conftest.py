@@ -1,0 +1,89 @@
+from __future__ import annotations
+
+import os
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from ragkit import api
+from ragkit.config import IndexConfig
+from tests.fakes import FakeEmbedder
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED_DATA = REPO.parent / "shared" / "data"
+SAMPLES = REPO / "ragkit" / "samples" / "handbook"
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+def write(root: Path, rel: str, text: str) -> Path:
+    p = root / rel
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(textwrap.dedent(text).lstrip("\n"))
+    return p
+
+
+@pytest.fixture
+def fake():
+    return FakeEmbedder()
+
+
+@pytest.fixture
+def corpus(tmp_path: Path) -> Path:
+    root = tmp_path / "docs"
+    write(root, "policies/overtime.md", """
+        ---
+        title: Overtime Policy
+        doc_type: policy
+        owner: HR
+        tags: [time, pay]
+        ---
+
+        # Overtime Policy
+
+        ## Limits
+
+        Overtime is limited to ten hours per week. Managers approve overtime in advance.
+
+        ## Pay
+
+        Overtime is paid at one and a quarter times the hourly rate.
+        """)
+    write(root, "tech/deploy.rst", """
+        Deployment
+        ==========
+
+        Rollbacks
+        ---------
+
+        A rollback redeploys the previous container image.
+
+        Migrations
+        ----------
+
+        Database migrations must stay backwards compatible.
+        """)
+    write(root, "notes/meeting.txt", """
+        Meeting notes
+
+        The team moved the planning meeting to Tuesday.
+        """)
+    return root
+
+
+@pytest.fixture
+def index_with(tmp_path: Path, fake: FakeEmbedder):
+    """Index folders with the fake embedder; returns (summary, reader)."""
+
+    def run(*paths, full=False, cfg=None, name="idx"):
+        idx = tmp_path / name
+        summary = api.index(list(paths), idx, cfg or IndexConfig(), full=full, embedder_factory=lambda c: fake)
+        return summary, api.open_index(idx, embedder=fake)
+
+    return run
+
+
+def needs_shared(name: str):
+    path = SHARED_DATA / name
+    return pytest.mark.skipif(not path.exists(), reason=f"{path} is absent (shared evaluation data)")

@@ -1,0 +1,95 @@
+"""Real bundled model (all-MiniLM-L6-v2) on small data, in process and as a subprocess."""
+
+import json
+import shutil
+
+import pytest
+
+from ragkit import api
+from ragkit.config import QueryConfig
+from ragkit.ingest.discover import discover
+from ragkit.ingest.parse import build_sections, parse_markdown
+from ragkit.ingest.discover import stable_id
+from tests.conftest import SAMPLES, SHARED_DATA, needs_shared
+from tests.test_cli import ragkit
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def sample_index(tmp_path_factory):
+    idx = tmp_path_factory.mktemp("real") / "idx"
+    summary = api.index([SAMPLES], idx)
+    return summary, api.open_index(idx)
+
+
+def test_expected_passage_first(sample_index):
+    summary, reader = sample_index
+    assert summary.new == 5 and summary.skipped == 0
+    for strategy in ("naive", "lexical", "hybrid"):
+        r = api.query(reader, "how are overtime hours limited?", QueryConfig(strategy=strategy, k=3))
+        top = r.passages[0]
+        assert top.path.endswith("policies/working-time.md"), strategy
+        assert top.section == "Working Time Policy > Overtime > Limits on overtime", strategy
+        assert "10 hours per week" in top.text
+    r = api.query(reader, "what happens when a release breaks production", QueryConfig(k=3))
+    assert any("deployment.rst" in p.path or "incident-response" in p.path for p in r.passages[:2])
+
+
+def test_real_embedder_properties(sample_index):
+    _, reader = sample_index
+    emb = reader.embedder
+    assert emb.dimension == 384 and emb.max_tokens == 256
+    v = emb.encode(["overtime limits", "rest periods"])
+    assert v.shape == (2, 384)
+    assert abs(float((v[0] ** 2).sum()) - 1.0) < 1e-4
+    with reader.duck() as store:
+        n = store.con.execute("SELECT max(token_count) FROM chunks").fetchone()[0]
+    assert n <= 240
+
+
+def test_subprocess_index_query_with_binary_file(tmp_path):
+    docs = tmp_path / "docs"
+    shutil.copytree(SAMPLES, docs)
+    (docs / "logo.txt").write_bytes(b"\x89PNG\x00\x00\x00binary")
+    r = ragkit("index", "docs", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "warning: skipped docs/logo.txt: binary file" in r.stderr
+    assert "skipped 1" in r.stdout
+    r = ragkit("query", "--json", "how are overtime hours limited?", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert d["passages"][0]["section"] == "Working Time Policy > Overtime > Limits on overtime"
+    assert d["passages"][0]["document"]["path"] == "docs/policies/working-time.md"
+    r = ragkit("query", "--jsonl", "-", cwd=tmp_path, input="rollback\nsecurity of company data\n")
+    objs = [json.loads(x) for x in r.stdout.splitlines()]
+    assert len(objs) == 2 and objs[1]["passages"][0]["section"] == "Remote Work Policy > Security"
+    # the index was built by another model (as if the embedder package had changed)
+    manifest = tmp_path / "indexes/default/manifest.json"
+    m = json.loads(manifest.read_text())
+    m["embedder"]["fingerprint"] = "0000000000000000"
+    manifest.write_text(json.dumps(m))
+    r = ragkit("query", "overtime", cwd=tmp_path)
+    assert r.returncode == 4 and "error:" in r.stderr and "Traceback" not in r.stderr
+
+
+@needs_shared("rust-book")
+def test_rust_book_section_tree():
+    files = discover([SHARED_DATA / "rust-book" / "src"], ["*.md"], [])
+    headings = 0
+    for f in files:
+        raw = parse_markdown(f.path.read_text())
+        secs, _ = build_sections(raw, "d", f.path.stem, stable_id)
+        headings += len(secs) - 1 + (secs[0].heading != f.path.stem)
+        assert all(s.line_start <= s.line_end for s in secs)
+    assert len(files) == 112
+    assert headings >= 500  # the book has 531 headings (some H1s are folded into the root)
+
+
+@needs_shared("hotpotqa-100")
+def test_eval_hotpotqa_subset(tmp_path):
+    res = api.evaluate(SHARED_DATA / "hotpotqa-100", ["lexical", "hybrid"], index_dir=tmp_path / "hp", k=20,
+                       limit=25)
+    assert res["documents"] == 994 and res["queries"] == 25
+    by = {r["strategy"]: r for r in res["results"]}
+    assert by["hybrid"]["recall@5"] > 0.4 and by["lexical"]["recall@5"] > 0.4

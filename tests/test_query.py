@@ -1,0 +1,70 @@
+"""Query path with the fake embedder: strategies, syntax, filters, JSON schema."""
+
+import pytest
+
+from ragkit import api
+from ragkit.config import QueryConfig
+from ragkit.errors import BadQuery
+from ragkit.render import SCHEMA, result_dict
+
+
+@pytest.fixture
+def reader(corpus, index_with):
+    return index_with(corpus)[1]
+
+
+def top(reader, q, **kw):
+    return api.query(reader, q, QueryConfig(**kw)).passages
+
+
+@pytest.mark.parametrize("strategy", ["naive", "lexical", "hybrid"])
+def test_each_strategy_finds_the_section(reader, strategy):
+    ps = top(reader, "rollback previous container image", strategy=strategy, k=3)
+    assert ps[0].section == "Deployment > Rollbacks"
+    assert ps[0].path == "docs/tech/deploy.rst"
+    assert [p.rank for p in ps] == list(range(1, len(ps) + 1))
+
+
+def test_hybrid_records_both_ranks(reader):
+    r = api.query(reader, "overtime limited", QueryConfig(k=3))
+    assert set(r.hits[0].ranks) == {"dense", "lexical"}
+    assert r.plan["fusion"]["k"] == 60
+    assert {"plan", "embed_query", "dense", "lexical", "fusion", "assemble", "total"} <= set(r.timings_ms)
+
+
+def test_phrase_must_appear_and_minus_must_not(reader):
+    ps = top(reader, '"hourly rate" overtime', strategy="hybrid")
+    assert ps and all("hourly rate" in p.text for p in ps)
+    ps = top(reader, "overtime -limited", strategy="hybrid")
+    assert ps and all("limited" not in p.text.lower() for p in ps)
+
+
+def test_filters(reader):
+    assert {p.path for p in top(reader, "overtime meeting rollback", filters={"doc_type": "policy"})} \
+        == {"docs/policies/overtime.md"}
+    assert {p.path for p in top(reader, "overtime meeting rollback", filters={"path": "*/tech/*"})} \
+        == {"docs/tech/deploy.rst"}
+    assert {p.path for p in top(reader, "overtime meeting rollback", filters={"owner": "hr"})} \
+        == {"docs/policies/overtime.md"}
+    assert {p.path for p in top(reader, "overtime meeting", filters={"tags": "pay"})} \
+        == {"docs/policies/overtime.md"}
+    assert top(reader, "overtime", filters={"owner": "nobody"}) == []
+
+
+def test_bad_queries(reader):
+    with pytest.raises(BadQuery):
+        top(reader, "   ")
+    with pytest.raises(BadQuery):
+        top(reader, "x", strategy="nope")
+    with pytest.raises(BadQuery):
+        top(reader, "x", alpha=2.0)
+
+
+def test_json_schema(reader):
+    d = result_dict(api.query(reader, "overtime", QueryConfig(k=2)))
+    assert d["schema"] == SCHEMA == "ragkit.query/1"
+    assert set(d) >= {"query", "strategy", "plan", "passages", "timings_ms"}
+    p = d["passages"][0]
+    assert set(p) >= {"rank", "score", "document", "section", "lines", "text", "chunk_ids"}
+    assert set(p["document"]) == {"id", "path", "title"}
+    assert p["lines"][0] <= p["lines"][1]

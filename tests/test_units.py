@@ -1,0 +1,110 @@
+"""Small pure functions: fusion, syntax, filters, assembly, doc types, metrics, discovery."""
+
+import pytest
+
+from ragkit.assemble import assemble
+from ragkit.evaluate import documents_of, mrr_at, ndcg_at, percentile, recall_at
+from ragkit.ingest.discover import Undecodable, decode, discover
+from ragkit.ingest.doctype import infer_doc_type
+from ragkit.records import Hit
+from ragkit.retrieve.filters import NO_MATCH, build_where, parse_filters
+from ragkit.retrieve.fusion import weighted_rrf
+from ragkit.retrieve.query_syntax import parse_query
+from ragkit.errors import BadQuery
+
+
+def hit(cid, score=0.0, doc="d", sec="s", idx=0, tokens=10, ext=""):
+    return Hit(chunk_id=cid, document_id=doc, section_id=sec, chunk_index=idx, text=f"text {cid}", header="H",
+               path="p", title="t", doc_type="x", collection="c", line_start=idx * 10 + 1,
+               line_end=idx * 10 + 9, token_count=tokens, external_id=ext or doc, score=score)
+
+
+def test_weighted_rrf():
+    dense = [hit("a"), hit("b"), hit("c")]
+    lex = [hit("c"), hit("a")]
+    fused = weighted_rrf({"dense": dense, "lexical": lex}, {"dense": 0.5, "lexical": 0.5}, k=60)
+    score = {h.chunk_id: h.score for h in fused}
+    assert score["a"] == pytest.approx(0.5 / 61 + 0.5 / 62)
+    assert score["c"] == pytest.approx(0.5 / 63 + 0.5 / 61)
+    assert [h.chunk_id for h in fused] == ["a", "c", "b"]
+    assert fused[0].ranks == {"dense": 1, "lexical": 2}
+    only_lex = weighted_rrf({"dense": dense, "lexical": lex}, {"dense": 0.0, "lexical": 1.0})
+    assert only_lex[0].chunk_id == "c"
+
+
+def test_query_syntax():
+    q = parse_query('how "overtime pay" works -weekend -"night shift" well-known')
+    assert q.must_include == ["overtime pay"]
+    assert q.must_exclude == ["weekend", "night shift"]
+    assert q.text == "how overtime pay works well-known"
+    with pytest.raises(BadQuery):
+        parse_query("-only -negatives")
+
+
+def test_where_clause():
+    q = parse_query('"a.b" x -y')
+    where = build_where(q, {"doc_type": "Policy", "owner": "hr"}, lambda f: ["d1", "d2"])
+    assert "lower(doc_type) = 'policy'" in where
+    assert "document_id IN ('d1', 'd2')" in where
+    assert r"regexp_like(content, '(?i)\ba\.b\b')" in where
+    assert r"NOT regexp_like(content, '(?i)\by\b')" in where
+    assert build_where(q, {"owner": "x"}, lambda f: []) == NO_MATCH
+    assert build_where(parse_query("plain"), {}, lambda f: []) is None
+    assert parse_filters(["a=b", "path=docs/*"]) == {"a": "b", "path": "docs/*"}
+    with pytest.raises(BadQuery):
+        parse_filters(["novalue"])
+
+
+def test_assembly_merges_adjacent_within_section_only():
+    hits = [hit("a", 0.9, idx=3), hit("b", 0.5, idx=4), hit("c", 0.8, idx=6),
+            hit("d", 0.7, sec="t", idx=5)]
+    ps = assemble(hits, k=10, budget=1000)
+    by_anchor = {p.anchor_score: p for p in ps}
+    assert by_anchor[0.9].chunk_ids == ["a", "b"]  # 3,4 adjacent, same section
+    assert by_anchor[0.8].chunk_ids == ["c"]  # 6 is not adjacent to 4
+    assert by_anchor[0.7].chunk_ids == ["d"]  # index 5 but another section
+    assert [p.rank for p in ps] == [1, 2, 3]
+    assert ps[0].line_start == 31 and ps[0].line_end == 49
+
+
+def test_assembly_budget_and_anchor():
+    hits = [hit("a", 0.2, idx=0, tokens=60), hit("b", 0.9, idx=1, tokens=60), hit("c", 0.5, idx=2, tokens=60)]
+    ps = assemble(hits, k=10, budget=130)
+    assert ps[0].chunk_ids == ["b", "c"] and ps[0].anchor_score == 0.9  # grows to the better neighbour
+    assert ps[1].chunk_ids == ["a"]
+    assert all(p.token_count <= 130 for p in ps)
+    assert len(assemble(hits, k=1, budget=130)) == 1
+
+
+def test_doc_type_rules():
+    assert infer_doc_type({"doc_type": "Contract"}, "x", "a", "b") == "contract"
+    assert infer_doc_type({"type": "notes"}, None, "a", "b") == "notes"
+    assert infer_doc_type({}, "policy", "a", "b") == "policy"
+    assert infer_doc_type({}, None, "laws/a/arbzg/index.md", "Arbeitszeitgesetz") == "law"
+    assert infer_doc_type({}, None, "x/api-reference.md", "API") == "technical"
+    assert infer_doc_type({}, None, "x/y.md", "Holiday") == "unknown"
+
+
+def test_metrics():
+    rels = {"a": 1, "b": 2}
+    assert ndcg_at(["b", "a"], rels) == pytest.approx(1.0)
+    assert ndcg_at(["x", "a"], rels) < ndcg_at(["a", "x"], rels) < 1.0
+    assert recall_at(["a", "x", "b"], rels, 2) == 0.5
+    assert mrr_at(["x", "b"], rels) == 0.5 and mrr_at(["x"], rels) == 0.0
+    assert percentile([1, 2, 3, 4], 0.5) == 2 and percentile([1, 2, 3, 4], 0.95) == 4
+    hits = [hit("1", ext="A"), hit("2", ext="B"), hit("3", ext="A"), hit("4", ext="C")]
+    assert documents_of(hits, 2) == ["A", "B"]
+
+
+def test_decode_and_discover(tmp_path):
+    assert decode("é\r\nx".encode()) == "é\nx"
+    assert decode("é".encode("cp1252")) == "é"
+    with pytest.raises(Undecodable):
+        decode(b"ab\x00cd")
+    (tmp_path / "a.md").write_text("x")
+    (tmp_path / "b.bin").write_text("x")
+    (tmp_path / ".hidden").mkdir()
+    (tmp_path / ".hidden" / "c.md").write_text("x")
+    rels = [f.rel.split("/", 1)[1] for f in discover([tmp_path], ["*.md"], [])]
+    assert rels == ["a.md"]
+    assert len(discover([tmp_path], ["*.md"], [], include_hidden=True)) == 2
