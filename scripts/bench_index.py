@@ -82,8 +82,8 @@ def main() -> None:
                     f"{100 * rerun_s / index_s:.1f}% of the first run (target < 10%)")
         tab.add_row("model load (not in the runs above)", f"{load_s:.2f}", "", "")
         stages = ", ".join(f"{k} {v:.2f}s" for k, v in first.seconds.items())
-        Console().print(tab)
-        Console().print(f"[dim]first run stages: {stages}[/]")
+        Console(width=130).print(tab)
+        Console(width=130).print(f"[dim]first run stages: {stages}[/]")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -61,17 +61,19 @@ def main() -> None:
             api.query(reader, q, cfg)
             lat.append((time.perf_counter() - t) * 1000)
         tab.add_row(name, f"{percentile(lat, .5):.1f}", f"{percentile(lat, .95):.1f}", f"{statistics.fmean(lat):.1f}")
-    Console().print(tab)
+    Console(width=100).print(tab)
 
     exe = [sys.executable, "-m", "ragkit"]
     cold = wall(exe + ["query", "--json", "--index", args.index, queries[0]], 3)
+    cold_lex = wall(exe + ["query", "--json", "--strategy", "lexical", "--index", args.index, queries[0]], 3)
     helps = wall(exe + ["--help"], 5)
     t2 = Table(title="process wall times (median)")
     t2.add_column("command")
     t2.add_column("seconds", justify="right")
-    t2.add_row("ragkit query (cold process, one query)", f"{statistics.median(cold):.2f}")
+    t2.add_row("ragkit query (cold process, one hybrid query)", f"{statistics.median(cold):.2f}")
+    t2.add_row("ragkit query --strategy lexical (cold, no model load)", f"{statistics.median(cold_lex):.2f}")
     t2.add_row("ragkit --help", f"{statistics.median(helps):.3f}")
-    Console().print(t2)
+    Console(width=100).print(t2)
 
 
 if __name__ == "__main__":

@@ -84,7 +84,7 @@ def test_eval_with_runner(tmp_path, fake_models):
     lex = res["results"][1]
     assert lex["recall@2"] == 1.0 and lex["mrr@10"] == 1.0
     r = runner.invoke(app, ["eval", str(ds), "--index", str(tmp_path / "ei")], env={"COLUMNS": "200"})
-    assert r.exit_code == 0 and "ndcg@10" in r.output
+    assert r.exit_code == 0 and "nDCG@10" in r.output and "hybrid" in r.output
     r = runner.invoke(app, ["eval", str(tmp_path), "--index", str(tmp_path / "ei")])
     assert r.exit_code == 8 and "not a BEIR dataset" in r.output
 

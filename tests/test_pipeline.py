@@ -139,3 +139,24 @@ def test_doc_type_and_collection_flags(corpus, index_with):
         # front matter wins over the flag; the others take the flag
         assert store.doc_types() == {"contract": 2, "policy": 1}
         assert store.collections() == {"acme": 3}
+
+
+def test_interrupt_while_embedding_writes_nothing(corpus, index_with, fake, monkeypatch):
+    _, reader = index_with(corpus)
+    version = reader.manifest["last_run"]["lance_version"]
+    write(corpus, "notes/extra.md", "# Extra\n\nSomething new.\n")
+    monkeypatch.setattr(fake, "encode", lambda *a, **k: (_ for _ in ()).throw(KeyboardInterrupt()))
+    with pytest.raises(KeyboardInterrupt):
+        index_with(corpus)
+    monkeypatch.undo()
+    reader = api.open_index(reader.index_dir, embedder=fake)
+    assert reader.manifest["last_run"]["lance_version"] == version
+    assert reader.chunks.table.version == version
+
+
+def test_file_that_turns_binary_loses_its_old_chunks(corpus, index_with):
+    index_with(corpus)
+    (corpus / "notes/meeting.txt").write_bytes(b"\x00\x00binary now")
+    s, reader = index_with(corpus)
+    assert s.skipped == 1 and s.total_documents == 2
+    assert not paths_of(reader, "planning meeting Tuesday", strategy="lexical")

@@ -108,3 +108,22 @@ def test_decode_and_discover(tmp_path):
     rels = [f.rel.split("/", 1)[1] for f in discover([tmp_path], ["*.md"], [])]
     assert rels == ["a.md"]
     assert len(discover([tmp_path], ["*.md"], [], include_hidden=True)) == 2
+
+
+def test_config_file_and_index_dir(tmp_path):
+    from pathlib import Path
+
+    from ragkit.api import resolve_index_dir
+    from ragkit.config import load_config, override
+    from ragkit.errors import RagkitError
+
+    (tmp_path / "ragkit.toml").write_text('[index]\nchunk_tokens = 128\n[query]\nalpha = 0.3\nk = 4\n')
+    icfg, qcfg = load_config(tmp_path)
+    assert icfg.chunk_tokens == 128 and qcfg.alpha == 0.3 and qcfg.k == 4
+    assert override(qcfg, k=None, alpha=0.9).alpha == 0.9 and override(qcfg, k=None).k == 4
+    (tmp_path / "ragkit.toml").write_text('[query]\nalfa = 1\n')
+    with pytest.raises(RagkitError, match="unknown setting"):
+        load_config(tmp_path)
+    assert resolve_index_dir(None) == Path("indexes/default")
+    assert resolve_index_dir("notes") == Path("indexes/notes")
+    assert resolve_index_dir("./x") == Path("x") and resolve_index_dir("/a/b") == Path("/a/b")

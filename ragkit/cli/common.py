@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import os
 import sys
 from typing import Any, Callable
 
@@ -12,8 +13,13 @@ from rich.console import Console
 from ragkit.errors import RagkitError
 from ragkit.events import Reporter
 
-console = Console(highlight=False)
-err = Console(stderr=True, highlight=False)
+def _width(stream) -> int | None:
+    """Rich's 80 columns squeeze tables when output is piped; use 120 unless COLUMNS says otherwise."""
+    return None if stream.isatty() or "COLUMNS" in os.environ else 120
+
+
+console = Console(highlight=False, width=_width(sys.stdout))
+err = Console(stderr=True, highlight=False, width=_width(sys.stderr))
 STATE = {"debug": False}
 
 
@@ -49,7 +55,8 @@ def interactive(quiet: bool) -> bool:
 class RichReporter(Reporter):
     """A rich progress bar on stderr when it is a terminal; warnings always go to stderr."""
 
-    LABELS = {"parse": "Parsing", "embed": "Embedding", "write": "Writing index"}
+    LABELS = {"model": "Loading the embedding model", "parse": "Parsing and chunking", "embed": "Embedding",
+              "write": "Writing index"}
 
     def __init__(self, show: bool):
         self.progress = None

@@ -45,10 +45,10 @@ def eval_cmd(
     from rich.table import Table
 
     t = Table(title=f"{dataset} — {res['queries']} queries, {res['documents']} documents, {res['chunks']} chunks")
-    cols = ["ndcg@10", "recall@2", "recall@5", "recall@10", f"recall@100", "mrr@10"]
-    t.add_column("strategy", style="bold")
+    cols = ["ndcg@10", "recall@2", "recall@5", "recall@10", "recall@100", "mrr@10"]
+    t.add_column("strategy", style="bold", no_wrap=True)
     for c in cols:
-        t.add_column(c, justify="right")
+        t.add_column(c.replace("ndcg", "nDCG").replace("mrr", "MRR"), justify="right", no_wrap=True)
     t.add_column("p50 ms", justify="right")
     t.add_column("p95 ms", justify="right")
     best = {c: max(r[c] for r in res["results"]) for c in cols}

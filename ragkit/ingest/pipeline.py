@@ -192,7 +192,9 @@ def run_index(
 
         # ---- parse and chunk
         t1 = time.perf_counter()
+        rep.start("model")
         embedder = embedder_factory(cfg)
+        rep.finish("model")
         if previous and not full and previous["embedder"]["fingerprint"] != embedder.fingerprint:
             raise EmbedderMismatch(
                 f"the embedding model changed since {index_dir} was built "
@@ -207,6 +209,8 @@ def run_index(
         replaced_ids: list[str] = []
         rep.start("parse", len(todo))
         for f, data, h, is_changed in todo:
+            if is_changed:  # its old documents go, whether or not the new bytes parse
+                replaced_ids.extend(states_for_diff[str(f.path)]["doc_ids"])
             try:
                 results = parser.parse(f, data, h)
             except (Undecodable, ParseError) as exc:
@@ -233,8 +237,6 @@ def run_index(
             else:
                 summary.changed += is_changed
                 summary.new += not is_changed
-            if is_changed:
-                replaced_ids.extend(states_for_diff[str(f.path)]["doc_ids"])
             new_sources.append({"source_path": str(f.path), "rel": f.rel, "hash": h, "size": f.size,
                                 "mtime_ns": f.mtime_ns})
             rep.advance("parse")

@@ -36,7 +36,8 @@ def _connect(path: Path):
 def chunk_schema(dim: int) -> pa.Schema:
     return pa.schema([
         ("id", pa.string()), ("document_id", pa.string()), ("section_id", pa.string()),
-        ("chunk_index", pa.int32()), ("content", pa.string()), ("header", pa.string()),
+        ("chunk_index", pa.int32()), ("text", pa.string()), ("header", pa.string()),
+        ("content", pa.string()),  # header + text: what was embedded and what BM25 indexes
         ("path", pa.string()), ("title", pa.string()), ("doc_type", pa.string()),
         ("collection", pa.string()), ("external_id", pa.string()),
         ("line_start", pa.int32()), ("line_end", pa.int32()), ("token_count", pa.int32()),
@@ -54,8 +55,9 @@ def chunk_rows(chunks: list[Chunk], docs: dict[str, Document], vectors: np.ndarr
         cols["document_id"].append(c.document_id)
         cols["section_id"].append(c.section_id)
         cols["chunk_index"].append(c.index)
-        cols["content"].append(c.embed_text)
+        cols["text"].append(c.text)
         cols["header"].append(c.header)
+        cols["content"].append(c.embed_text)
         cols["path"].append(d.path)
         cols["title"].append(d.title)
         cols["doc_type"].append(d.doc_type)
@@ -70,12 +72,6 @@ def chunk_rows(chunks: list[Chunk], docs: dict[str, Document], vectors: np.ndarr
     arrays = [pa.array(cols[n], type=chunk_schema(dim).field(n).type) for n in cols]
     arrays.append(pa.FixedSizeListArray.from_arrays(flat, dim))
     return pa.Table.from_arrays(arrays, schema=chunk_schema(dim))
-
-
-def text_of(row: dict[str, Any]) -> str:
-    """Chunk text without its contextual header (content = header + newline + text)."""
-    header, content = row["header"], row["content"]
-    return content[len(header) + 1:] if header and content.startswith(header) else content
 
 
 def sql_str(value: str) -> str:
@@ -96,7 +92,7 @@ class FtsSettings:
 class ChunkTable:
     """Read side: one checked-out version of the chunks table."""
 
-    COLUMNS = ["id", "document_id", "section_id", "chunk_index", "content", "header", "path", "title",
+    COLUMNS = ["id", "document_id", "section_id", "chunk_index", "text", "header", "path", "title",
                "doc_type", "collection", "external_id", "line_start", "line_end", "token_count"]
 
     def __init__(self, lance_dir: Path, table: str, version: int):

@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ragkit.embed import Embedder, load_embedder
+from ragkit.embed import Embedder, load_embedder, normalize_spec
 from ragkit.errors import EmbedderMismatch, IndexCorrupt, IndexNotFound
 from ragkit.records import Hit
 from ragkit.store.duck import DuckStore
-from ragkit.store.lance import ChunkTable, text_of
+from ragkit.store.lance import ChunkTable
 from ragkit.store.manifest import read_manifest
 
 DUCK_NAME = "store.duckdb"
@@ -23,7 +23,7 @@ class IndexReader:
             raise IndexNotFound(f"no index at {self.index_dir}")
         self.manifest = read_manifest(self.index_dir)
         info = self.manifest["embedder"]
-        if embed_model is not None and embed_model != info["spec"]:
+        if embed_model is not None and normalize_spec(embed_model) != info["spec"]:
             raise EmbedderMismatch(f"{self.index_dir} was built with {info['spec']}, not {embed_model}")
         if embedder is not None:
             self._check(embedder)
@@ -64,7 +64,7 @@ class IndexReader:
             score = 1.0 - float(r["_distance"]) if kind == "dense" else float(r["_score"])
             hits.append(Hit(
                 chunk_id=r["id"], document_id=r["document_id"], section_id=r["section_id"],
-                chunk_index=int(r["chunk_index"]), text=text_of(r), header=r["header"], path=r["path"],
+                chunk_index=int(r["chunk_index"]), text=r["text"], header=r["header"], path=r["path"],
                 title=r["title"], doc_type=r["doc_type"], collection=r["collection"],
                 line_start=int(r["line_start"]), line_end=int(r["line_end"]),
                 token_count=int(r["token_count"]), external_id=r["external_id"], score=score,

@@ -1,0 +1,61 @@
+#!/usr/bin/env python
+"""Sweep the hybrid fusion weight (alpha) on a BEIR dataset, retrieving once.
+
+    python scripts/tune_fusion.py ../shared/data/scifact-train [--index DIR] [--alphas 0.3,0.4,0.5,0.6,0.7]
+
+The dense and BM25 lists of every query are fetched once; each alpha then only
+re-fuses them, so the sweep costs one retrieval pass. Tune on train splits only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from rich.console import Console  # noqa: E402
+from rich.table import Table  # noqa: E402
+
+from ragkit import api  # noqa: E402
+from ragkit.config import QueryConfig  # noqa: E402
+from ragkit.evaluate import documents_of, load_dataset, ndcg_at, recall_at  # noqa: E402
+from ragkit.retrieve.fusion import weighted_rrf  # noqa: E402
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("dataset", type=Path)
+    ap.add_argument("--index", default=None)
+    ap.add_argument("--alphas", default="0.2,0.3,0.4,0.5,0.6,0.7,0.8")
+    ap.add_argument("--k", type=int, default=100)
+    args = ap.parse_args()
+    ds = load_dataset(args.dataset)
+    index_dir = args.index or api.DEFAULT_HOME / f"eval-{args.dataset.resolve().name}"
+    api.index([ds.corpus], index_dir)
+    reader = api.open_index(index_dir)
+    lists = {}
+    for qid, text in ds.queries.items():
+        dense, _, _ = api.retrieve(reader, text, QueryConfig(strategy="naive", syntax=False), limit=4 * 2 * args.k)
+        lex, _, _ = api.retrieve(reader, text, QueryConfig(strategy="lexical", syntax=False), limit=4 * 2 * args.k)
+        lists[qid] = (dense, lex)
+    tab = Table(title=f"weighted RRF (k=60) on {args.dataset.name}, {len(lists)} queries")
+    for col in ("alpha (dense weight)", "nDCG@10", "recall@10", "recall@100"):
+        tab.add_column(col, justify="right")
+    for alpha in [float(a) for a in args.alphas.split(",")]:
+        nd, r10, r100 = [], [], []
+        for qid, (dense, lex) in lists.items():
+            fused = weighted_rrf({"dense": dense, "lexical": lex}, {"dense": alpha, "lexical": 1 - alpha})
+            ranked = documents_of(fused[: 2 * args.k], args.k)
+            nd.append(ndcg_at(ranked, ds.qrels[qid]))
+            r10.append(recall_at(ranked, ds.qrels[qid], 10))
+            r100.append(recall_at(ranked, ds.qrels[qid], 100))
+        tab.add_row(f"{alpha:.2f}", f"{statistics.fmean(nd):.4f}", f"{statistics.fmean(r10):.4f}",
+                    f"{statistics.fmean(r100):.4f}")
+    Console().print(tab)
+
+
+if __name__ == "__main__":
+    main()
