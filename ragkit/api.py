@@ -39,6 +39,7 @@ def index(
     full: bool = False,
     reporter: Reporter | None = None,
     embedder_factory: Callable[[IndexConfig], Embedder] | None = None,
+    version_of: str | None = None,
 ):
     """Index ``paths`` into ``index_dir`` (incrementally unless ``full``)."""
     from dataclasses import replace
@@ -49,7 +50,7 @@ def index(
     cfg = cfg or IndexConfig()
     return run_index(
         [Path(p) for p in paths], resolve_index_dir(index_dir), replace(cfg, embed_model=normalize_spec(cfg.embed_model)),
-        embedder_factory or _default_embedder_factory, full=full, reporter=reporter,
+        embedder_factory or _default_embedder_factory, full=full, reporter=reporter, version_of=version_of,
     )
 
 
@@ -65,7 +66,12 @@ def retrieve(reader, text: str, cfg: QueryConfig, limit: int | None = None):
     """Chunk hits for one query (no assembly): ``(hits, plan, timings_ms)``."""
     from ragkit.retrieve.context import SearchContext
     from ragkit.retrieve.filters import build_where
+    from ragkit.ingest.refs import has_legal_ref
+    from ragkit.rerank.features import DEFAULT_WEIGHTS, FeatureContext, rerank
+    from ragkit.retrieve.filters import NO_MATCH
     from ragkit.retrieve.query_syntax import ParsedQuery, parse_query
+    from ragkit.retrieve.references import QueryReferences, inject, resolve_query_refs
+    from ragkit.store.lance import in_list
     from ragkit.retrieve.strategies import STRATEGIES
 
     if cfg.strategy not in STRATEGIES:
@@ -74,15 +80,34 @@ def retrieve(reader, text: str, cfg: QueryConfig, limit: int | None = None):
         raise BadQuery(f"--alpha must be within 0..1, not {cfg.alpha}")
     if cfg.k < 1:
         raise BadQuery(f"-k must be at least 1, not {cfg.k}")
+    if cfg.rerank not in ("none", "features"):
+        raise BadQuery(f"unknown reranker {cfg.rerank!r}", hint="Choose none or features")
+    if cfg.mode not in DEFAULT_WEIGHTS:
+        raise BadQuery(f"unknown mode {cfg.mode!r}", hint="Choose precision, balanced or recall")
     t = time.perf_counter()
     parsed = parse_query(text) if cfg.syntax else ParsedQuery(raw=text, text=" ".join(text.split()))
     if not parsed.text:
         raise BadQuery("empty query")
     where = build_where(parsed, cfg.filters, reader.doc_ids_for)
+    if not cfg.all_versions and where != NO_MATCH:
+        old = reader.superseded_documents()
+        if old:
+            where = f"NOT ({in_list('document_id', old)})" + (f" AND ({where})" if where else "")
+    refs = resolve_query_refs(parsed.text, reader.resolver) if cfg.syntax and has_legal_ref(parsed.text) \
+        else QueryReferences()
     ctx = SearchContext(reader=reader, query=parsed, where=where,
                         limit=limit or max(cfg.k * 3, 30), cfg=cfg)
     ctx.timings_ms["plan"] = (time.perf_counter() - t) * 1000
     hits = STRATEGIES[cfg.strategy](ctx)
+    weights = {**DEFAULT_WEIGHTS[cfg.mode], **cfg.weights.get(cfg.mode, {})}
+    if cfg.rerank == "features" and hits:
+        t = time.perf_counter()
+        if where != NO_MATCH:
+            hits = inject(hits, refs, reader, where)
+        fctx = FeatureContext(parsed.text, reader.graph, refs.sections, refs.documents,
+                              {cfg.filters["doc_type"]} if "doc_type" in cfg.filters else set())
+        hits = rerank(hits, fctx, weights)
+        ctx.timings_ms["rerank"] = (time.perf_counter() - t) * 1000
     plan = {
         "strategy": cfg.strategy,
         "reason": "chosen by --strategy" if cfg.strategy != "hybrid" else "default strategy",
@@ -92,6 +117,10 @@ def retrieve(reader, text: str, cfg: QueryConfig, limit: int | None = None):
                         "filters": dict(cfg.filters)},
         "fusion": {"method": "weighted_rrf", "k": cfg.rrf_k, "alpha": cfg.alpha,
                    "overfetch": cfg.overfetch} if cfg.strategy == "hybrid" else None,
+        "references": refs.found,
+        "rerank": {"requested": cfg.rerank, "used": cfg.rerank, "mode": cfg.mode},
+        "weights": weights if cfg.rerank == "features" else {},
+        "all_versions": cfg.all_versions,
     }
     return hits, plan, ctx.timings_ms
 

@@ -45,6 +45,10 @@ class QueryConfig:
     overfetch: int = 4
     budget: int = 1024  # tokens per assembled passage
     syntax: bool = True  # honour "phrase" and -term in the query text
+    rerank: str = "features"  # none | features
+    mode: str = "balanced"  # precision | balanced | recall: rerank weights
+    weights: dict[str, dict[str, float]] = field(default_factory=dict)  # [rerank.<mode>] overrides
+    all_versions: bool = False  # include superseded documents
     filters: dict[str, str] = field(default_factory=dict)
 
 
@@ -67,6 +71,21 @@ def _apply(cfg, table: dict[str, Any], source: str):
     return replace(cfg, **table)
 
 
+def _rerank_weights(table: dict[str, Any], source: str) -> dict[str, dict[str, float]]:
+    from ragkit.rerank.features import DEFAULT_WEIGHTS, FEATURES
+
+    out = {}
+    for mode, weights in table.items():
+        if mode not in DEFAULT_WEIGHTS or not isinstance(weights, dict):
+            raise RagkitError(f"{source}: unknown mode {mode!r}", hint="Modes: precision, balanced, recall")
+        unknown = set(weights) - set(FEATURES)
+        if unknown:
+            raise RagkitError(f"{source}.{mode}: unknown feature(s) {', '.join(sorted(unknown))}",
+                              hint=f"Features: {', '.join(FEATURES)}")
+        out[mode] = {k: float(v) for k, v in weights.items()}
+    return out
+
+
 def load_config(cwd: Path | None = None) -> tuple[IndexConfig, QueryConfig]:
     """Defaults overlaid with ``ragkit.toml`` from ``cwd`` when it exists."""
     icfg, qcfg = IndexConfig(), QueryConfig()
@@ -75,6 +94,8 @@ def load_config(cwd: Path | None = None) -> tuple[IndexConfig, QueryConfig]:
         data = _load_toml(path)
         icfg = _apply(icfg, data.get("index", {}), f"{path} [index]")
         qcfg = _apply(qcfg, data.get("query", {}), f"{path} [query]")
+        if "rerank" in data:
+            qcfg = replace(qcfg, weights=_rerank_weights(data["rerank"], f"{path} [rerank]"))
     return icfg, qcfg
 
 

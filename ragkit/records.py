@@ -42,6 +42,7 @@ class Document:
     mtime: float
     version: str | None = None
     is_latest: bool = True
+    supersedes: str | None = None  # path or id of the older version
     line_count: int = 0
 
 
@@ -50,6 +51,7 @@ class ParsedDocument:
     document: Document
     sections: list[Section]
     blocks: dict[str, list[Block]]  # section id -> body blocks
+    refs: list[Any] = field(default_factory=list)  # ragkit.ingest.resolve.RefRow
 
 
 @dataclass
@@ -88,7 +90,10 @@ class Hit:
     line_end: int
     token_count: int
     external_id: str = ""
+    boundary_confidence: float = 1.0
     score: float = 0.0
+    retrieval_score: float | None = None  # the strategy's score, kept when reranking replaces ``score``
+    features: dict[str, float] = field(default_factory=dict)
     ranks: dict[str, int] = field(default_factory=dict)  # per retriever, 1-based
     scores: dict[str, float] = field(default_factory=dict)  # raw per retriever
 

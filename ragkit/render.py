@@ -23,6 +23,20 @@ def passage_dict(p: Passage, explain: bool = False) -> dict[str, Any]:
     return d
 
 
+def trace_line(r: QueryResult) -> str:
+    """One JSON line with every candidate's features (telemetry for tuning weights)."""
+    import json
+    import time
+
+    return json.dumps({
+        "schema": "ragkit.trace/1", "time": time.time(), "query": r.query, "strategy": r.strategy,
+        "mode": (r.plan.get("rerank") or {}).get("mode"),
+        "candidates": [{"chunk_id": h.chunk_id, "document": h.path, "section": h.header,
+                        "retrieval_score": h.retrieval_score, "score": h.score, "features": h.features,
+                        "returned": any(h.chunk_id in p.chunk_ids for p in r.passages)} for h in r.hits],
+    }, ensure_ascii=False)
+
+
 def result_dict(r: QueryResult, explain: bool = False) -> dict[str, Any]:
     return {
         "schema": SCHEMA, "query": r.query, "strategy": r.strategy, "plan": r.plan,
@@ -34,6 +48,20 @@ def query_terms(text: str) -> list[str]:
     """Words worth highlighting: the query's words of three or more letters, minus negated ones."""
     text = re.sub(r'(?:^|\s)-\S+', " ", text)
     return sorted({w for w in re.findall(r"\w{3,}", text.lower())}, key=len, reverse=True)
+
+
+def features_table(features: dict[str, float], weights: dict[str, float]):
+    from rich.table import Table
+
+    t = Table(show_header=True, header_style="dim", box=None, padding=(0, 1))
+    t.add_column("feature", style="dim")
+    t.add_column("value", justify="right")
+    t.add_column("weight", justify="right", style="dim")
+    t.add_column("contribution", justify="right")
+    for name, value in features.items():
+        w = weights.get(name, 0.0)
+        t.add_row(name, f"{value:.3f}", f"{w:.2f}", f"{w * value:.3f}")
+    return t
 
 
 def print_result(console, r: QueryResult, explain: bool = False) -> None:
@@ -57,6 +85,6 @@ def print_result(console, r: QueryResult, explain: bool = False) -> None:
         console.print(Text(p.section, style="magenta"))
         console.print(Panel(text, border_style="dim", padding=(0, 1)))
         if explain and p.features:
-            console.print(Text("  " + "  ".join(f"{k}={v:.3f}" for k, v in p.features.items()), style="dim"))
+            console.print(features_table(p.features, r.plan.get("weights", {})))
     t = r.timings_ms
     console.print(Text(f"{len(r.passages)} passages · {r.strategy} · {t.get('total', 0):.0f} ms", style="dim"))

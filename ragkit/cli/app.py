@@ -7,6 +7,7 @@ import typer
 from ragkit import __version__
 from ragkit.cli.common import STATE
 from ragkit.cli.eval_cmd import eval_cmd
+from ragkit.cli.graph_cmd import graph_app
 from ragkit.cli.index_cmd import index_cmd
 from ragkit.cli.query_cmd import query_cmd
 from ragkit.cli.stats_cmd import stats_cmd
@@ -36,6 +37,7 @@ app.command("index")(index_cmd)
 app.command("query")(query_cmd)
 app.command("eval")(eval_cmd)
 app.command("stats")(stats_cmd)
+app.add_typer(graph_app, name="graph")
 
 
 def main() -> None:

@@ -23,6 +23,7 @@ def index_cmd(
     embed_model: Optional[str] = typer.Option(None, "--embed-model", help="Local sentence-transformers model folder."),
     chunk_tokens: Optional[int] = typer.Option(None, "--chunk-tokens", help="Upper bound of tokens per chunk."),
     language: Optional[str] = typer.Option(None, "--language", help="Full-text stemming language (English, German, …)."),
+    version_of: Optional[str] = typer.Option(None, "--version-of", help="These documents supersede this path or id."),
     as_json: bool = typer.Option(False, "--json", help="Print the run summary as JSON."),
 ):
     """Index documents: parse, chunk, embed and store (only what changed)."""
@@ -35,7 +36,7 @@ def index_cmd(
                     fts_language=language)
     reporter = RichReporter(interactive(as_json))
     try:
-        summary = api.index(paths, index, icfg, full=full, reporter=reporter)
+        summary = api.index(paths, index, icfg, full=full, reporter=reporter, version_of=version_of)
     finally:
         reporter.close()
     if as_json:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Optional
 
 import typer
@@ -23,6 +24,10 @@ def query_cmd(
     alpha: Optional[float] = typer.Option(None, "--alpha", help="Dense weight in hybrid fusion (0..1)."),
     budget: Optional[int] = typer.Option(None, "--budget", help="Token budget per passage."),
     explain: bool = typer.Option(False, "--explain", help="Show plan and scoring details."),
+    rerank: Optional[str] = typer.Option(None, "--rerank", help="none | features (structure-aware)."),
+    mode: Optional[str] = typer.Option(None, "--mode", help="precision | balanced | recall (rerank weights)."),
+    all_versions: bool = typer.Option(False, "--all-versions", help="Include superseded document versions."),
+    trace: Optional[Path] = typer.Option(None, "--trace", help="Append every candidate's features as JSON lines."),
 ):
     """Retrieve passages for a question (hybrid dense + BM25 by default)."""
     from ragkit import api
@@ -31,16 +36,29 @@ def query_cmd(
 
     _, qcfg = load_config()
     flt = {**qcfg.filters, **parse_filters(filters or [])}
-    qcfg = override(qcfg, strategy=strategy, k=k, alpha=alpha, budget=budget, filters=flt)
+    qcfg = override(qcfg, strategy=strategy, k=k, alpha=alpha, budget=budget, filters=flt, rerank=rerank,
+                    mode=mode, all_versions=all_versions or None)
     if query is None and sys.stdin.isatty():
         raise BadQuery("no query given", hint='ragkit query "your question" (or pipe queries, one per line, with -)')
     reader = api.open_index(index)
     if query is not None and query != "-":
-        _emit(api.query(reader, query, qcfg), as_json, as_jsonl, explain, batch=False)
+        _emit(_run(reader, query, qcfg, trace), as_json, as_jsonl, explain, batch=False)
         return
     for line in sys.stdin:
         if line.strip():
-            _emit(api.query(reader, line.strip(), qcfg), as_json, as_jsonl, explain, batch=True)
+            _emit(_run(reader, line.strip(), qcfg, trace), as_json, as_jsonl, explain, batch=True)
+
+
+def _run(reader, text, qcfg, trace):
+    from ragkit import api
+
+    result = api.query(reader, text, qcfg)
+    if trace is not None:
+        from ragkit.render import trace_line
+
+        with trace.open("a") as fh:
+            fh.write(trace_line(result) + "\n")
+    return result
 
 
 def _emit(result, as_json: bool, as_jsonl: bool, explain: bool, batch: bool) -> None:

@@ -26,11 +26,14 @@ from ragkit.ingest.chunk import chunk_document
 from ragkit.ingest.discover import SourceFile, Undecodable, content_hash, decode, discover, stable_id
 from ragkit.ingest.doctype import infer_doc_type
 from ragkit.ingest.parse import ParseError, build_sections, infer_title, parse_beir_jsonl, parser_for
+from ragkit.ingest.refs import find_refs
+from ragkit.ingest.resolve import ref_rows
 from ragkit.records import Chunk, Document, ParsedDocument
 from ragkit.store.duck import DuckStore
 from ragkit.store.lance import ChunkWriter, FtsSettings, chunk_rows
 from ragkit.store.manifest import read_manifest, write_manifest
-from ragkit.store.reader import DUCK_NAME, LANCE_DIR
+from ragkit.store.graph import EvidenceGraph
+from ragkit.store.reader import DUCK_NAME, GRAPH_DIR, LANCE_DIR
 
 
 @dataclass
@@ -75,9 +78,11 @@ def _under(path: str, roots: list[Path]) -> bool:
 class _Parser:
     """Parses one source file into documents; collects sections and chunks."""
 
-    def __init__(self, cfg: IndexConfig, embedder: Embedder, collection: str, doc_type: str | None):
+    def __init__(self, cfg: IndexConfig, embedder: Embedder, collection: str, doc_type: str | None,
+                 version_of: str | None = None):
         self.cfg, self.embedder = cfg, embedder
         self.collection, self.doc_type = collection, doc_type
+        self.version_of = version_of
         self.max_tokens = min(cfg.chunk_tokens, embedder.max_tokens)
 
     def parse(self, src: SourceFile, data: bytes, source_hash: str) -> list[tuple[ParsedDocument, list[Chunk]]]:
@@ -105,10 +110,12 @@ class _Parser:
             collection=str(meta.get("collection") or self.collection), metadata=meta, mtime=mtime,
             version=str(meta["version"]) if meta.get("version") is not None else None,
             line_count=raw.line_count,
+            supersedes=str(meta.get("supersedes") or self.version_of or "") or None,
         )
         sections, blocks = build_sections(raw, doc_id, title, stable_id)
         chunks = chunk_document(sections, blocks, self.max_tokens, self.embedder.count_tokens, stable_id)
-        return ParsedDocument(doc, sections, blocks), chunks
+        refs = [r for c in chunks for r in ref_rows(c.id, doc_id, find_refs(c.text), stable_id)]
+        return ParsedDocument(doc, sections, blocks, refs), chunks
 
 
 def run_index(
@@ -119,6 +126,7 @@ def run_index(
     *,
     full: bool = False,
     reporter: Reporter | None = None,
+    version_of: str | None = None,
 ) -> IndexSummary:
     rep = reporter or Reporter()
     t0 = time.perf_counter()
@@ -201,7 +209,7 @@ def run_index(
                 f"({previous['embedder']['fingerprint']} → {embedder.fingerprint})")
         summary.seconds["load_model"] = round(time.perf_counter() - t1, 3)
         t1 = time.perf_counter()
-        parser = _Parser(cfg, embedder, cfg.collection, cfg.doc_type)
+        parser = _Parser(cfg, embedder, cfg.collection, cfg.doc_type, version_of)
         docs: dict[str, Document] = {}
         parsed: list[ParsedDocument] = []
         chunks: list[Chunk] = []
@@ -290,9 +298,13 @@ def run_index(
             run_id = store.commit_run(
                 removed_doc_ids=removed_ids, removed_sources=gone + [str(f.path) for f, *_ in todo] + [s["source_path"] for s in unchanged_sources],
                 sources=new_sources + unchanged_sources, documents=list(docs.values()),
-                sections=[s for pd in parsed for s in pd.sections], chunks=chunks, run=run, full=full,
+                sections=[s for pd in parsed for s in pd.sections], chunks=chunks,
+                refs=[r for pd in parsed for r in pd.refs], run=run, full=full,
             )
             counts = store.counts()
+            t2 = time.perf_counter()
+            EvidenceGraph.from_store(store, run_id).save(index_dir / GRAPH_DIR)
+            summary.seconds["graph"] = round(time.perf_counter() - t2, 3)
         summary.total_documents, summary.total_chunks = counts["documents"], counts["chunks"]
         write_manifest(index_dir, {
             "index_config": cfg.to_dict(),

@@ -121,6 +121,11 @@ def find_legal_refs(text: str) -> list[Ref]:
     return refs
 
 
+def has_legal_ref(text: str) -> bool:
+    """Cheap pre-check before the full detectors (most queries name no reference)."""
+    return "§" in text or bool(re.search(r"\bArt(?:\.|ikel)?\s*\d|\d{4}:\d", text))
+
+
 def find_refs(text: str) -> list[Ref]:
     return find_links(text) + find_legal_refs(text)
 

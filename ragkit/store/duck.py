@@ -22,7 +22,7 @@ CREATE TABLE IF NOT EXISTS sources (
 CREATE TABLE IF NOT EXISTS documents (
     id VARCHAR PRIMARY KEY, source_path VARCHAR, source_hash VARCHAR, external_id VARCHAR,
     path VARCHAR, title VARCHAR, doc_type VARCHAR, collection VARCHAR, metadata JSON,
-    version VARCHAR, is_latest BOOLEAN, mtime DOUBLE, line_count INTEGER
+    version VARCHAR, is_latest BOOLEAN, mtime DOUBLE, line_count INTEGER, supersedes VARCHAR
 );
 CREATE TABLE IF NOT EXISTS sections (
     id VARCHAR PRIMARY KEY, document_id VARCHAR, parent_id VARCHAR, heading VARCHAR, level INTEGER,
@@ -32,6 +32,11 @@ CREATE TABLE IF NOT EXISTS chunks (
     id VARCHAR PRIMARY KEY, document_id VARCHAR, section_id VARCHAR, chunk_index INTEGER,
     text VARCHAR, header VARCHAR, token_count INTEGER, line_start INTEGER, line_end INTEGER,
     boundary_confidence DOUBLE
+);
+CREATE TABLE IF NOT EXISTS refs (
+    id VARCHAR PRIMARY KEY, chunk_id VARCHAR, document_id VARCHAR, kind VARCHAR, raw VARCHAR,
+    target VARCHAR, unit VARCHAR, numbers VARCHAR[], chapter VARCHAR, subsection VARCHAR,
+    resolved_document_id VARCHAR, resolved_section_id VARCHAR
 );
 CREATE TABLE IF NOT EXISTS runs (
     id INTEGER PRIMARY KEY, started_at DOUBLE, finished_at DOUBLE, lance_table VARCHAR,
@@ -141,6 +146,7 @@ class DuckStore:
         chunks: list[Chunk],
         run: dict[str, Any],
         full: bool,
+        refs: list[Any] = (),
     ) -> int:
         """Apply one run's changes atomically; returns the run id."""
         import pyarrow as pa
@@ -149,12 +155,13 @@ class DuckStore:
         con.execute("BEGIN TRANSACTION")
         try:
             if full:
-                for t in ("sources", "documents", "sections", "chunks"):
+                for t in ("sources", "documents", "sections", "chunks", "refs"):
                     con.execute(f"DELETE FROM {t}")
             if removed_doc_ids:
                 ids = pa.table({"id": removed_doc_ids})
                 con.register("gone", ids)
                 con.execute("DELETE FROM chunks WHERE document_id IN (SELECT id FROM gone)")
+                con.execute("DELETE FROM refs WHERE document_id IN (SELECT id FROM gone)")
                 con.execute("DELETE FROM sections WHERE document_id IN (SELECT id FROM gone)")
                 con.execute("DELETE FROM documents WHERE id IN (SELECT id FROM gone)")
                 con.unregister("gone")
@@ -175,6 +182,8 @@ class DuckStore:
                  "text": c.text, "header": c.header, "token_count": c.token_count, "line_start": c.line_start,
                  "line_end": c.line_end, "boundary_confidence": c.boundary_confidence} for c in chunks
             ])
+            self._insert("refs", [asdict(r) for r in refs])
+            self._resolve()
             run_id = (con.execute("SELECT coalesce(max(id), 0) + 1 FROM runs").fetchone()[0])
             con.execute(
                 "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?)",
@@ -186,6 +195,37 @@ class DuckStore:
             con.execute("ROLLBACK")
             raise
         return run_id
+
+    def _resolve(self) -> None:
+        """Re-resolve every reference and version link against the whole index."""
+        import pyarrow as pa
+
+        from ragkit.ingest.resolve import RefRow, Resolver
+
+        docs = self.rows("SELECT id, path, source_path, external_id, title, metadata, supersedes FROM documents")
+        for d in docs:
+            d["metadata"] = json.loads(d["metadata"]) if d["metadata"] else {}
+        sections = self.rows("SELECT id, document_id, parent_id, heading, level, ord FROM sections")
+        resolver = Resolver(docs, sections)
+        refs = self.rows("SELECT * FROM refs")
+        if refs:
+            resolved = [resolver.resolve(RefRow(**r)) for r in refs]
+            self.con.register("res", pa.table({
+                "id": [r["id"] for r in refs], "rd": [x[0] for x in resolved], "rs": [x[1] for x in resolved]}))
+            self.con.execute("UPDATE refs SET resolved_document_id = res.rd, resolved_section_id = res.rs "
+                             "FROM res WHERE refs.id = res.id")
+            self.con.unregister("res")
+        old = list(resolver.superseded())
+        self.con.execute("UPDATE documents SET is_latest = true")
+        if old:
+            self.con.register("old", pa.table({"id": old}))
+            self.con.execute("UPDATE documents SET is_latest = false WHERE id IN (SELECT id FROM old)")
+            self.con.unregister("old")
+
+    def rows(self, sql: str, params: list[Any] | None = None) -> list[dict[str, Any]]:
+        cur = self.con.execute(sql, params or [])
+        names = [d[0] for d in cur.description]
+        return [dict(zip(names, r)) for r in cur.fetchall()]
 
     def _insert(self, table: str, rows: list[dict[str, Any]]) -> None:
         if not rows:

@@ -41,7 +41,7 @@ def chunk_schema(dim: int) -> pa.Schema:
         ("path", pa.string()), ("title", pa.string()), ("doc_type", pa.string()),
         ("collection", pa.string()), ("external_id", pa.string()),
         ("line_start", pa.int32()), ("line_end", pa.int32()), ("token_count", pa.int32()),
-        ("boundary_confidence", pa.float32()), ("is_latest", pa.bool_()),
+        ("boundary_confidence", pa.float32()),
         ("vector", pa.list_(pa.float32(), dim)),
     ])
 
@@ -67,7 +67,6 @@ def chunk_rows(chunks: list[Chunk], docs: dict[str, Document], vectors: np.ndarr
         cols["line_end"].append(c.line_end)
         cols["token_count"].append(c.token_count)
         cols["boundary_confidence"].append(c.boundary_confidence)
-        cols["is_latest"].append(d.is_latest)
     flat = pa.array(vectors.astype(np.float32, copy=False).reshape(-1))
     arrays = [pa.array(cols[n], type=chunk_schema(dim).field(n).type) for n in cols]
     arrays.append(pa.FixedSizeListArray.from_arrays(flat, dim))
@@ -93,7 +92,8 @@ class ChunkTable:
     """Read side: one checked-out version of the chunks table."""
 
     COLUMNS = ["id", "document_id", "section_id", "chunk_index", "text", "header", "path", "title",
-               "doc_type", "collection", "external_id", "line_start", "line_end", "token_count"]
+               "doc_type", "collection", "external_id", "line_start", "line_end", "token_count",
+               "boundary_confidence"]
 
     def __init__(self, lance_dir: Path, table: str, version: int):
         self.db = _connect(lance_dir)
@@ -119,6 +119,13 @@ class ChunkTable:
         if where:
             q = q.where(where, prefilter=True)
         return q.to_list()
+
+    def rows(self, where: str, limit: int) -> list[dict[str, Any]]:
+        """Plain filtered scan (no ranking); rows carry ``_score`` 0."""
+        rows = self.table.search().where(where).select(self.COLUMNS).limit(limit).to_list()
+        for r in rows:
+            r["_score"] = 0.0
+        return rows
 
     def size_bytes(self) -> int:
         return sum(p.stat().st_size for p in Path(self.db.uri).rglob("*") if p.is_file())

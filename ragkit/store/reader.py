@@ -14,6 +14,7 @@ from ragkit.store.manifest import read_manifest
 
 DUCK_NAME = "store.duckdb"
 LANCE_DIR = "lance"
+GRAPH_DIR = "graph"
 
 
 class IndexReader:
@@ -28,6 +29,8 @@ class IndexReader:
         if embedder is not None:
             self._check(embedder)
         self._embedder = embedder
+        self._graph = None
+        self._resolver = None
         run = self.manifest["last_run"]
         try:
             self.chunks = ChunkTable(self.index_dir / LANCE_DIR, run["lance_table"], run["lance_version"])
@@ -40,6 +43,41 @@ class IndexReader:
             raise EmbedderMismatch(
                 f"{self.index_dir} was built with {info['name']} ({info['dimension']}d, {info['fingerprint']}), "
                 f"the query embedder is {embedder.name} ({embedder.dimension}d, {embedder.fingerprint})")
+
+    @property
+    def graph(self):
+        """The evidence graph of the committed run (rebuilt in memory if the saved one is stale)."""
+        if self._graph is None:
+            from ragkit.store.graph import EvidenceGraph
+
+            run_id = self.manifest["last_run"]["id"]
+            g = EvidenceGraph.load(self.index_dir / GRAPH_DIR)
+            if g is None or g.run_id != run_id:
+                with self.duck() as store:
+                    g = EvidenceGraph.from_store(store, run_id)
+            self._graph = g
+        return self._graph
+
+    @property
+    def resolver(self):
+        """Reference resolver over all documents and sections (built once per process)."""
+        if self._resolver is None:
+            import json
+
+            from ragkit.ingest.resolve import Resolver
+
+            with self.duck() as store:
+                docs = store.rows("SELECT id, path, source_path, external_id, title, metadata, supersedes "
+                                  "FROM documents")
+                sections = store.rows("SELECT id, document_id, parent_id, heading, level, ord FROM sections")
+            for d in docs:
+                d["metadata"] = json.loads(d["metadata"]) if d["metadata"] else {}
+            self._resolver = Resolver(docs, sections)
+        return self._resolver
+
+    def superseded_documents(self) -> list[str]:
+        g = self.graph
+        return [v["name"] for v in g.g.vs.select(kind="document") if not v["is_latest"]] if g.g.vcount() else []
 
     @property
     def embedder(self) -> Embedder:
@@ -68,5 +106,6 @@ class IndexReader:
                 title=r["title"], doc_type=r["doc_type"], collection=r["collection"],
                 line_start=int(r["line_start"]), line_end=int(r["line_end"]),
                 token_count=int(r["token_count"]), external_id=r["external_id"], score=score,
+                boundary_confidence=float(r["boundary_confidence"]),
             ))
         return hits

@@ -1,0 +1,119 @@
+"""Resolve references and versions across the whole index.
+
+Runs inside the indexing transaction over every document, section and
+reference the index holds, so a reference written before its target was
+indexed resolves as soon as the target arrives (and unresolves when it goes).
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+from ragkit.ingest.refs import Ref, heading_key, law_keys, slug
+
+
+@dataclass
+class RefRow:
+    id: str
+    chunk_id: str
+    document_id: str
+    kind: str
+    raw: str
+    target: str | None
+    unit: str | None
+    numbers: list[str]
+    chapter: str | None
+    subsection: str | None
+    resolved_document_id: str | None = None
+    resolved_section_id: str | None = None
+
+
+def ref_rows(chunk_id: str, document_id: str, refs: list[Ref], id_fn) -> list[RefRow]:
+    return [RefRow(id_fn(chunk_id, str(i), r.raw), chunk_id, document_id, r.kind, r.raw, r.target, r.unit,
+                   list(r.numbers), r.chapter, r.subsection) for i, r in enumerate(refs)]
+
+
+class Resolver:
+    """Lookup tables over documents and sections."""
+
+    def __init__(self, documents: list[dict[str, Any]], sections: list[dict[str, Any]]):
+        self.docs = {d["id"]: d for d in documents}
+        self.by_source = {d["source_path"]: d["id"] for d in documents}
+        self.by_law: dict[str, str] = {}
+        for d in documents:
+            for key in law_keys(d["title"] or "", d["metadata"] or {}):
+                self.by_law.setdefault(key, d["id"])
+        self.sections_of: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for s in sorted(sections, key=lambda s: s["ord"]):
+            self.sections_of[s["document_id"]].append(s)
+        self.section_by_id = {s["id"]: s for s in sections}
+        # the root section's heading often names the law too: "Arbeitszeitgesetz (ArbZG)"
+        for doc_id, secs in self.sections_of.items():
+            for key in law_keys(secs[0]["heading"] or "", {}):
+                self.by_law.setdefault(key, doc_id)
+
+    def _section_with_key(self, doc_id: str, unit: str, number: str, chapter: str | None) -> str | None:
+        for s in self.sections_of.get(doc_id, []):
+            key = heading_key(s["heading"] or "")
+            if key == (unit, number):
+                if chapter is None or self._in_chapter(s, chapter):
+                    return s["id"]
+        return None
+
+    def _in_chapter(self, section: dict[str, Any], chapter: str) -> bool:
+        parent = self.section_by_id.get(section["parent_id"])
+        while parent is not None:
+            if heading_key(parent["heading"] or "") == ("kap", chapter):
+                return True
+            parent = self.section_by_id.get(parent["parent_id"])
+        return False
+
+    def law_document(self, name: str | None) -> str | None:
+        return self.by_law.get(name.lower()) if name and not name[0].isdigit() else self.by_law.get(name or "")
+
+    def resolve(self, ref: RefRow) -> tuple[str | None, str | None]:
+        """(document id, section id) the reference points at, or Nones."""
+        src = self.docs.get(ref.document_id)
+        if src is None:
+            return None, None
+        if ref.kind == "link":
+            path, _, anchor = (ref.target or "").partition("#")
+            if path:
+                target = posixpath.normpath(posixpath.join(posixpath.dirname(src["source_path"]), path))
+                doc_id = self.by_source.get(target)
+            else:
+                doc_id = ref.document_id  # "#anchor" within the same file
+            if doc_id is None:
+                return None, None
+            if anchor:
+                for s in self.sections_of.get(doc_id, []):
+                    if slug(s["heading"] or "").strip("-") == anchor.lower().strip("-"):
+                        return doc_id, s["id"]
+            return doc_id, None
+        doc_id = self.law_document(ref.target) if ref.target else ref.document_id
+        if doc_id is None or not ref.unit or not ref.numbers:
+            return doc_id, None
+        return doc_id, self._section_with_key(doc_id, ref.unit, ref.numbers[0], ref.chapter)
+
+    def superseded(self) -> dict[str, str]:
+        """older document id → id of the document that supersedes it."""
+        by_name: dict[str, str] = {}
+        for d in self.docs.values():
+            for name in (d["id"], d["path"], d["source_path"], d["external_id"]):
+                if name:
+                    by_name.setdefault(str(name), d["id"])
+        out = {}
+        for d in self.docs.values():
+            target = d.get("supersedes")
+            if not target:
+                continue
+            old = by_name.get(str(target))
+            if old is None:  # a relative path, from the superseding file's folder
+                old = self.by_source.get(posixpath.normpath(
+                    posixpath.join(posixpath.dirname(d["source_path"]), str(target))))
+            if old and old != d["id"]:
+                out[old] = d["id"]
+        return out

@@ -1,0 +1,1 @@
+"""Reranking: structure-aware features (and, later, optional cross-encoder)."""

@@ -1,0 +1,60 @@
+"""References named in a query (``§ 3 ArbZG``, ``Art. 5 GG``, ``3 kap. 5 §``, ``SFS 1977:1160``).
+
+They are detected with the indexing detectors, resolved against the index's
+documents and sections, recorded in the plan, and the sections they point to
+join the candidates (so the reference feature can lift them to the top).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ragkit.ingest.refs import find_legal_refs, heading_key
+from ragkit.records import Hit
+from ragkit.store.lance import in_list
+
+MAX_SECTIONS = 20
+
+
+@dataclass
+class QueryReferences:
+    found: list[dict] = field(default_factory=list)
+    sections: set[str] = field(default_factory=set)
+    documents: set[str] = field(default_factory=set)
+
+
+def resolve_query_refs(query: str, resolver) -> QueryReferences:
+    out = QueryReferences()
+    for ref in find_legal_refs(query):
+        doc = resolver.law_document(ref.target) if ref.target else None
+        docs = [doc] if doc else ([] if ref.target else list(resolver.sections_of))
+        sections = []
+        for d in docs:
+            for n in ref.numbers[:10] if ref.unit else []:
+                sid = resolver._section_with_key(d, ref.unit, n, ref.chapter)
+                if sid:
+                    sections.append(sid)
+        sections = sections[:MAX_SECTIONS]
+        if doc:
+            out.documents.add(doc)
+        out.sections.update(sections)
+        out.found.append({"raw": ref.raw, "law": ref.target, "document_id": doc, "section_ids": sections})
+    return out
+
+
+def inject(hits: list[Hit], refs: QueryReferences, reader, where: str | None) -> list[Hit]:
+    """Add the chunks of referenced sections that retrieval did not bring."""
+    if not refs.sections:
+        return hits
+    have = {h.chunk_id for h in hits}
+    clause = in_list("section_id", sorted(refs.sections))
+    rows = reader.chunks.rows(f"({clause}) AND ({where})" if where else clause, limit=100)
+    floor = min((h.score for h in hits), default=0.0)
+    extra = [h for h in reader.to_hits(rows, "lexical") if h.chunk_id not in have]
+    for h in extra:
+        h.score = floor
+        h.ranks, h.scores = {"reference": 1}, {}
+    return hits + extra
+
+
+__all__ = ["resolve_query_refs", "inject", "QueryReferences", "heading_key"]
