@@ -8,7 +8,7 @@ from ragkit import api
 from ragkit.config import QueryConfig
 from ragkit.ingest.refs import find_legal_refs, find_links, heading_key, law_keys, slug
 from ragkit.rerank.features import DEFAULT_WEIGHTS, FeatureContext, compute
-from tests.conftest import write
+from tests.conftest import needs_shared, write
 
 
 # ---------------------------------------------------------------- detectors
@@ -270,3 +270,28 @@ def test_trace_and_graph_cli(laws, tmp_path, monkeypatch):
     assert data["nodes"] and data["links"] and {"source", "target", "type"} <= set(data["links"][0])
     assert runner.invoke(app, ["graph", "export", str(tmp_path / "g.graphml"), "--index", idx]).exit_code == 0
     assert (tmp_path / "g.graphml").read_text().startswith("<?xml")
+
+
+# ---------------------------------------------------------------- the hand-made legal query set
+
+def legal_queries():
+    from tests.conftest import REPO
+
+    path = REPO / "tests" / "data" / "legal_ref_queries.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+@needs_shared("german-laws")
+def test_legal_reference_queries_hit_their_section(tmp_path, fake):
+    """Every query naming a § / Art. of an indexed law returns that section first (fake embedder:
+    the reference feature, not the embedding, has to do it)."""
+    from tests.conftest import SHARED_DATA
+
+    api.index([SHARED_DATA / "german-laws" / "laws"], tmp_path / "laws", embedder_factory=lambda c: fake)
+    reader = api.open_index(tmp_path / "laws", embedder=fake)
+    misses = []
+    for q in legal_queries():
+        top = api.query(reader, q["query"], QueryConfig(k=3)).passages[0]
+        if top.section.split(" > ")[-1] != q["section"] or q["law"] not in top.path:
+            misses.append((q["query"], top.section))
+    assert misses == []

@@ -51,7 +51,7 @@ _DE_PARA = re.compile(
     r"(?P<more>(?:\s*(?:,|bis|und|-|–)\s*" + _NUM + r")*)"
     r"(?:\s+(?:Abs\.|Absatz)\s*(?P<abs>\d+))?"
     r"(?:\s+(?:S\.|Satz)\s*\d+)?(?:\s+(?:Nr\.|Nummer)\s*\d+)?"
-    r"(?:\s+" + _ABBR + r")?"
+    r"(?:\s+" + _ABBR + r"|\s+(?:des|der)\s+(?P<name>(?:[A-ZÄÖÜ][\w-]+)(?:\s[A-ZÄÖÜ][\w-]+){0,3}))?"
 )
 _DE_ART = re.compile(
     r"\b(?:Art\.|Artikel|Art)\s*(?P<first>" + _NUM + r")"
@@ -82,7 +82,18 @@ def _numbers(first: str, more: str) -> list[str]:
     return nums
 
 
+_GENERIC = {"gesetzes", "vertrages", "vertrags", "abkommens", "absatzes", "satzes", "artikels", "paragraphen",
+            "buches", "teils", "abschnitts", "kapitels"}
+
+
+def _named(m: re.Match) -> bool:
+    name = m.groupdict().get("name")
+    return bool(name) and name.split()[-1].lower() not in _GENERIC
+
+
 def _law(m: re.Match) -> str | None:
+    if m.groupdict().get("name"):
+        return "name:" + m.group("name") if _named(m) else None
     law = m.group("law")
     if not law or law.split()[0] in _NOT_LAWS:
         return None
@@ -94,7 +105,12 @@ def find_legal_refs(text: str) -> list[Ref]:
     refs: list[Ref] = []
     taken: list[tuple[int, int]] = []
     for m in _DE_PARA.finditer(text):
-        end = m.end() if _law(m) else (m.start("law") if m.group("law") else m.end())
+        if _named(m):
+            end = m.end()
+        elif m.group("name"):
+            end = m.start("name") - 4  # drop " des"/" der" of a generic "des Gesetzes"
+        else:
+            end = m.end() if _law(m) else (m.start("law") if m.group("law") else m.end())
         refs.append(Ref("law", text[m.start():end].rstrip(), m.start(), end, target=_law(m), unit="§",
                         numbers=_numbers(m.group("first"), m.group("more")), subsection=m.group("abs")))
         taken.append((m.start(), end))
@@ -158,6 +174,7 @@ def law_keys(title: str, metadata: dict) -> set[str]:
         v = metadata.get(k)
         if isinstance(v, str) and v.strip():
             keys.add(v.strip().lower())
+            keys.add(v.split()[0].lower())  # "BDSG 2018" also answers to "BDSG"
     for m in re.finditer(r"\(([A-ZÄÖÜ][A-Za-zäöü]*[A-Z][A-Za-z]*)\)", title):
         keys.add(m.group(1).lower())
     for m in re.finditer(r"\b((?:1[89]|20)\d\d:\d{1,4})\b", title):

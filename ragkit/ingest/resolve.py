@@ -8,6 +8,7 @@ indexed resolves as soon as the target arrives (and unresolves when it goes).
 from __future__ import annotations
 
 import posixpath
+import re
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
@@ -72,7 +73,15 @@ class Resolver:
         return False
 
     def law_document(self, name: str | None) -> str | None:
-        return self.by_law.get(name.lower()) if name and not name[0].isdigit() else self.by_law.get(name or "")
+        if not name:
+            return None
+        if name.startswith("name:"):  # "§ 5 des Arbeitszeitgesetzes": match a title by its stem
+            stem = name[5:].split()[-1].lower()[:8]
+            for d in self.docs.values():
+                if len(stem) >= 6 and any(w.lower().startswith(stem) for w in re.findall(r"\w+", d["title"] or "")):
+                    return d["id"]
+            return None
+        return self.by_law.get(name.lower()) if not name[0].isdigit() else self.by_law.get(name)
 
     def resolve(self, ref: RefRow) -> tuple[str | None, str | None]:
         """(document id, section id) the reference points at, or Nones."""

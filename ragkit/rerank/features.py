@@ -20,13 +20,13 @@ FEATURES = ("text_relevance", "parent_relevance", "section_match", "confidence",
 DEFAULT_WEIGHTS: dict[str, dict[str, float]] = {
     "balanced": {"text_relevance": 1.0, "parent_relevance": 0.15, "section_match": 0.1, "confidence": 0.03,
                  "adjacency_bonus": 0.05, "doc_type_match": 0.05, "is_latest": 0.2, "position_in_doc": 0.02,
-                 "reference_match": 1.0},
+                 "reference_match": 2.0},
     "precision": {"text_relevance": 1.0, "parent_relevance": 0.05, "section_match": 0.15, "confidence": 0.05,
                   "adjacency_bonus": 0.02, "doc_type_match": 0.1, "is_latest": 0.3, "position_in_doc": 0.0,
-                  "reference_match": 1.5},
+                  "reference_match": 2.5},
     "recall": {"text_relevance": 1.0, "parent_relevance": 0.25, "section_match": 0.05, "confidence": 0.0,
                "adjacency_bonus": 0.1, "doc_type_match": 0.0, "is_latest": 0.1, "position_in_doc": 0.05,
-               "reference_match": 0.8},
+               "reference_match": 1.5},
 }
 
 _STOP = set("""the a an and or of to in on for with by is are was were be been how what which who whom whose

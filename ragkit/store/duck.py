@@ -38,6 +38,7 @@ CREATE TABLE IF NOT EXISTS refs (
     target VARCHAR, unit VARCHAR, numbers VARCHAR[], chapter VARCHAR, subsection VARCHAR,
     resolved_document_id VARCHAR, resolved_section_id VARCHAR
 );
+ALTER TABLE documents ADD COLUMN IF NOT EXISTS supersedes VARCHAR;
 CREATE TABLE IF NOT EXISTS runs (
     id INTEGER PRIMARY KEY, started_at DOUBLE, finished_at DOUBLE, lance_table VARCHAR,
     lance_version BIGINT, summary JSON
