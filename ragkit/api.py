@@ -80,8 +80,8 @@ def retrieve(reader, text: str, cfg: QueryConfig, limit: int | None = None):
         raise BadQuery(f"--alpha must be within 0..1, not {cfg.alpha}")
     if cfg.k < 1:
         raise BadQuery(f"-k must be at least 1, not {cfg.k}")
-    if cfg.rerank not in ("none", "features"):
-        raise BadQuery(f"unknown reranker {cfg.rerank!r}", hint="Choose none or features")
+    if cfg.rerank not in ("none", "features", "cross"):
+        raise BadQuery(f"unknown reranker {cfg.rerank!r}", hint="Choose none, features or cross")
     if cfg.mode not in DEFAULT_WEIGHTS:
         raise BadQuery(f"unknown mode {cfg.mode!r}", hint="Choose precision, balanced or recall")
     t = time.perf_counter()
@@ -100,7 +100,8 @@ def retrieve(reader, text: str, cfg: QueryConfig, limit: int | None = None):
     ctx.timings_ms["plan"] = (time.perf_counter() - t) * 1000
     hits = STRATEGIES[cfg.strategy](ctx)
     weights = {**DEFAULT_WEIGHTS[cfg.mode], **cfg.weights.get(cfg.mode, {})}
-    if cfg.rerank == "features" and hits:
+    used, reason = cfg.rerank, None
+    if cfg.rerank != "none" and hits:
         t = time.perf_counter()
         if where != NO_MATCH:
             hits = inject(hits, refs, reader, where)
@@ -108,6 +109,15 @@ def retrieve(reader, text: str, cfg: QueryConfig, limit: int | None = None):
                               {cfg.filters["doc_type"]} if "doc_type" in cfg.filters else set())
         hits = rerank(hits, fctx, weights)
         ctx.timings_ms["rerank"] = (time.perf_counter() - t) * 1000
+        if cfg.rerank == "cross":
+            from ragkit.rerank.cross import CrossUnavailable, cross_rerank
+
+            t = time.perf_counter()
+            try:
+                hits = cross_rerank(parsed.text, hits, cfg.cross_encoder)
+            except CrossUnavailable as exc:
+                used, reason = "features", str(exc)
+            ctx.timings_ms["cross_encoder"] = (time.perf_counter() - t) * 1000
     plan = {
         "strategy": cfg.strategy,
         "reason": "chosen by --strategy" if cfg.strategy != "hybrid" else "default strategy",
@@ -118,8 +128,8 @@ def retrieve(reader, text: str, cfg: QueryConfig, limit: int | None = None):
         "fusion": {"method": "weighted_rrf", "k": cfg.rrf_k, "alpha": cfg.alpha,
                    "overfetch": cfg.overfetch} if cfg.strategy == "hybrid" else None,
         "references": refs.found,
-        "rerank": {"requested": cfg.rerank, "used": cfg.rerank, "mode": cfg.mode},
-        "weights": weights if cfg.rerank == "features" else {},
+        "rerank": {"requested": cfg.rerank, "used": used, "mode": cfg.mode, "reason": reason},
+        "weights": weights if cfg.rerank != "none" else {},
         "all_versions": cfg.all_versions,
     }
     return hits, plan, ctx.timings_ms
@@ -127,17 +137,18 @@ def retrieve(reader, text: str, cfg: QueryConfig, limit: int | None = None):
 
 def query(reader, text: str, cfg: QueryConfig | None = None) -> QueryResult:
     """Retrieve, assemble passages and time every stage."""
-    from ragkit.assemble import assemble
+    from ragkit.assemble import assemble, pack_context
 
     cfg = cfg or QueryConfig()
     t0 = time.perf_counter()
     hits, plan, timings = retrieve(reader, text, cfg)
     t = time.perf_counter()
     passages = assemble(hits, cfg.k, cfg.budget)
+    context = pack_context(passages, cfg.context_budget) if cfg.context_budget else None
     timings["assemble"] = (time.perf_counter() - t) * 1000
     timings["total"] = (time.perf_counter() - t0) * 1000
     return QueryResult(query=text, strategy=cfg.strategy, plan=plan, passages=passages, hits=hits,
-                       timings_ms={k: round(v, 2) for k, v in timings.items()})
+                       timings_ms={k: round(v, 2) for k, v in timings.items()}, context=context)
 
 
 def stats(reader) -> dict[str, Any]:

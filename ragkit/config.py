@@ -45,10 +45,12 @@ class QueryConfig:
     overfetch: int = 4
     budget: int = 1024  # tokens per assembled passage
     syntax: bool = True  # honour "phrase" and -term in the query text
-    rerank: str = "features"  # none | features
+    rerank: str = "features"  # none | features | cross (features, then a cross-encoder)
+    cross_encoder: str | None = None  # local CrossEncoder folder for --rerank cross
     mode: str = "balanced"  # precision | balanced | recall: rerank weights
     weights: dict[str, dict[str, float]] = field(default_factory=dict)  # [rerank.<mode>] overrides
     all_versions: bool = False  # include superseded documents
+    context_budget: int | None = None  # pack passages into a context block of this many tokens
     filters: dict[str, str] = field(default_factory=dict)
 
 

@@ -94,6 +94,7 @@ class Hit:
     score: float = 0.0
     retrieval_score: float | None = None  # the strategy's score, kept when reranking replaces ``score``
     features: dict[str, float] = field(default_factory=dict)
+    vector: Any = None  # the chunk's embedding when the store returned it (coherence of passages)
     ranks: dict[str, int] = field(default_factory=dict)  # per retriever, 1-based
     scores: dict[str, float] = field(default_factory=dict)  # raw per retriever
 
@@ -113,6 +114,7 @@ class Passage:
     chunk_ids: list[str]
     token_count: int
     features: dict[str, float] = field(default_factory=dict)
+    coherence_score: float = 1.0
 
 
 @dataclass
@@ -123,3 +125,4 @@ class QueryResult:
     passages: list[Passage]
     hits: list[Hit]
     timings_ms: dict[str, float]
+    context: Any = None  # ragkit.assemble.ContextPack when packing was asked for

@@ -16,7 +16,7 @@ def passage_dict(p: Passage, explain: bool = False) -> dict[str, Any]:
         "rank": p.rank, "score": round(p.score, 6), "anchor_score": round(p.anchor_score, 6),
         "document": {"id": p.document_id, "path": p.path, "title": p.title},
         "section": p.section, "lines": [p.line_start, p.line_end], "text": p.text,
-        "chunk_ids": p.chunk_ids, "tokens": p.token_count,
+        "chunk_ids": p.chunk_ids, "tokens": p.token_count, "coherence": p.coherence_score,
     }
     if explain:
         d["features"] = p.features
@@ -38,10 +38,13 @@ def trace_line(r: QueryResult) -> str:
 
 
 def result_dict(r: QueryResult, explain: bool = False) -> dict[str, Any]:
-    return {
+    out = {
         "schema": SCHEMA, "query": r.query, "strategy": r.strategy, "plan": r.plan,
         "passages": [passage_dict(p, explain) for p in r.passages], "timings_ms": r.timings_ms,
     }
+    if r.context is not None:
+        out["context"] = r.context.to_dict()
+    return out
 
 
 def query_terms(text: str) -> list[str]:
@@ -68,6 +71,10 @@ def print_result(console, r: QueryResult, explain: bool = False) -> None:
     from rich.panel import Panel
     from rich.text import Text
 
+    rr = r.plan.get("rerank") or {}
+    if rr.get("reason"):
+        console.print(f"[yellow]note:[/] --rerank {rr['requested']} fell back to {rr['used']}: {rr['reason']}",
+                      soft_wrap=True)
     if not r.passages:
         console.print("[yellow]No passages found.[/] Try other words, fewer filters, or --strategy lexical.")
         return

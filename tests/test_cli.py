@@ -127,3 +127,13 @@ def test_subprocess_help_and_version(tmp_path):
     assert r.returncode == 0 and "index" in r.stdout and "query" in r.stdout and "eval" in r.stdout
     r = ragkit("--version", cwd=tmp_path)
     assert r.stdout.startswith("ragkit ")
+
+
+def test_context_output(corpus, tmp_path, fake_models):
+    idx = str(tmp_path / "idx")
+    runner.invoke(app, ["index", str(corpus), "--index", idx])
+    r = runner.invoke(app, ["query", "overtime", "--index", idx, "--context", "-k", "3"])
+    assert r.exit_code == 0 and r.output.startswith("--- Source: Overtime Policy > ")
+    r = runner.invoke(app, ["query", "overtime", "--index", idx, "--context", "--json", "--context-budget", "30"])
+    ctx = json.loads(r.output)["context"]
+    assert ctx["budget"] == 30 and ctx["tokens"] <= 30 and ctx["dropped"]

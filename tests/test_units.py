@@ -57,8 +57,8 @@ def test_where_clause():
 
 def test_assembly_merges_adjacent_within_section_only():
     hits = [hit("a", 0.9, idx=3), hit("b", 0.5, idx=4), hit("c", 0.8, idx=6),
-            hit("d", 0.7, sec="t", idx=5)]
-    ps = assemble(hits, k=10, budget=1000)
+            hit("d", 0.7, sec="t", idx=5), hit("z", 0.1, doc="other")]
+    ps = assemble(hits, k=3, budget=1000)
     by_anchor = {p.anchor_score: p for p in ps}
     assert by_anchor[0.9].chunk_ids == ["a", "b"]  # 3,4 adjacent, same section
     assert by_anchor[0.8].chunk_ids == ["c"]  # 6 is not adjacent to 4
@@ -68,7 +68,8 @@ def test_assembly_merges_adjacent_within_section_only():
 
 
 def test_assembly_budget_and_anchor():
-    hits = [hit("a", 0.2, idx=0, tokens=60), hit("b", 0.9, idx=1, tokens=60), hit("c", 0.5, idx=2, tokens=60)]
+    hits = [hit("a", 0.2, idx=0, tokens=60), hit("b", 0.9, idx=1, tokens=60), hit("c", 0.5, idx=2, tokens=60),
+            hit("z", 0.0, doc="other")]
     ps = assemble(hits, k=10, budget=130)
     assert ps[0].chunk_ids == ["b", "c"] and ps[0].anchor_score == 0.9  # grows to the better neighbour
     assert ps[1].chunk_ids == ["a"]
@@ -127,3 +128,32 @@ def test_config_file_and_index_dir(tmp_path):
     assert resolve_index_dir(None) == Path("indexes/default")
     assert resolve_index_dir("notes") == Path("indexes/notes")
     assert resolve_index_dir("./x") == Path("x") and resolve_index_dir("/a/b") == Path("/a/b")
+
+
+def test_assembly_skips_irrelevant_neighbours_and_scores_coherence():
+    import numpy as np
+
+    a, b, c = hit("a", 1.0, idx=0), hit("b", 0.05, idx=1), hit("c", 0.0, doc="o")
+    ps = assemble([a, b, c], k=10, budget=1000)
+    assert [p.chunk_ids for p in ps][0] == ["a"]  # b is adjacent but not relevant enough
+    x, y = hit("x", 1.0, idx=0), hit("y", 0.9, idx=1)
+    x.vector, y.vector = np.array([1.0, 0.0]), np.array([0.6, 0.8])
+    p = assemble([x, y, c], k=1, budget=1000)[0]
+    assert p.chunk_ids == ["x", "y"] and p.coherence_score == 0.6
+
+
+def test_context_packing():
+    from ragkit.assemble import pack_context
+    from ragkit.records import Passage
+
+    def passage(rank, doc, line, tokens, section="Law (L) > Part 1 > § 3 Work"):
+        return Passage(rank=rank, score=1.0 / rank, anchor_score=1.0, document_id=doc, path=f"{doc}.md",
+                       title=doc, section=section, line_start=line, line_end=line + 5, text=f"text {rank}",
+                       chunk_ids=[str(rank)], token_count=tokens)
+
+    ps = [passage(1, "A", 50, 100), passage(2, "B", 10, 100), passage(3, "A", 5, 100), passage(4, "C", 1, 500)]
+    pack = pack_context(ps, budget=400)
+    assert pack.included == [3, 1, 2]  # document A first (best rank), in document order; then B
+    assert pack.dropped == [4] and pack.tokens <= 400
+    assert pack.text.startswith("--- Source: Law (L) > § 3 Work ---\ntext 3")
+    assert pack.text.index("text 1") < pack.text.index("text 2")

@@ -24,10 +24,12 @@ def query_cmd(
     alpha: Optional[float] = typer.Option(None, "--alpha", help="Dense weight in hybrid fusion (0..1)."),
     budget: Optional[int] = typer.Option(None, "--budget", help="Token budget per passage."),
     explain: bool = typer.Option(False, "--explain", help="Show plan and scoring details."),
-    rerank: Optional[str] = typer.Option(None, "--rerank", help="none | features (structure-aware)."),
+    rerank: Optional[str] = typer.Option(None, "--rerank", help="none | features | cross (+ cross-encoder from config)."),
     mode: Optional[str] = typer.Option(None, "--mode", help="precision | balanced | recall (rerank weights)."),
     all_versions: bool = typer.Option(False, "--all-versions", help="Include superseded document versions."),
     trace: Optional[Path] = typer.Option(None, "--trace", help="Append every candidate's features as JSON lines."),
+    context: bool = typer.Option(False, "--context", help="Print the packed, source-labelled context block only."),
+    context_budget: int = typer.Option(8000, "--context-budget", help="Token budget of --context."),
 ):
     """Retrieve passages for a question (hybrid dense + BM25 by default)."""
     from ragkit import api
@@ -37,7 +39,8 @@ def query_cmd(
     _, qcfg = load_config()
     flt = {**qcfg.filters, **parse_filters(filters or [])}
     qcfg = override(qcfg, strategy=strategy, k=k, alpha=alpha, budget=budget, filters=flt, rerank=rerank,
-                    mode=mode, all_versions=all_versions or None)
+                    mode=mode, all_versions=all_versions or None,
+                    context_budget=context_budget if context else None)
     if query is None and sys.stdin.isatty():
         raise BadQuery("no query given", hint='ragkit query "your question" (or pipe queries, one per line, with -)')
     reader = api.open_index(index)
@@ -64,7 +67,9 @@ def _run(reader, text, qcfg, trace):
 def _emit(result, as_json: bool, as_jsonl: bool, explain: bool, batch: bool) -> None:
     from ragkit.render import passage_dict, print_result, result_dict
 
-    if as_json or (as_jsonl and batch):
+    if result.context is not None and not (as_json or as_jsonl):
+        sys.stdout.write(result.context.text + "\n")
+    elif as_json or (as_jsonl and batch):
         print_json(result_dict(result, explain))
     elif as_jsonl:
         for p in result.passages:

@@ -93,7 +93,7 @@ class ChunkTable:
 
     COLUMNS = ["id", "document_id", "section_id", "chunk_index", "text", "header", "path", "title",
                "doc_type", "collection", "external_id", "line_start", "line_end", "token_count",
-               "boundary_confidence"]
+               "boundary_confidence", "vector"]
 
     def __init__(self, lance_dir: Path, table: str, version: int):
         self.db = _connect(lance_dir)

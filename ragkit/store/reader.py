@@ -106,6 +106,6 @@ class IndexReader:
                 title=r["title"], doc_type=r["doc_type"], collection=r["collection"],
                 line_start=int(r["line_start"]), line_end=int(r["line_end"]),
                 token_count=int(r["token_count"]), external_id=r["external_id"], score=score,
-                boundary_confidence=float(r["boundary_confidence"]),
+                boundary_confidence=float(r["boundary_confidence"]), vector=r.get("vector"),
             ))
         return hits

@@ -1,0 +1,49 @@
+"""Cross-encoder second stage: a tiny model made in the test, and every fallback path."""
+
+import pytest
+
+from ragkit import api
+from ragkit.config import QueryConfig
+
+
+@pytest.fixture
+def reader(corpus, index_with):
+    return index_with(corpus)[1]
+
+
+def test_no_cross_encoder_configured_falls_back(reader):
+    r = api.query(reader, "overtime", QueryConfig(rerank="cross"))
+    assert r.passages
+    assert r.plan["rerank"]["requested"] == "cross" and r.plan["rerank"]["used"] == "features"
+    assert "no cross-encoder configured" in r.plan["rerank"]["reason"]
+
+
+def test_missing_and_broken_folders_fall_back(reader, tmp_path):
+    r = api.query(reader, "overtime", QueryConfig(rerank="cross", cross_encoder=str(tmp_path / "nope")))
+    assert r.plan["rerank"]["used"] == "features" and "not found" in r.plan["rerank"]["reason"]
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "config.json").write_text("{not json")
+    r = api.query(reader, "overtime", QueryConfig(rerank="cross", cross_encoder=str(broken)))
+    assert r.plan["rerank"]["used"] == "features" and "cannot load" in r.plan["rerank"]["reason"]
+    assert r.passages
+
+
+@pytest.mark.integration
+def test_tiny_cross_encoder_loads_and_scores(reader, tmp_path):
+    from transformers import BertConfig, BertForSequenceClassification, BertTokenizer
+
+    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "overtime", "rollback", "meeting", "is", "the", "a"]
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("\n".join(words) + "\n")
+    model_dir = tmp_path / "tiny-ce"
+    BertTokenizer(str(vocab)).save_pretrained(model_dir)
+    cfg = BertConfig(vocab_size=len(words), hidden_size=8, num_hidden_layers=1, num_attention_heads=1,
+                     intermediate_size=16, max_position_embeddings=256, num_labels=1)
+    BertForSequenceClassification(cfg).save_pretrained(model_dir)
+    r = api.query(reader, "overtime", QueryConfig(rerank="cross", cross_encoder=str(model_dir), k=3))
+    assert r.plan["rerank"]["used"] == "cross" and r.plan["rerank"]["reason"] is None
+    scored = [h for h in r.hits if "cross_encoder" in h.features]
+    assert scored and all(isinstance(h.features["cross_encoder"], float) for h in scored)
+    assert [h.score for h in scored] == sorted((h.score for h in scored), reverse=True)
+    assert "cross_encoder" in r.timings_ms
