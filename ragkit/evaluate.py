@@ -131,6 +131,7 @@ def run_eval(
     reporter: Reporter | None = None,
     limit: int | None = None,
     embedder_factory=None,
+    reranks: list[str] | None = None,
 ) -> dict[str, Any]:
     from ragkit import api
 
@@ -144,13 +145,15 @@ def run_eval(
     reader.embedder.encode_query("warm up")  # load the model outside the timed loop
     results = []
     for name in strategies:
-        cfg = replace(base, strategy=name, k=k)
+        for rr in reranks or [base.rerank]:
+            cfg = replace(base, strategy=name, k=k, rerank=rr)
 
-        def search(text: str, cfg=cfg) -> list[str]:
-            hits, _, _ = api.retrieve(reader, text, cfg, limit=2 * k)
-            return documents_of(hits, k)
+            def search(text: str, cfg=cfg) -> list[str]:
+                hits, _, _ = api.retrieve(reader, text, cfg, limit=2 * k)
+                return documents_of(hits, k)
 
-        results.append(score_strategy(name, ds, search, rep, limit))
+            label = name if not reranks or len(reranks) == 1 else f"{name}+{rr}"
+            results.append(score_strategy(label, ds, search, rep, limit))
     return {
         "schema": "ragkit.eval/1", "dataset": str(dataset), "index": str(index_dir),
         "queries": min(len(ds.queries), limit or len(ds.queries)), "k": k,

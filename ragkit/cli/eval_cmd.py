@@ -18,6 +18,8 @@ def eval_cmd(
     index: Optional[str] = typer.Option(None, "--index", "-i", help="Index directory (default ./indexes/eval-NAME)."),
     alpha: Optional[float] = typer.Option(None, "--alpha", help="Dense weight in hybrid fusion."),
     limit: Optional[int] = typer.Option(None, "--limit", help="Evaluate only the first N queries."),
+    rerank: Optional[str] = typer.Option(None, "--rerank", help="Comma-separated: none,features,cross (each is a row)."),
+    mode: Optional[str] = typer.Option(None, "--mode", help="precision | balanced | recall."),
     as_json: bool = typer.Option(False, "--json", help="Print the results as one JSON object."),
 ):
     """Measure retrieval quality on a labelled BEIR-layout dataset, strategies side by side."""
@@ -25,7 +27,8 @@ def eval_cmd(
     from ragkit.config import load_config, override
 
     icfg, qcfg = load_config()
-    qcfg = override(qcfg, alpha=alpha)
+    qcfg = override(qcfg, alpha=alpha, mode=mode)
+    reranks = [r.strip() for r in rerank.split(",") if r.strip()] if rerank else None
     names = [s.strip() for s in strategy.split(",") if s.strip()]
     from ragkit.retrieve.strategies import STRATEGIES
     from ragkit.errors import BadQuery
@@ -36,7 +39,7 @@ def eval_cmd(
     reporter = RichReporter(interactive(as_json))
     try:
         res = api.evaluate(dataset, names, index_dir=api.resolve_index_dir(index) if index else None, k=k,
-                           qcfg=qcfg, icfg=icfg, reporter=reporter, limit=limit)
+                           qcfg=qcfg, icfg=icfg, reporter=reporter, limit=limit, reranks=reranks)
     finally:
         reporter.close()
     if as_json:

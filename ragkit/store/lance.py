@@ -88,6 +88,17 @@ class FtsSettings:
     remove_stop_words: bool = True
 
 
+def _rows(table: pa.Table) -> list[dict[str, Any]]:
+    """Arrow result → row dicts, with vectors as numpy rows (no per-float Python objects)."""
+    cols = {name: table.column(name).to_pylist() for name in table.column_names if name != "vector"}
+    vectors = None
+    if "vector" in table.column_names and table.num_rows:
+        arr = table.column("vector").combine_chunks()
+        vectors = arr.flatten().to_numpy(zero_copy_only=False).reshape(table.num_rows, -1)
+    return [{**{k: v[i] for k, v in cols.items()}, "vector": vectors[i] if vectors is not None else None}
+            for i in range(table.num_rows)]
+
+
 class ChunkTable:
     """Read side: one checked-out version of the chunks table."""
 
@@ -109,7 +120,7 @@ class ChunkTable:
         q = q.select(self.COLUMNS + ["_distance"])
         if where:
             q = q.where(where, prefilter=True)
-        return q.to_list()
+        return _rows(q.to_arrow())
 
     def fts_search(self, text: str, limit: int, where: str | None) -> list[dict[str, Any]]:
         if not text.strip():
@@ -118,11 +129,11 @@ class ChunkTable:
         q = q.select(self.COLUMNS + ["_score"])
         if where:
             q = q.where(where, prefilter=True)
-        return q.to_list()
+        return _rows(q.to_arrow())
 
     def rows(self, where: str, limit: int) -> list[dict[str, Any]]:
         """Plain filtered scan (no ranking); rows carry ``_score`` 0."""
-        rows = self.table.search().where(where).select(self.COLUMNS).limit(limit).to_list()
+        rows = _rows(self.table.search().where(where).select(self.COLUMNS).limit(limit).to_arrow())
         for r in rows:
             r["_score"] = 0.0
         return rows
