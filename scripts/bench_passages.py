@@ -87,7 +87,8 @@ def legal(index: str, path: Path) -> dict:
     hits = 0
     for q in qs:
         top = api.query(reader, q["query"], QueryConfig(k=3)).passages[0]
-        hits += top.section.split(" > ")[-1] == q["section"] and q["law"] in top.path
+        expected = q["section"] if isinstance(q["section"], list) else [q["section"]]
+        hits += top.section.split(" > ")[-1] in expected and q["law"] in top.path
     with reader.duck() as store:
         counts = store.rows("SELECT count(*) AS detected, count(resolved_document_id) AS doc, "
                             "count(resolved_section_id) AS sec FROM refs WHERE kind = 'law'")[0]
