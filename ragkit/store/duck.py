@@ -201,13 +201,9 @@ class DuckStore:
         """Re-resolve every reference and version link against the whole index."""
         import pyarrow as pa
 
-        from ragkit.ingest.resolve import RefRow, Resolver
+        from ragkit.ingest.resolve import RefRow
 
-        docs = self.rows("SELECT id, path, source_path, external_id, title, metadata, supersedes FROM documents")
-        for d in docs:
-            d["metadata"] = json.loads(d["metadata"]) if d["metadata"] else {}
-        sections = self.rows("SELECT id, document_id, parent_id, heading, level, ord FROM sections")
-        resolver = Resolver(docs, sections)
+        resolver = self.resolver()
         refs = self.rows("SELECT * FROM refs")
         if refs:
             resolved = [resolver.resolve(RefRow(**r)) for r in refs]
@@ -222,6 +218,15 @@ class DuckStore:
             self.con.register("old", pa.table({"id": old}))
             self.con.execute("UPDATE documents SET is_latest = false WHERE id IN (SELECT id FROM old)")
             self.con.unregister("old")
+
+    def resolver(self):
+        """A reference/version resolver over every document and section of the store."""
+        from ragkit.ingest.resolve import Resolver
+
+        docs = self.rows("SELECT id, path, source_path, external_id, title, metadata, supersedes FROM documents")
+        for d in docs:
+            d["metadata"] = json.loads(d["metadata"]) if d["metadata"] else {}
+        return Resolver(docs, self.rows("SELECT id, document_id, parent_id, heading, level, ord FROM sections"))
 
     def rows(self, sql: str, params: list[Any] | None = None) -> list[dict[str, Any]]:
         cur = self.con.execute(sql, params or [])

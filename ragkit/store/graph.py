@@ -86,7 +86,7 @@ class EvidenceGraph:
         for r in store.rows("SELECT DISTINCT chunk_id, coalesce(resolved_section_id, resolved_document_id) AS t "
                             "FROM refs WHERE resolved_document_id IS NOT NULL"):
             link(r["chunk_id"], r["t"], "references")
-        for old, new in _supersessions(store).items():
+        for old, new in store.resolver().superseded().items():
             link(new, old, "supersedes")
         g = ig.Graph(n=len(names), edges=edges, directed=True)
         g.vs["name"], g.vs["kind"], g.vs["doc"], g.vs["label"] = names, kinds, docs, labels
@@ -187,11 +187,3 @@ class EvidenceGraph:
         else:
             raise ValueError(f"unknown export format {fmt!r}")
 
-
-def _supersessions(store) -> dict[str, str]:
-    from ragkit.ingest.resolve import Resolver
-
-    docs = store.rows("SELECT id, path, source_path, external_id, title, metadata, supersedes FROM documents")
-    for d in docs:
-        d["metadata"] = {}
-    return Resolver(docs, []).superseded()

@@ -31,6 +31,7 @@ class IndexReader:
         self._embedder = embedder
         self._graph = None
         self._resolver = None
+        self._superseded: list[str] | None = None
         run = self.manifest["last_run"]
         try:
             self.chunks = ChunkTable(self.index_dir / LANCE_DIR, run["lance_table"], run["lance_version"])
@@ -62,22 +63,16 @@ class IndexReader:
     def resolver(self):
         """Reference resolver over all documents and sections (built once per process)."""
         if self._resolver is None:
-            import json
-
-            from ragkit.ingest.resolve import Resolver
-
             with self.duck() as store:
-                docs = store.rows("SELECT id, path, source_path, external_id, title, metadata, supersedes "
-                                  "FROM documents")
-                sections = store.rows("SELECT id, document_id, parent_id, heading, level, ord FROM sections")
-            for d in docs:
-                d["metadata"] = json.loads(d["metadata"]) if d["metadata"] else {}
-            self._resolver = Resolver(docs, sections)
+                self._resolver = store.resolver()
         return self._resolver
 
     def superseded_documents(self) -> list[str]:
-        g = self.graph
-        return [v["name"] for v in g.g.vs.select(kind="document") if not v["is_latest"]] if g.g.vcount() else []
+        if self._superseded is None:
+            g = self.graph.g
+            self._superseded = [v["name"] for v in g.vs.select(kind="document", is_latest=False)] \
+                if g.vcount() else []
+        return self._superseded
 
     @property
     def embedder(self) -> Embedder:
