@@ -88,16 +88,25 @@ def _rerank_weights(table: dict[str, Any], source: str) -> dict[str, dict[str, f
     return out
 
 
-def load_config(cwd: Path | None = None) -> tuple[IndexConfig, QueryConfig]:
-    """Defaults overlaid with ``ragkit.toml`` from ``cwd`` when it exists."""
+def load_config(cwd: Path | None = None, index_dir: Path | None = None) -> tuple[IndexConfig, QueryConfig]:
+    """Defaults overlaid with ``ragkit.toml`` from the index directory, then from ``cwd``."""
     icfg, qcfg = IndexConfig(), QueryConfig()
-    path = (cwd or Path.cwd()) / "ragkit.toml"
+    for folder in (index_dir, cwd or Path.cwd()):
+        if folder is not None:
+            icfg, qcfg = _overlay(icfg, qcfg, Path(folder) / "ragkit.toml")
+    return icfg, qcfg
+
+
+def _overlay(icfg: IndexConfig, qcfg: QueryConfig, path: Path) -> tuple[IndexConfig, QueryConfig]:
     if path.is_file():
         data = _load_toml(path)
         icfg = _apply(icfg, data.get("index", {}), f"{path} [index]")
         qcfg = _apply(qcfg, data.get("query", {}), f"{path} [query]")
         if "rerank" in data:
-            qcfg = replace(qcfg, weights=_rerank_weights(data["rerank"], f"{path} [rerank]"))
+            merged = dict(qcfg.weights)
+            for mode, w in _rerank_weights(data["rerank"], f"{path} [rerank]").items():
+                merged[mode] = {**merged.get(mode, {}), **w}
+            qcfg = replace(qcfg, weights=merged)
     return icfg, qcfg
 
 

@@ -45,6 +45,16 @@ def test_legal_reference_negative(text):
     assert find_legal_refs(text) == []
 
 
+def test_html_links_become_references(tmp_path, index_with):
+    write(tmp_path / "site", "index.html", '<h1>Home</h1><p>See <a href="faq.html#billing">billing</a> and '
+                                            '<a href="https://x.org">web</a>.</p>')
+    write(tmp_path / "site", "faq.html", "<h1>FAQ</h1><h2>Billing</h2><p>Invoices are monthly.</p>")
+    _, reader = index_with(tmp_path / "site")
+    with reader.duck() as store:
+        refs = store.rows("SELECT r.target, s.heading FROM refs r JOIN sections s ON s.id = r.resolved_section_id")
+    assert refs == [{"target": "faq.html#billing", "heading": "Billing"}]
+
+
 def test_links_and_keys():
     links = find_links('see [intro](ch01.md#install), <a href="x.html">x</a> and [web](https://x.org)')
     assert [l.target for l in links] == ["ch01.md#install", "x.html"]
@@ -229,6 +239,7 @@ def test_feature_values_on_known_hits(laws, index_with):
     assert f[b]["adjacency_bonus"] == 0.5 and f[a]["adjacency_bonus"] == 0.0  # one relevant neighbour
     assert f[b]["position_in_doc"] < f[a]["position_in_doc"]
     assert f[a]["is_latest"] == 1.0 and f[a]["reference_match"] == 0.0
+    assert f[a]["confidence"] == hits[0].boundary_confidence == 1.0
 
 
 def test_weights_from_config_file(tmp_path):
@@ -238,6 +249,11 @@ def test_weights_from_config_file(tmp_path):
     (tmp_path / "ragkit.toml").write_text("[rerank.precision]\nsection_match = 0.5\n")
     _, q = load_config(tmp_path)
     assert q.weights == {"precision": {"section_match": 0.5}}
+    idx = tmp_path / "idx"
+    idx.mkdir()
+    (idx / "ragkit.toml").write_text("[rerank.precision]\nconfidence = 0.3\nsection_match = 0.1\n[query]\nk = 7\n")
+    _, q = load_config(tmp_path, index_dir=idx)  # the working directory's file wins where both set a key
+    assert q.weights == {"precision": {"section_match": 0.5, "confidence": 0.3}} and q.k == 7
     (tmp_path / "ragkit.toml").write_text("[rerank.precision]\nnonsense = 1\n")
     with pytest.raises(RagkitError):
         load_config(tmp_path)

@@ -36,7 +36,7 @@ def query_cmd(
     from ragkit.config import load_config, override
     from ragkit.retrieve.filters import parse_filters
 
-    _, qcfg = load_config()
+    _, qcfg = load_config(index_dir=api.resolve_index_dir(index))
     flt = {**qcfg.filters, **parse_filters(filters or [])}
     qcfg = override(qcfg, strategy=strategy, k=k, alpha=alpha, budget=budget, filters=flt, rerank=rerank,
                     mode=mode, all_versions=all_versions or None,

@@ -229,6 +229,7 @@ class _HTMLCollector(HTMLParser):
         self._skip = 0
         self._in_title = False
         self._title_buf: list[str] = []
+        self._href: str | None = None
 
     def _flush(self) -> None:
         text = re.sub(r"[ \t]+", " ", "".join(self._buf))
@@ -249,6 +250,12 @@ class _HTMLCollector(HTMLParser):
                 return
         if tag == "title":
             self._in_title = True
+        elif tag == "a" and not self._heading and not self._skip:
+            href = dict(attrs).get("href") or ""
+            # links to other files become Markdown links in the text, so references see them
+            self._href = href if href and not re.match(r"^[a-z][a-z0-9+.-]*:", href, re.I) else None
+            if self._href:
+                self._buf.append("[")
         elif re.fullmatch(r"h[1-6]", tag):
             self._flush()
             self._heading = int(tag[1])
@@ -260,6 +267,9 @@ class _HTMLCollector(HTMLParser):
     def handle_endtag(self, tag):
         if tag in _SKIP_TAGS and tag != "head":
             self._skip = max(0, self._skip - 1)
+        if tag == "a" and self._href:
+            self._buf.append(f"]({self._href})")
+            self._href = None
         if tag == "title":
             self._in_title = False
             self.title = " ".join("".join(self._title_buf).split()) or None
