@@ -128,6 +128,7 @@ def retrieve(reader, text: str, cfg: QueryConfig, limit: int | None = None):
         "fusion": {"method": "weighted_rrf", "k": cfg.rrf_k, "alpha": cfg.alpha,
                    "overfetch": cfg.overfetch} if cfg.strategy == "hybrid" else None,
         "references": refs.found,
+        **ctx.notes,
         "rerank": {"requested": cfg.rerank, "used": used, "mode": cfg.mode, "reason": reason},
         "weights": weights if cfg.rerank != "none" else {},
         "all_versions": cfg.all_versions,

@@ -42,6 +42,7 @@ class QueryConfig:
     k: int = 10
     alpha: float = 0.5  # dense weight in weighted RRF; lexical gets 1 - alpha
     rrf_k: int = 60
+    damping: float = 0.85  # personalized PageRank (hippo)
     overfetch: int = 4
     budget: int = 1024  # tokens per assembled passage
     syntax: bool = True  # honour "phrase" and -term in the query text

@@ -52,6 +52,8 @@ class ParsedDocument:
     sections: list[Section]
     blocks: dict[str, list[Block]]  # section id -> body blocks
     refs: list[Any] = field(default_factory=list)  # ragkit.ingest.resolve.RefRow
+    mentions: list[dict[str, Any]] = field(default_factory=list)  # entity mentions per chunk
+    cooccur: list[dict[str, Any]] = field(default_factory=list)  # entity pairs per chunk
 
 
 @dataclass

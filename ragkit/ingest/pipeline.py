@@ -28,10 +28,12 @@ from ragkit.ingest.doctype import infer_doc_type
 from ragkit.ingest.parse import ParseError, build_sections, infer_title, parse_beir_jsonl, parser_for
 from ragkit.ingest.refs import find_refs
 from ragkit.ingest.resolve import ref_rows
+from ragkit.extract.entities import entity_rows
 from ragkit.records import Chunk, Document, ParsedDocument
 from ragkit.store.duck import DuckStore
 from ragkit.store.lance import ChunkWriter, FtsSettings, chunk_rows
 from ragkit.store.manifest import read_manifest, write_manifest
+from ragkit.store.entity_graph import EntityGraph
 from ragkit.store.graph import EvidenceGraph
 from ragkit.store.reader import DUCK_NAME, GRAPH_DIR, LANCE_DIR
 
@@ -115,7 +117,8 @@ class _Parser:
         sections, blocks = build_sections(raw, doc_id, title, stable_id)
         chunks = chunk_document(sections, blocks, self.max_tokens, self.embedder.count_tokens, stable_id)
         refs = [r for c in chunks for r in ref_rows(c.id, doc_id, find_refs(c.text), stable_id)]
-        return ParsedDocument(doc, sections, blocks, refs), chunks
+        mentions, cooccur = entity_rows(chunks, doc_id)
+        return ParsedDocument(doc, sections, blocks, refs, mentions, cooccur), chunks
 
 
 def run_index(
@@ -300,10 +303,13 @@ def run_index(
                 sources=new_sources + unchanged_sources, documents=list(docs.values()),
                 sections=[s for pd in parsed for s in pd.sections], chunks=chunks,
                 refs=[r for pd in parsed for r in pd.refs], run=run, full=full,
+                mentions=[m for pd in parsed for m in pd.mentions],
+                cooccur=[c for pd in parsed for c in pd.cooccur],
             )
             counts = store.counts()
             t2 = time.perf_counter()
             EvidenceGraph.from_store(store, run_id).save(index_dir / GRAPH_DIR)
+            EntityGraph.from_store(store, run_id).save(index_dir / GRAPH_DIR)
             summary.seconds["graph"] = round(time.perf_counter() - t2, 3)
         summary.total_documents, summary.total_chunks = counts["documents"], counts["chunks"]
         write_manifest(index_dir, {

@@ -22,6 +22,7 @@ class SearchContext:
     limit: int  # chunk hits wanted from the strategy
     cfg: QueryConfig
     timings_ms: dict[str, float] = field(default_factory=dict)
+    notes: dict = field(default_factory=dict)  # strategy remarks for the plan (seeds, fallback)
 
     @contextmanager
     def timed(self, stage: str) -> Iterator[None]:

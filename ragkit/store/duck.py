@@ -39,6 +39,12 @@ CREATE TABLE IF NOT EXISTS refs (
     resolved_document_id VARCHAR, resolved_section_id VARCHAR
 );
 ALTER TABLE documents ADD COLUMN IF NOT EXISTS supersedes VARCHAR;
+CREATE TABLE IF NOT EXISTS mentions (
+    chunk_id VARCHAR, document_id VARCHAR, entity VARCHAR, surface VARCHAR, type VARCHAR
+);
+CREATE TABLE IF NOT EXISTS cooccur (
+    chunk_id VARCHAR, document_id VARCHAR, a VARCHAR, b VARCHAR, weight DOUBLE, description VARCHAR
+);
 CREATE TABLE IF NOT EXISTS runs (
     id INTEGER PRIMARY KEY, started_at DOUBLE, finished_at DOUBLE, lance_table VARCHAR,
     lance_version BIGINT, summary JSON
@@ -148,6 +154,8 @@ class DuckStore:
         run: dict[str, Any],
         full: bool,
         refs: list[Any] = (),
+        mentions: list[dict[str, Any]] = (),
+        cooccur: list[dict[str, Any]] = (),
     ) -> int:
         """Apply one run's changes atomically; returns the run id."""
         import pyarrow as pa
@@ -156,13 +164,15 @@ class DuckStore:
         con.execute("BEGIN TRANSACTION")
         try:
             if full:
-                for t in ("sources", "documents", "sections", "chunks", "refs"):
+                for t in ("sources", "documents", "sections", "chunks", "refs", "mentions", "cooccur"):
                     con.execute(f"DELETE FROM {t}")
             if removed_doc_ids:
                 ids = pa.table({"id": removed_doc_ids})
                 con.register("gone", ids)
                 con.execute("DELETE FROM chunks WHERE document_id IN (SELECT id FROM gone)")
                 con.execute("DELETE FROM refs WHERE document_id IN (SELECT id FROM gone)")
+                con.execute("DELETE FROM mentions WHERE document_id IN (SELECT id FROM gone)")
+                con.execute("DELETE FROM cooccur WHERE document_id IN (SELECT id FROM gone)")
                 con.execute("DELETE FROM sections WHERE document_id IN (SELECT id FROM gone)")
                 con.execute("DELETE FROM documents WHERE id IN (SELECT id FROM gone)")
                 con.unregister("gone")
@@ -184,6 +194,8 @@ class DuckStore:
                  "line_end": c.line_end, "boundary_confidence": c.boundary_confidence} for c in chunks
             ])
             self._insert("refs", [asdict(r) for r in refs])
+            self._insert("mentions", list(mentions))
+            self._insert("cooccur", list(cooccur))
             self._resolve()
             run_id = (con.execute("SELECT coalesce(max(id), 0) + 1 FROM runs").fetchone()[0])
             con.execute(

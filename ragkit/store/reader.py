@@ -31,6 +31,7 @@ class IndexReader:
         self._embedder = embedder
         self._graph = None
         self._resolver = None
+        self._entity_graph = None
         self._superseded: list[str] | None = None
         run = self.manifest["last_run"]
         try:
@@ -58,6 +59,20 @@ class IndexReader:
                     g = EvidenceGraph.from_store(store, run_id)
             self._graph = g
         return self._graph
+
+    @property
+    def entity_graph(self):
+        """The entity graph of the committed run (rebuilt in memory if the saved one is stale)."""
+        if self._entity_graph is None:
+            from ragkit.store.entity_graph import EntityGraph
+
+            run_id = self.manifest["last_run"]["id"]
+            g = EntityGraph.load(self.index_dir / GRAPH_DIR)
+            if g is None or g.run_id != run_id:
+                with self.duck() as store:
+                    g = EntityGraph.from_store(store, run_id)
+            self._entity_graph = g
+        return self._entity_graph
 
     @property
     def resolver(self):

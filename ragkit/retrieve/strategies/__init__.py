@@ -6,7 +6,7 @@ from typing import Callable
 
 from ragkit.records import Hit
 from ragkit.retrieve.context import SearchContext
-from ragkit.retrieve.strategies import hybrid, lexical, naive
+from ragkit.retrieve.strategies import hippo, hybrid, lexical, naive
 
 Strategy = Callable[[SearchContext], list[Hit]]
 
@@ -14,4 +14,5 @@ STRATEGIES: dict[str, Strategy] = {
     "naive": naive.search,
     "lexical": lexical.search,
     "hybrid": hybrid.search,
+    "hippo": hippo.search,
 }

@@ -1,0 +1,1 @@
+"""Extraction: entities and relations from chunks (rules by default), communities."""

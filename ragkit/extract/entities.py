@@ -1,0 +1,218 @@
+"""Rule-based entity and relation extraction (no LLM).
+
+Entities per chunk: the document title and section headings the chunk sits
+under, capitalised (multi-)word names ("Scott Derrickson", "Haymo of
+Faversham"), acronyms ("WHO", "BetrVG"), link texts, years, legal citations.
+Names are normalised (case, punctuation, possessives) into keys; an acronym
+written right after its long form ("World Health Organization (WHO)") becomes
+an alias of it. Relations are pairs of entities in one sentence (weight 1 /
+(1 + token distance / 10)) or, more weakly, in one chunk (0.2), described by
+the connecting sentence.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from ragkit.ingest.chunk import split_sentences
+
+_CONNECT = {"of", "de", "da", "del", "von", "van", "der", "den", "la", "le", "du", "&", "the", "bin", "al"}
+_STOP = set("""A An The This That These Those It Its In On At By For From With As If When While After Before
+During Since Until Although Though But And Or Nor So Yet Then There Here He She They We You I His Her Their
+Our Your My Who What Which Where Why How Is Are Was Were Be Been Do Does Did Has Have Had Not No Yes Also
+One Two Three First Second Third Some Many Most Other Such Each Every Both All Any Der Die Das Ein Eine Und
+Oder Mit Von Zu Im Auf Für Bei Nach Nicht Auch Als Wenn Dies Diese Dieser Es Sie Er Wir Ihr However Although
+Between Within Without Under Over About Against Into Through Unlike Like Among Despite Including""".split())
+_ORG = re.compile(r"\b(Inc|Ltd|LLC|GmbH|AG|Corporation|Company|Co|University|College|Institute|Organization|"
+                  r"Organisation|Association|Society|Group|Agency|Ministry|Department|Council|Bank|Records|Studios?|"
+                  r"Party|Club|Foundation|Team|FC|Airlines?)\b")
+_PLACE = re.compile(r"\b(City|County|River|Mountains?|Island|Lake|Province|State|Kingdom|Republic|Street|Park)\b")
+_MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
+_DATE = re.compile(rf"\b(?:(?:\d{{1,2}}\s)?(?:{_MONTHS})(?:\s\d{{1,2}},?)?\s)?(?:1[5-9]\d\d|20\d\d)\b")
+_LAW = re.compile(r"§+\s*\d+[a-z]?(?:\s+[A-ZÄÖÜ][A-Za-zäöü]*[A-Z][A-Za-z]*)?|\bArt\.?\s*\d+[a-z]?\s+[A-Z]{2,}\b")
+_TOKEN = re.compile(r"[A-Za-zÀ-ÖØ-öø-ÿ0-9][\w'’.-]*|&")
+
+
+def normalize(name: str) -> str:
+    s = name.strip().lower().replace("’", "'")
+    s = re.sub(r"'s\b", "", s)
+    s = re.sub(r"[^\w§ ]+", " ", s)
+    return " ".join(s.split())
+
+
+@dataclass
+class Mention:
+    key: str
+    surface: str
+    type: str
+    start: int  # character offset in the chunk text (-1 for title/heading context)
+    sentence: int
+
+
+@dataclass
+class ChunkEntities:
+    mentions: list[Mention] = field(default_factory=list)
+    aliases: dict[str, str] = field(default_factory=dict)  # alias key → canonical key
+    relations: list[tuple[str, str, float, str]] = field(default_factory=list)  # a, b, weight, description
+
+
+def _type_of(surface: str) -> str:
+    if _DATE.fullmatch(surface):
+        return "date"
+    if surface.startswith("§") or surface.startswith("Art"):
+        return "law" if _LAW.fullmatch(surface) else "term"
+    if _ORG.search(surface):
+        return "organisation"
+    if _PLACE.search(surface):
+        return "place"
+    if re.fullmatch(r"[A-Z][A-Z0-9&]{1,7}s?", surface):
+        return "acronym"
+    words = surface.split()
+    if 2 <= len(words) <= 3 and all(w[0].isupper() for w in words):
+        return "person"  # a guess: two or three capitalised words and nothing that marks a thing
+    return "name"
+
+
+def _name_spans(text: str) -> list[tuple[int, int, str]]:
+    """Capitalised word runs (connectors allowed inside), stripped of leading stopwords."""
+    spans = []
+    toks = list(_TOKEN.finditer(text))
+    i = 0
+    while i < len(toks):
+        t = toks[i].group(0)
+        if not t[0].isupper() or t.rstrip(".") in _STOP and (i + 1 >= len(toks) or not toks[i + 1].group(0)[0].isupper()):
+            i += 1
+            continue
+        first = i
+        j = i
+        while j + 1 < len(toks):
+            cur, nxt = toks[j].group(0), toks[j + 1].group(0)
+            if cur.endswith(".") and len(cur.rstrip(".")) > 2:
+                break  # a sentence ends here ("Tim Brown. The …"); initials like "J." go on
+            gap = text[toks[j].end(): toks[j + 1].start()]
+            if gap.strip() not in ("", "-") or "\n" in gap:
+                break
+            if nxt[0].isupper() or (nxt.lower() in _CONNECT and j + 2 < len(toks) and toks[j + 2].group(0)[0].isupper()
+                                    and text[toks[j + 1].end(): toks[j + 2].start()].strip() == ""):
+                j += 1
+            else:
+                break
+        while i <= j and toks[i].group(0).rstrip(".") in _STOP:
+            i += 1
+        while j >= i and toks[j].group(0).lower() in _CONNECT:
+            j -= 1
+        if i <= j:
+            a, b = toks[i].start(), toks[j].end()
+            surface = re.sub(r"['’]s$", "", text[a:b].rstrip(".,;:'’"))
+            if len(surface) > 1 and not surface.isdigit():
+                spans.append((a, a + len(surface), surface))
+        i = max(first + 1, j + 1)  # always move on ("Van" alone is stripped to nothing)
+    return spans
+
+
+def extract(text: str, context: list[str] | None = None) -> ChunkEntities:
+    """Entities and relations of one chunk; ``context`` = title and headings it sits under."""
+    out = ChunkEntities()
+    sentences = split_sentences(text) or [(0, len(text))]
+
+    def sentence_of(pos: int) -> int:
+        for n, (a, b) in enumerate(sentences):
+            if pos < b + 1:
+                return n
+        return len(sentences) - 1
+
+    seen_spans: list[tuple[int, int]] = []
+    for m in _LAW.finditer(text):
+        out.mentions.append(Mention(normalize(m.group(0)), m.group(0), "law", m.start(), sentence_of(m.start())))
+        seen_spans.append((m.start(), m.end()))
+    for m in _DATE.finditer(text):
+        if any(a <= m.start() < b for a, b in seen_spans):
+            continue
+        out.mentions.append(Mention(normalize(m.group(0)), m.group(0), "date", m.start(), sentence_of(m.start())))
+        seen_spans.append((m.start(), m.end()))
+    for a, b, surface in _name_spans(text):
+        if any(x <= a < y for x, y in seen_spans):
+            continue
+        words = surface.split()
+        if len(words) == 1 and not re.fullmatch(r"[A-Z][A-Z0-9&]{1,7}s?", surface):
+            # a lone capitalised word at a sentence start is usually just a sentence start
+            if any(a == s for s, _ in sentences) and surface in _STOP:
+                continue
+        key = normalize(surface)
+        if not key or len(key) < 2:
+            continue
+        out.mentions.append(Mention(key, surface, _type_of(surface), a, sentence_of(a)))
+        # "Long Form (LF)": the acronym is an alias of the long form
+        tail = re.match(r"\s*\(([A-Z][A-Za-z0-9&]{1,9})\)", text[b:])
+        if tail and len(words) >= 2:
+            initials = "".join(w[0] for w in words if w.lower() not in _CONNECT).upper()
+            if initials == tail.group(1).upper().rstrip("S") or tail.group(1).isupper():
+                out.aliases[normalize(tail.group(1))] = key
+    for n, name in enumerate(context or []):
+        if name:
+            out.mentions.append(Mention(normalize(name), name, _type_of(name), -1, -1))
+    # canonical keys
+    for m in out.mentions:
+        m.key = out.aliases.get(m.key, m.key)
+    # relations: pairs in one sentence (by distance), and context entities with everything in the chunk
+    by_sentence: dict[int, list[Mention]] = {}
+    for m in out.mentions:
+        by_sentence.setdefault(m.sentence, []).append(m)
+    pairs: dict[tuple[str, str], tuple[float, str]] = {}
+    for n, ms in by_sentence.items():
+        desc = text[sentences[n][0]:sentences[n][1]] if n >= 0 else ""
+        for i, x in enumerate(ms):
+            for y in ms[i + 1:]:
+                if x.key == y.key:
+                    continue
+                if n < 0:
+                    w = 0.2
+                else:
+                    dist = len(text[min(x.start, y.start): max(x.start, y.start)].split())
+                    w = 1.0 / (1.0 + dist / 10)
+                a, b = sorted((x.key, y.key))
+                if w > pairs.get((a, b), (0.0, ""))[0]:
+                    pairs[(a, b)] = (w, desc[:300])
+    ctx = [m for m in out.mentions if m.sentence < 0]
+    body = [m for m in out.mentions if m.sentence >= 0]
+    for c in ctx:
+        for m in body:
+            if c.key != m.key:
+                a, b = sorted((c.key, m.key))
+                if (a, b) not in pairs:
+                    pairs[(a, b)] = (0.2, text[sentences[m.sentence][0]:sentences[m.sentence][1]][:300])
+    out.relations = [(a, b, w, d) for (a, b), (w, d) in pairs.items()]
+    return out
+
+
+def query_entities(query: str) -> list[tuple[str, str]]:
+    """(key, surface) candidates in a query: names, acronyms, dates, and every 1–4-gram key."""
+    keys = {}
+    for m in extract(query).mentions:
+        keys.setdefault(m.key, m.surface)
+    words = normalize(query).split()
+    for n in range(1, 5):
+        for i in range(len(words) - n + 1):
+            gram = " ".join(words[i:i + n])
+            if n > 1 or len(gram) >= 4:
+                keys.setdefault(gram, gram)
+    return list(keys.items())
+
+
+def entity_rows(chunks, document_id: str) -> tuple[list[dict], list[dict]]:
+    """Mention and co-occurrence rows of one document's chunks (context: its breadcrumb parts)."""
+    mentions, cooccur = [], []
+    for c in chunks:
+        found = extract(c.text, c.header.split(" > ") if c.header else [])
+        seen = set()
+        for m in found.mentions:
+            if (m.key, m.start) in seen:
+                continue
+            seen.add((m.key, m.start))
+            mentions.append({"chunk_id": c.id, "document_id": document_id, "entity": m.key,
+                             "surface": m.surface, "type": m.type})
+        for a, b, w, d in found.relations:
+            cooccur.append({"chunk_id": c.id, "document_id": document_id, "a": a, "b": b, "weight": w,
+                            "description": d})
+    return mentions, cooccur

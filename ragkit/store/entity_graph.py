@@ -1,0 +1,113 @@
+"""Entity graph (igraph): entity and chunk nodes, mention and relation edges.
+
+Derived after each committed run from the DuckDB ``mentions`` and ``cooccur``
+tables (so incremental updates and deletions never leave orphans), saved as
+``graph/entities.pkl``. HippoRAG-style personalized PageRank runs on it.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import pickle
+from pathlib import Path
+
+FILE = "entities.pkl"
+
+
+class EntityGraph:
+    def __init__(self, g, run_id: int | None = None):
+        self.g = g
+        self.run_id = run_id
+        names = g.vs["name"] if g.vcount() else []
+        kinds = g.vs["kind"] if g.vcount() else []
+        self._idx = {n: i for i, n in enumerate(names)}
+        self.n_chunks = sum(1 for k in kinds if k == "chunk")
+        self._chunk_vertices = [i for i, k in enumerate(kinds) if k == "chunk"]
+
+    @classmethod
+    def from_store(cls, store, run_id: int | None = None) -> "EntityGraph":
+        import igraph as ig
+
+        mentions = store.rows("SELECT entity, chunk_id, count(*) AS n FROM mentions GROUP BY entity, chunk_id")
+        relations = store.rows("SELECT a, b, sum(weight) AS w FROM cooccur GROUP BY a, b")
+        names: list[str] = []
+        kinds: list[str] = []
+        idx: dict[str, int] = {}
+
+        def vertex(name: str, kind: str) -> int:
+            key = ("e:" if kind == "entity" else "c:") + name
+            if key not in idx:
+                idx[key] = len(names)
+                names.append(key)
+                kinds.append(kind)
+            return idx[key]
+
+        edges, weights, types = [], [], []
+        for m in mentions:
+            edges.append((vertex(m["entity"], "entity"), vertex(m["chunk_id"], "chunk")))
+            weights.append(float(m["n"]))
+            types.append("mention")
+        for r in relations:
+            edges.append((vertex(r["a"], "entity"), vertex(r["b"], "entity")))
+            weights.append(float(r["w"]))
+            types.append("relation")
+        g = ig.Graph(n=len(names), edges=edges, directed=False)
+        if names:
+            g.vs["name"], g.vs["kind"] = names, kinds
+        if edges:
+            g.es["weight"], g.es["type"] = weights, types
+        return cls(g, run_id)
+
+    def save(self, folder: Path) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = folder / f".{FILE}.tmp"
+        with tmp.open("wb") as fh:
+            pickle.dump({"run_id": self.run_id, "graph": self.g}, fh, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, folder / FILE)
+
+    @classmethod
+    def load(cls, folder: Path) -> "EntityGraph | None":
+        try:
+            with (folder / FILE).open("rb") as fh:
+                data = pickle.load(fh)
+        except (OSError, pickle.UnpicklingError, EOFError, AttributeError):
+            return None
+        return cls(data["graph"], data["run_id"])
+
+    def has_entity(self, key: str) -> bool:
+        return "e:" + key in self._idx
+
+    def chunk_frequency(self, key: str) -> int:
+        """Chunks that mention the entity (its document frequency)."""
+        v = self._idx.get("e:" + key)
+        if v is None:
+            return 0
+        return sum(1 for n in self.g.neighbors(v) if self.g.vs[n]["kind"] == "chunk")
+
+    def seeds(self, keys: list[str]) -> dict[str, float]:
+        """Query entity keys found in the graph, weighted by specificity (IDF over chunks)."""
+        out = {}
+        for key in keys:
+            df = self.chunk_frequency(key)
+            if df:
+                out[key] = math.log(1 + self.n_chunks / df)
+        return out
+
+    def ppr(self, seeds: dict[str, float], damping: float = 0.85, top: int = 100) -> list[tuple[str, float]]:
+        """Chunks ranked by personalized PageRank mass from the seed entities."""
+        if not seeds or not self.g.vcount():
+            return []
+        reset = [0.0] * self.g.vcount()
+        for key, w in seeds.items():
+            reset[self._idx["e:" + key]] = w
+        scores = self.g.personalized_pagerank(directed=False, damping=damping, reset=reset, weights="weight")
+        ranked = sorted(((scores[i], i) for i in self._chunk_vertices if scores[i] > 0), reverse=True)[:top]
+        return [(self.g.vs[i]["name"][2:], s) for s, i in ranked]
+
+    def stats(self) -> dict:
+        kinds = self.g.vs["kind"] if self.g.vcount() else []
+        types = self.g.es["type"] if self.g.ecount() else []
+        return {"entities": sum(k == "entity" for k in kinds), "chunks": self.n_chunks,
+                "mention_edges": sum(t == "mention" for t in types),
+                "relation_edges": sum(t == "relation" for t in types)}
