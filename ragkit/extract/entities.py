@@ -23,7 +23,10 @@ During Since Until Although Though But And Or Nor So Yet Then There Here He She 
 Our Your My Who What Which Where Why How Is Are Was Were Be Been Do Does Did Has Have Had Not No Yes Also
 One Two Three First Second Third Some Many Most Other Such Each Every Both All Any Der Die Das Ein Eine Und
 Oder Mit Von Zu Im Auf Für Bei Nach Nicht Auch Als Wenn Dies Diese Dieser Es Sie Er Wir Ihr However Although
-Between Within Without Under Over About Against Into Through Unlike Like Among Despite Including""".split())
+Between Within Without Under Over About Against Into Through Unlike Like Among Despite Including Later Then Now
+Today Yesterday Meanwhile Finally Afterwards Subsequently Initially Currently Recently Eventually Instead Thus
+Therefore Hence Still Often Sometimes Only Even Just Much More Several Few Another Whose Whom Upon Following
+According Although Because Unless Whether Once Per Via Both Either Neither""".split())
 _ORG = re.compile(r"\b(Inc|Ltd|LLC|GmbH|AG|Corporation|Company|Co|University|College|Institute|Organization|"
                   r"Organisation|Association|Society|Group|Agency|Ministry|Department|Council|Bank|Records|Studios?|"
                   r"Party|Club|Foundation|Team|FC|Airlines?)\b")

@@ -1,0 +1,94 @@
+"""Rule-based entities and relations, the entity graph, and the hippo strategy (fake embedder)."""
+
+import pytest
+
+from ragkit import api
+from ragkit.config import QueryConfig
+from ragkit.extract.entities import extract, normalize, query_entities
+from tests.conftest import write
+
+
+def keys(text, context=None):
+    return {m.key for m in extract(text, context).mentions}
+
+
+def test_names_acronyms_dates_and_no_stopwords():
+    found = keys("However, Scott Derrickson directed it in March 2005. The film was shot by J. R. Smith for NASA.")
+    assert {"scott derrickson", "march 2005", "j r smith", "nasa"} <= found
+    assert not found & {"however", "the", "the film"}
+    assert "haymo of faversham" in keys("Haymo of Faversham's work was translated.")
+    assert keys("Tim Brown. The Game ended.") >= {"tim brown", "game"} and "tim brown the game" not in keys(
+        "Tim Brown. The Game ended.")
+
+
+def test_acronym_alias_merges_into_long_form():
+    r = extract("The World Health Organization (WHO) met. Later WHO said no.")
+    assert r.aliases == {"who": "world health organization"}
+    assert [m.key for m in r.mentions if m.surface == "WHO"] == ["world health organization"] * 2
+    assert normalize("Faversham’s  Abbey!") == "faversham abbey"
+
+
+def test_context_entities_and_relation_weights():
+    r = extract("Lester Smith designed the game with Tim Brown. Much later, after many years of work and "
+                "very many other things happened, Fast Forward Games published it.", ["Demon Dice"])
+    w = {(a, b): weight for a, b, weight, _ in r.relations}
+    near = w[("lester smith", "tim brown")]
+    assert near > 0.5  # same sentence, close together
+    assert w[("demon dice", "lester smith")] == 0.2  # the title entity links to all, weakly
+    assert ("fast forward games", "lester smith") not in w  # different sentences, no direct relation
+    desc = {(a, b): d for a, b, _, d in r.relations}
+    assert desc[("lester smith", "tim brown")].startswith("Lester Smith designed")
+
+
+def test_query_entities_include_ngrams():
+    ks = dict(query_entities("Which band did Kurt Cobain found?"))
+    assert "kurt cobain" in ks and "which band" in ks  # n-grams are looked up, the graph decides
+
+
+@pytest.fixture
+def bridge(tmp_path):
+    """A two-hop question: the answer paragraph does not name the asked-about person."""
+    root = tmp_path / "wiki"
+    write(root, "corpus.jsonl", "\n".join([
+        '{"_id": "a", "title": "Kurt Cobain", "text": "Kurt Cobain was the frontman of Nirvana, a band from Aberdeen."}',
+        '{"_id": "b", "title": "Nirvana", "text": "Nirvana was formed in Aberdeen in 1987 and released Nevermind."}',
+        '{"_id": "c", "title": "Pearl Jam", "text": "Pearl Jam is a rock band formed in Seattle in 1990."}',
+        '{"_id": "d", "title": "Soundgarden", "text": "Soundgarden was a rock band formed in Seattle in 1984."}',
+    ]) + "\n")
+    return root
+
+
+def test_ppr_finds_the_second_hop(bridge, index_with):
+    _, reader = index_with(bridge)
+    g = reader.entity_graph
+    seeds = g.seeds(["kurt cobain"])
+    assert seeds and g.stats()["entities"] > 5
+    ranked = [cid for cid, _ in g.ppr(seeds, top=4)]
+    with reader.duck() as store:
+        ext = dict(store.con.execute("SELECT c.id, d.external_id FROM chunks c JOIN documents d "
+                                     "ON d.id = c.document_id").fetchall())
+    order = [ext[c] for c in ranked]
+    assert order[:2] == ["a", "b"]  # Cobain's own paragraph, then Nirvana's (reached through "nirvana")
+    r = api.query(reader, "When was the band of Kurt Cobain formed?", QueryConfig(strategy="hippo", k=2,
+                                                                                 rerank="none"))
+    assert {p.path.split("#")[-1] for p in r.passages} == {"a", "b"}
+    assert "kurt cobain" in r.plan["seed_entities"]
+
+
+def test_hippo_falls_back_to_hybrid(bridge, index_with):
+    _, reader = index_with(bridge)
+    r = api.query(reader, "zzz qqq", QueryConfig(strategy="hippo"))
+    assert "fallback" in r.plan
+
+
+def test_entities_follow_incremental_updates(bridge, index_with):
+    index_with(bridge)
+    (bridge / "corpus.jsonl").write_text(
+        '{"_id": "c", "title": "Pearl Jam", "text": "Pearl Jam is a rock band formed in Seattle in 1990."}\n')
+    _, reader = index_with(bridge)
+    with reader.duck() as store:
+        orphans = store.con.execute("SELECT count(*) FROM mentions WHERE chunk_id NOT IN (SELECT id FROM chunks)"
+                                    ).fetchone()[0]
+        ents = {r[0] for r in store.con.execute("SELECT DISTINCT entity FROM mentions").fetchall()}
+    assert orphans == 0 and "kurt cobain" not in ents and "pearl jam" in ents
+    assert not reader.entity_graph.has_entity("kurt cobain")
