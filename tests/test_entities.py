@@ -92,3 +92,26 @@ def test_entities_follow_incremental_updates(bridge, index_with):
         ents = {r[0] for r in store.con.execute("SELECT DISTINCT entity FROM mentions").fetchall()}
     assert orphans == 0 and "kurt cobain" not in ents and "pearl jam" in ents
     assert not reader.entity_graph.has_entity("kurt cobain")
+
+
+def test_show_entity_and_graph_stats_cli(bridge, tmp_path, monkeypatch):
+    import json
+
+    from typer.testing import CliRunner
+
+    from ragkit.cli.app import app
+    from tests.fakes import FakeEmbedder
+
+    fake = FakeEmbedder()
+    monkeypatch.setattr("ragkit.api._default_embedder_factory", lambda cfg: fake)
+    runner = CliRunner()
+    idx = str(tmp_path / "idx")
+    assert runner.invoke(app, ["index", str(bridge), "--index", idx]).exit_code == 0
+    r = runner.invoke(app, ["show", "entity", "Nirvana", "--index", idx, "--json"])
+    info = json.loads(r.output)
+    assert info["entity"] == "nirvana" and info["chunks"] == 2 and "Nirvana" in info["aliases"]
+    assert any(x["other"] == "kurt cobain" for x in info["relations"])
+    assert runner.invoke(app, ["show", "entity", "Nirvana", "--index", idx]).exit_code == 0
+    assert runner.invoke(app, ["show", "entity", "nobody here", "--index", idx]).exit_code == 6
+    st = json.loads(runner.invoke(app, ["graph", "stats", "--index", idx, "--json"]).output)
+    assert st["entity_graph"]["entities"] > 5 and st["entity_graph"]["chunks"] == 4

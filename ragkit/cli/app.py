@@ -8,6 +8,7 @@ from ragkit import __version__
 from ragkit.cli.common import STATE
 from ragkit.cli.eval_cmd import eval_cmd
 from ragkit.cli.graph_cmd import graph_app
+from ragkit.cli.show_cmd import show_app
 from ragkit.cli.index_cmd import index_cmd
 from ragkit.cli.query_cmd import query_cmd
 from ragkit.cli.stats_cmd import stats_cmd
@@ -38,6 +39,7 @@ app.command("query")(query_cmd)
 app.command("eval")(eval_cmd)
 app.command("stats")(stats_cmd)
 app.add_typer(graph_app, name="graph")
+app.add_typer(show_app, name="show")
 
 
 def main() -> None:

@@ -29,6 +29,7 @@ def stats_cmd(
         st["references"] = store.rows(
             "SELECT kind, count(*) AS detected, count(resolved_document_id) AS resolved_document, "
             "count(resolved_section_id) AS resolved_section FROM refs GROUP BY kind ORDER BY kind")
+    st["entity_graph"] = reader.entity_graph.stats()
     if as_json:
         print_json(st)
         return
@@ -39,6 +40,9 @@ def stats_cmd(
     t.add_column()
     t.add_row("nodes", f"{st['nodes']}  ({', '.join(f'{k} {v}' for k, v in st['node_kinds'].items())})")
     t.add_row("edges", f"{st['edges']}  ({', '.join(f'{k} {v}' for k, v in st['edge_types'].items())})")
+    eg = st["entity_graph"]
+    t.add_row("entity graph", f"{eg['entities']} entities, {eg['relation_edges']} relations, "
+                              f"{eg['mention_edges']} mention edges to {eg['chunks']} chunks")
     for r in st["references"]:
         t.add_row(f"{r['kind']} references", f"{r['detected']} detected, {r['resolved_document']} resolved to a "
                                              f"document, {r['resolved_section']} to a section")

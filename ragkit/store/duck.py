@@ -240,6 +240,27 @@ class DuckStore:
             d["metadata"] = json.loads(d["metadata"]) if d["metadata"] else {}
         return Resolver(docs, self.rows("SELECT id, document_id, parent_id, heading, level, ord FROM sections"))
 
+    def entity(self, name: str, limit: int = 10) -> dict[str, Any] | None:
+        """Aliases, type, counts, strongest relations and source chunks of one entity."""
+        from ragkit.extract.entities import normalize
+
+        key = normalize(name)
+        row = self.rows("SELECT entity, mode(type) AS type, count(*) AS mentions, count(DISTINCT chunk_id) AS chunks, "
+                        "list(DISTINCT surface) AS aliases FROM mentions WHERE entity = ? OR lower(surface) = ? "
+                        "GROUP BY entity ORDER BY mentions DESC LIMIT 1", [key, name.lower()])
+        if not row:
+            return None
+        info = row[0]
+        info["relations"] = self.rows(
+            "SELECT CASE WHEN a = ? THEN b ELSE a END AS other, sum(weight) AS weight, "
+            "arg_max(description, weight) AS description FROM cooccur WHERE a = ? OR b = ? "
+            "GROUP BY other ORDER BY weight DESC LIMIT ?", [info["entity"]] * 3 + [limit])
+        info["sources"] = self.rows(
+            "SELECT DISTINCT d.path, c.header, c.line_start, c.line_end FROM mentions m "
+            "JOIN chunks c ON c.id = m.chunk_id JOIN documents d ON d.id = m.document_id "
+            "WHERE m.entity = ? ORDER BY d.path, c.line_start LIMIT ?", [info["entity"], limit])
+        return info
+
     def rows(self, sql: str, params: list[Any] | None = None) -> list[dict[str, Any]]:
         cur = self.con.execute(sql, params or [])
         names = [d[0] for d in cur.description]
