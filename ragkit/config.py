@@ -31,6 +31,7 @@ class IndexConfig:
     fts_stem: bool = True
     fts_remove_stop_words: bool = True
     vector_index_min_rows: int = 100_000  # below this, exact (flat) vector search
+    extract: str = "rules"  # entities and relations: rules | none
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -43,6 +44,7 @@ class QueryConfig:
     alpha: float = 0.5  # dense weight in weighted RRF; lexical gets 1 - alpha
     rrf_k: int = 60
     damping: float = 0.85  # personalized PageRank (hippo)
+    ppr_weight: float = 0.25  # hippo: PPR list weight in the fusion; dense and BM25 share the rest (alpha)
     overfetch: int = 4
     budget: int = 1024  # tokens per assembled passage
     syntax: bool = True  # honour "phrase" and -term in the query text

@@ -20,6 +20,7 @@ def eval_cmd(
     limit: Optional[int] = typer.Option(None, "--limit", help="Evaluate only the first N queries."),
     rerank: Optional[str] = typer.Option(None, "--rerank", help="Comma-separated: none,features,cross (each is a row)."),
     mode: Optional[str] = typer.Option(None, "--mode", help="precision | balanced | recall."),
+    damping: Optional[float] = typer.Option(None, "--damping", help="Personalized PageRank damping (hippo)."),
     as_json: bool = typer.Option(False, "--json", help="Print the results as one JSON object."),
 ):
     """Measure retrieval quality on a labelled BEIR-layout dataset, strategies side by side."""
@@ -27,7 +28,7 @@ def eval_cmd(
     from ragkit.config import load_config, override
 
     icfg, qcfg = load_config()
-    qcfg = override(qcfg, alpha=alpha, mode=mode)
+    qcfg = override(qcfg, alpha=alpha, mode=mode, damping=damping)
     reranks = [r.strip() for r in rerank.split(",") if r.strip()] if rerank else None
     names = [s.strip() for s in strategy.split(",") if s.strip()]
     from ragkit.retrieve.strategies import STRATEGIES

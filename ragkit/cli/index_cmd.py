@@ -23,6 +23,7 @@ def index_cmd(
     embed_model: Optional[str] = typer.Option(None, "--embed-model", help="Local sentence-transformers model folder."),
     chunk_tokens: Optional[int] = typer.Option(None, "--chunk-tokens", help="Upper bound of tokens per chunk."),
     language: Optional[str] = typer.Option(None, "--language", help="Full-text stemming language (English, German, …)."),
+    extract: Optional[str] = typer.Option(None, "--extract", help="Entity/relation extraction: rules | none."),
     version_of: Optional[str] = typer.Option(None, "--version-of", help="These documents supersede this path or id."),
     as_json: bool = typer.Option(False, "--json", help="Print the run summary as JSON."),
 ):
@@ -33,7 +34,7 @@ def index_cmd(
     icfg, _ = load_config()
     icfg = override(icfg, include=include or None, exclude=exclude or None, include_hidden=hidden or None,
                     doc_type=doc_type, collection=collection, embed_model=embed_model, chunk_tokens=chunk_tokens,
-                    fts_language=language)
+                    fts_language=language, extract=extract)
     reporter = RichReporter(interactive(as_json))
     try:
         summary = api.index(paths, index, icfg, full=full, reporter=reporter, version_of=version_of)

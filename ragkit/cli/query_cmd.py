@@ -16,7 +16,7 @@ from ragkit.errors import BadQuery
 def query_cmd(
     query: Optional[str] = typer.Argument(None, help='The question; "-" reads one query per line from stdin.'),
     index: Optional[str] = typer.Option(None, "--index", "-i", help="Index name (under ./indexes) or directory."),
-    strategy: Optional[str] = typer.Option(None, "--strategy", "-s", help="naive | lexical | hybrid"),
+    strategy: Optional[str] = typer.Option(None, "--strategy", "-s", help="naive | lexical | hybrid | hippo"),
     k: Optional[int] = typer.Option(None, "-k", "--top", help="Number of passages."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object (schema ragkit.query/1)."),
     as_jsonl: bool = typer.Option(False, "--jsonl", help="One passage per line; one object per query from stdin."),

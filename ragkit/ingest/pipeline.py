@@ -117,7 +117,7 @@ class _Parser:
         sections, blocks = build_sections(raw, doc_id, title, stable_id)
         chunks = chunk_document(sections, blocks, self.max_tokens, self.embedder.count_tokens, stable_id)
         refs = [r for c in chunks for r in ref_rows(c.id, doc_id, find_refs(c.text), stable_id)]
-        mentions, cooccur = entity_rows(chunks, doc_id)
+        mentions, cooccur = entity_rows(chunks, doc_id) if self.cfg.extract == "rules" else ([], [])
         return ParsedDocument(doc, sections, blocks, refs, mentions, cooccur), chunks
 
 
@@ -139,6 +139,8 @@ def run_index(
         summary.warnings.append(msg)
         rep.warn(msg)
 
+    if cfg.extract not in ("rules", "none"):
+        raise BadInput(f"unknown extractor {cfg.extract!r}", hint="Choose rules or none (an LLM extractor is planned)")
     files = discover(paths, cfg.include, cfg.exclude, cfg.include_hidden)
     if not files:
         raise BadInput(

@@ -2,8 +2,9 @@
 
 Seeds are the query's entities found in the graph (names, acronyms, dates and
 any 1–4-gram that is an entity key), weighted by specificity (IDF over
-chunks). Chunks are ranked by PPR mass and fused with the dense ranking
-(weighted RRF). Without a seed entity it falls back to hybrid.
+chunks). Chunks are ranked by PPR mass and fused with the dense and BM25
+rankings (weighted RRF: ``ppr_weight`` for PPR, the rest split by ``alpha``).
+Without a seed entity it falls back to hybrid.
 """
 
 from ragkit.extract.entities import query_entities
@@ -13,8 +14,6 @@ from ragkit.retrieve.filters import NO_MATCH
 from ragkit.retrieve.fusion import weighted_rrf
 from ragkit.retrieve.strategies import hybrid
 from ragkit.store.lance import in_list
-
-PPR_WEIGHT = 0.6
 
 
 def search(ctx: SearchContext) -> list[Hit]:
@@ -41,7 +40,10 @@ def search(ctx: SearchContext) -> list[Hit]:
             by_id[cid].score = score
             ppr_hits.append(by_id[cid])
     dense = ctx.dense(fetch)
+    lexical = ctx.lexical(fetch)
+    rest = 1 - ctx.cfg.ppr_weight  # shared by dense and BM25 as in hybrid (alpha)
     with ctx.timed("fusion"):
-        fused = weighted_rrf({"ppr": ppr_hits, "dense": dense}, {"ppr": PPR_WEIGHT, "dense": 1 - PPR_WEIGHT},
-                             k=ctx.cfg.rrf_k)
+        fused = weighted_rrf({"ppr": ppr_hits, "dense": dense, "lexical": lexical},
+                             {"ppr": ctx.cfg.ppr_weight, "dense": rest * ctx.cfg.alpha,
+                              "lexical": rest * (1 - ctx.cfg.alpha)}, k=ctx.cfg.rrf_k)
     return fused[: ctx.limit]
