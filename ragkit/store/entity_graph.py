@@ -8,9 +8,9 @@ tables (so incremental updates and deletions never leave orphans), saved as
 from __future__ import annotations
 
 import math
-import os
-import pickle
 from pathlib import Path
+
+from ragkit.store.graph import load_pickled, save_pickled
 
 FILE = "entities.pkl"
 
@@ -60,20 +60,12 @@ class EntityGraph:
         return cls(g, run_id)
 
     def save(self, folder: Path) -> None:
-        folder.mkdir(parents=True, exist_ok=True)
-        tmp = folder / f".{FILE}.tmp"
-        with tmp.open("wb") as fh:
-            pickle.dump({"run_id": self.run_id, "graph": self.g}, fh, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(tmp, folder / FILE)
+        save_pickled(folder, FILE, self.g, self.run_id)
 
     @classmethod
     def load(cls, folder: Path) -> "EntityGraph | None":
-        try:
-            with (folder / FILE).open("rb") as fh:
-                data = pickle.load(fh)
-        except (OSError, pickle.UnpicklingError, EOFError, AttributeError):
-            return None
-        return cls(data["graph"], data["run_id"])
+        data = load_pickled(folder, FILE)
+        return cls(*data) if data else None
 
     def has_entity(self, key: str) -> bool:
         return "e:" + key in self._idx

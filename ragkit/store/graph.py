@@ -24,6 +24,25 @@ EDGE_TYPES = ("parent_of", "child_of", "adjacent_to", "references", "supersedes"
 FILE = "evidence.pkl"
 
 
+def save_pickled(folder: Path, name: str, graph, run_id: int | None) -> None:
+    """Write a graph with the run id it belongs to (atomic replace)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = folder / f".{name}.tmp"
+    with tmp.open("wb") as fh:
+        pickle.dump({"run_id": run_id, "graph": graph}, fh, protocol=pickle.HIGHEST_PROTOCOL)
+    os.replace(tmp, folder / name)
+
+
+def load_pickled(folder: Path, name: str):
+    """(graph, run id), or None when the file is missing or unreadable."""
+    try:
+        with (folder / name).open("rb") as fh:
+            data = pickle.load(fh)
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError):
+        return None
+    return data["graph"], data["run_id"]
+
+
 class EvidenceGraph:
     def __init__(self, g, run_id: int | None = None):
         self.g = g
@@ -97,20 +116,12 @@ class EvidenceGraph:
     # ---------------------------------------------------------------- persistence
 
     def save(self, folder: Path) -> None:
-        folder.mkdir(parents=True, exist_ok=True)
-        tmp = folder / f".{FILE}.tmp"
-        with tmp.open("wb") as fh:
-            pickle.dump({"run_id": self.run_id, "graph": self.g}, fh, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(tmp, folder / FILE)
+        save_pickled(folder, FILE, self.g, self.run_id)
 
     @classmethod
     def load(cls, folder: Path) -> "EvidenceGraph | None":
-        try:
-            with (folder / FILE).open("rb") as fh:
-                data = pickle.load(fh)
-        except (OSError, pickle.UnpicklingError, EOFError, AttributeError):
-            return None
-        return cls(data["graph"], data["run_id"])
+        data = load_pickled(folder, FILE)
+        return cls(*data) if data else None
 
     # ---------------------------------------------------------------- traversal
 

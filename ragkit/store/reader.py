@@ -46,32 +46,31 @@ class IndexReader:
                 f"{self.index_dir} was built with {info['name']} ({info['dimension']}d, {info['fingerprint']}), "
                 f"the query embedder is {embedder.name} ({embedder.dimension}d, {embedder.fingerprint})")
 
+    def _derived(self, cls):
+        """A graph of the committed run: the saved one, or rebuilt from the store if it is stale."""
+        run_id = self.manifest["last_run"]["id"]
+        g = cls.load(self.index_dir / GRAPH_DIR)
+        if g is None or g.run_id != run_id:
+            with self.duck() as store:
+                g = cls.from_store(store, run_id)
+        return g
+
     @property
     def graph(self):
-        """The evidence graph of the committed run (rebuilt in memory if the saved one is stale)."""
+        """The evidence graph (document/section/chunk structure, references, versions)."""
         if self._graph is None:
             from ragkit.store.graph import EvidenceGraph
 
-            run_id = self.manifest["last_run"]["id"]
-            g = EvidenceGraph.load(self.index_dir / GRAPH_DIR)
-            if g is None or g.run_id != run_id:
-                with self.duck() as store:
-                    g = EvidenceGraph.from_store(store, run_id)
-            self._graph = g
+            self._graph = self._derived(EvidenceGraph)
         return self._graph
 
     @property
     def entity_graph(self):
-        """The entity graph of the committed run (rebuilt in memory if the saved one is stale)."""
+        """The entity graph (entities, chunks, mentions, relations)."""
         if self._entity_graph is None:
             from ragkit.store.entity_graph import EntityGraph
 
-            run_id = self.manifest["last_run"]["id"]
-            g = EntityGraph.load(self.index_dir / GRAPH_DIR)
-            if g is None or g.run_id != run_id:
-                with self.duck() as store:
-                    g = EntityGraph.from_store(store, run_id)
-            self._entity_graph = g
+            self._entity_graph = self._derived(EntityGraph)
         return self._entity_graph
 
     @property
