@@ -20,7 +20,7 @@ import numpy as np
 
 from ragkit.config import IndexConfig
 from ragkit.embed import Embedder
-from ragkit.errors import BadInput, EmbedderMismatch, IndexBusy, RagkitError
+from ragkit.errors import BadInput, EmbedderMismatch, IndexBusy
 from ragkit.events import Reporter
 from ragkit.ingest.chunk import chunk_document
 from ragkit.ingest.discover import SourceFile, Undecodable, content_hash, decode, discover, stable_id
