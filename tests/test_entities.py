@@ -115,3 +115,37 @@ def test_show_entity_and_graph_stats_cli(bridge, tmp_path, monkeypatch):
     assert runner.invoke(app, ["show", "entity", "nobody here", "--index", idx]).exit_code == 6
     st = json.loads(runner.invoke(app, ["graph", "stats", "--index", idx, "--json"]).output)
     assert st["entity_graph"]["entities"] > 5 and st["entity_graph"]["chunks"] == 4
+
+
+def test_leiden_finds_known_clusters_and_reports():
+    from ragkit.extract.communities import detect, leiden
+
+    def clique(names, w=1.0):
+        return [(a, b, w) for i, a in enumerate(names) for b in names[i + 1:]]
+
+    left, right = ["a1", "a2", "a3", "a4", "a5"], ["b1", "b2", "b3", "b4", "b5"]
+    edges = clique(left) + clique(right) + [("a1", "b1", 0.1)]
+    parts = leiden(edges)
+    assert sorted(map(sorted, parts)) == [left, right]
+    assert leiden(edges) == parts  # deterministic
+    rels = [{"a": a, "b": b, "weight": w, "description": f"{a} meets {b}."} for a, b, w in edges]
+    found = detect(rels, max_size=3)
+    top = [c for c in found if c.level == 0]
+    assert len(top) == 2 and {len(c.members) for c in top} == {5}
+    assert all(c.level == 1 and c.parent_id in {t.id for t in top} for c in found if c.level)
+    assert top[0].report.startswith("Community: ") and "meets" in top[0].report
+
+
+def test_communities_stored_and_follow_updates(bridge, index_with):
+    _, reader = index_with(bridge)
+    with reader.duck() as store:
+        n = store.con.execute("SELECT count(*) FROM communities").fetchone()[0]
+        members = store.con.execute("SELECT count(*) FROM community_members m LEFT JOIN mentions x "
+                                    "ON x.entity = m.entity WHERE x.entity IS NULL").fetchone()[0]
+    assert n >= 1 and members == 0  # every member is a mentioned entity
+    (bridge / "corpus.jsonl").write_text('{"_id": "c", "title": "Pearl Jam", "text": "Pearl Jam is a band."}\n')
+    _, reader = index_with(bridge)
+    with reader.duck() as store:
+        orphans = store.con.execute("SELECT count(*) FROM community_members m LEFT JOIN mentions x "
+                                    "ON x.entity = m.entity WHERE x.entity IS NULL").fetchone()[0]
+    assert orphans == 0

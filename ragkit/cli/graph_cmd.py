@@ -29,6 +29,8 @@ def stats_cmd(
         st["references"] = store.rows(
             "SELECT kind, count(*) AS detected, count(resolved_document_id) AS resolved_document, "
             "count(resolved_section_id) AS resolved_section FROM refs GROUP BY kind ORDER BY kind")
+        st["communities"] = store.rows("SELECT level, count(*) AS communities, CAST(avg(size) AS DOUBLE) AS mean_size "
+                                       "FROM communities GROUP BY level ORDER BY level")
     st["entity_graph"] = reader.entity_graph.stats()
     if as_json:
         print_json(st)
@@ -43,6 +45,8 @@ def stats_cmd(
     eg = st["entity_graph"]
     t.add_row("entity graph", f"{eg['entities']} entities, {eg['relation_edges']} relations, "
                               f"{eg['mention_edges']} mention edges to {eg['chunks']} chunks")
+    for c in st["communities"]:
+        t.add_row(f"communities, level {c['level']}", f"{c['communities']} (mean size {c['mean_size']:.1f} entities)")
     for r in st["references"]:
         t.add_row(f"{r['kind']} references", f"{r['detected']} detected, {r['resolved_document']} resolved to a "
                                              f"document, {r['resolved_section']} to a section")

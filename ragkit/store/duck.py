@@ -45,6 +45,10 @@ CREATE TABLE IF NOT EXISTS mentions (
 CREATE TABLE IF NOT EXISTS cooccur (
     chunk_id VARCHAR, document_id VARCHAR, a VARCHAR, b VARCHAR, weight DOUBLE, description VARCHAR
 );
+CREATE TABLE IF NOT EXISTS communities (
+    id VARCHAR PRIMARY KEY, level INTEGER, parent_id VARCHAR, title VARCHAR, report VARCHAR, size INTEGER
+);
+CREATE TABLE IF NOT EXISTS community_members (community_id VARCHAR, entity VARCHAR);
 CREATE TABLE IF NOT EXISTS runs (
     id INTEGER PRIMARY KEY, started_at DOUBLE, finished_at DOUBLE, lance_table VARCHAR,
     lance_version BIGINT, summary JSON
@@ -197,6 +201,7 @@ class DuckStore:
             self._insert("mentions", list(mentions))
             self._insert("cooccur", list(cooccur))
             self._resolve()
+            self._communities()
             run_id = (con.execute("SELECT coalesce(max(id), 0) + 1 FROM runs").fetchone()[0])
             con.execute(
                 "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?)",
@@ -230,6 +235,19 @@ class DuckStore:
             self.con.register("old", pa.table({"id": old}))
             self.con.execute("UPDATE documents SET is_latest = false WHERE id IN (SELECT id FROM old)")
             self.con.unregister("old")
+
+    def _communities(self) -> None:
+        """Recompute communities over the whole entity graph (derived from cooccur)."""
+        from ragkit.extract.communities import detect
+
+        self.con.execute("DELETE FROM community_members")
+        self.con.execute("DELETE FROM communities")
+        relations = self.rows("SELECT a, b, sum(weight) AS weight, arg_max(description, weight) AS description "
+                              "FROM cooccur GROUP BY a, b")
+        found = detect(relations)
+        self._insert("communities", [{"id": c.id, "level": c.level, "parent_id": c.parent_id, "title": c.title,
+                                      "report": c.report, "size": len(c.members)} for c in found])
+        self._insert("community_members", [{"community_id": c.id, "entity": e} for c in found for e in c.members])
 
     def resolver(self):
         """A reference/version resolver over every document and section of the store."""
