@@ -133,6 +133,7 @@ def retrieve(reader, text: str, cfg: QueryConfig, limit: int | None = None):
         "weights": weights if cfg.rerank != "none" else {},
         "all_versions": cfg.all_versions,
     }
+    plan["context_items"] = ctx.context_items
     return hits, plan, ctx.timings_ms
 
 
@@ -143,13 +144,15 @@ def query(reader, text: str, cfg: QueryConfig | None = None) -> QueryResult:
     cfg = cfg or QueryConfig()
     t0 = time.perf_counter()
     hits, plan, timings = retrieve(reader, text, cfg)
+    items = plan.pop("context_items", [])
     t = time.perf_counter()
     passages = assemble(hits, cfg.k, cfg.budget)
     context = pack_context(passages, cfg.context_budget) if cfg.context_budget else None
     timings["assemble"] = (time.perf_counter() - t) * 1000
     timings["total"] = (time.perf_counter() - t0) * 1000
     return QueryResult(query=text, strategy=cfg.strategy, plan=plan, passages=passages, hits=hits,
-                       timings_ms={k: round(v, 2) for k, v in timings.items()}, context=context)
+                       timings_ms={k: round(v, 2) for k, v in timings.items()}, context=context,
+                       context_items=items)
 
 
 def stats(reader) -> dict[str, Any]:

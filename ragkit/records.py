@@ -128,3 +128,4 @@ class QueryResult:
     hits: list[Hit]
     timings_ms: dict[str, float]
     context: Any = None  # ragkit.assemble.ContextPack when packing was asked for
+    context_items: list[dict[str, Any]] = field(default_factory=list)  # graph strategies' entities, reports…

@@ -42,8 +42,10 @@ def result_dict(r: QueryResult, explain: bool = False) -> dict[str, Any]:
         "schema": SCHEMA, "query": r.query, "strategy": r.strategy, "plan": r.plan,
         "passages": [passage_dict(p, explain) for p in r.passages], "timings_ms": r.timings_ms,
     }
+    if r.context_items:
+        out["context"] = r.context_items
     if r.context is not None:
-        out["context"] = r.context.to_dict()
+        out["packed_context"] = r.context.to_dict()
     return out
 
 
@@ -78,6 +80,10 @@ def print_result(console, r: QueryResult, explain: bool = False) -> None:
     if not r.passages:
         console.print("[yellow]No passages found.[/] Try other words, fewer filters, or --strategy lexical.")
         return
+    for item in r.context_items:
+        if item.get("type") == "community":
+            console.print(Panel(Text(item["report"]), title=f"community {item['id']} (similarity "
+                                                              f"{item['similarity']:.2f})", border_style="cyan"))
     terms = query_terms(r.query)
     for p in r.passages:
         title = Text.assemble(

@@ -135,5 +135,5 @@ def test_context_output(corpus, tmp_path, fake_models):
     r = runner.invoke(app, ["query", "overtime", "--index", idx, "--context", "-k", "3"])
     assert r.exit_code == 0 and r.output.startswith("--- Source: Overtime Policy > ")
     r = runner.invoke(app, ["query", "overtime", "--index", idx, "--context", "--json", "--context-budget", "30"])
-    ctx = json.loads(r.output)["context"]
+    ctx = json.loads(r.output)["packed_context"]
     assert ctx["budget"] == 30 and ctx["tokens"] <= 30 and ctx["dropped"]

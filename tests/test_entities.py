@@ -149,3 +149,23 @@ def test_communities_stored_and_follow_updates(bridge, index_with):
         orphans = store.con.execute("SELECT count(*) FROM community_members m LEFT JOIN mentions x "
                                     "ON x.entity = m.entity WHERE x.entity IS NULL").fetchone()[0]
     assert orphans == 0
+
+
+def test_global_strategy_returns_reports_and_member_chunks(bridge, index_with):
+    _, reader = index_with(bridge)
+    r = api.query(reader, "rock bands from Seattle", QueryConfig(strategy="global", k=3))
+    assert r.passages and r.context_items and r.context_items[0]["type"] == "community"
+    assert r.context_items[0]["report"].startswith("Community: ")
+    from ragkit.render import result_dict
+
+    d = result_dict(r)
+    assert d["context"][0]["id"] == r.context_items[0]["id"] and "packed_context" not in d
+
+
+def test_global_falls_back_without_communities(tmp_path, index_with):
+    from ragkit.config import IndexConfig
+
+    write(tmp_path / "d", "a.md", "# A\n\nplain text without names\n")
+    _, reader = index_with(tmp_path / "d", cfg=IndexConfig(extract="none"))
+    r = api.query(reader, "plain text", QueryConfig(strategy="global"))
+    assert "fallback" in r.plan and r.passages

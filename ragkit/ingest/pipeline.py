@@ -306,7 +306,7 @@ def run_index(
                 sections=[s for pd in parsed for s in pd.sections], chunks=chunks,
                 refs=[r for pd in parsed for r in pd.refs], run=run, full=full,
                 mentions=[m for pd in parsed for m in pd.mentions],
-                cooccur=[c for pd in parsed for c in pd.cooccur],
+                cooccur=[c for pd in parsed for c in pd.cooccur], embed=embedder.encode,
             )
             counts = store.counts()
             t2 = time.perf_counter()

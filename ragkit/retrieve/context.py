@@ -23,6 +23,7 @@ class SearchContext:
     cfg: QueryConfig
     timings_ms: dict[str, float] = field(default_factory=dict)
     notes: dict = field(default_factory=dict)  # strategy remarks for the plan (seeds, fallback)
+    context_items: list = field(default_factory=list)  # entities, relations, community reports
 
     @contextmanager
     def timed(self, stage: str) -> Iterator[None]:

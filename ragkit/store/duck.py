@@ -46,13 +46,15 @@ CREATE TABLE IF NOT EXISTS cooccur (
     chunk_id VARCHAR, document_id VARCHAR, a VARCHAR, b VARCHAR, weight DOUBLE, description VARCHAR
 );
 CREATE TABLE IF NOT EXISTS communities (
-    id VARCHAR PRIMARY KEY, level INTEGER, parent_id VARCHAR, title VARCHAR, report VARCHAR, size INTEGER
+    id VARCHAR PRIMARY KEY, level INTEGER, parent_id VARCHAR, title VARCHAR, report VARCHAR, size INTEGER,
+    vector FLOAT[]
 );
 CREATE TABLE IF NOT EXISTS community_members (community_id VARCHAR, entity VARCHAR);
 CREATE TABLE IF NOT EXISTS runs (
     id INTEGER PRIMARY KEY, started_at DOUBLE, finished_at DOUBLE, lance_table VARCHAR,
     lance_version BIGINT, summary JSON
 );
+ALTER TABLE communities ADD COLUMN IF NOT EXISTS vector FLOAT[];
 """
 
 
@@ -160,8 +162,12 @@ class DuckStore:
         refs: list[Any] = (),
         mentions: list[dict[str, Any]] = (),
         cooccur: list[dict[str, Any]] = (),
+        embed=None,
     ) -> int:
-        """Apply one run's changes atomically; returns the run id."""
+        """Apply one run's changes atomically; returns the run id.
+
+        ``embed`` (texts → vectors) embeds the community summaries for the global strategy.
+        """
         import pyarrow as pa
 
         con = self.con
@@ -201,7 +207,8 @@ class DuckStore:
             self._insert("mentions", list(mentions))
             self._insert("cooccur", list(cooccur))
             self._resolve()
-            self._communities()
+            if full or removed_doc_ids or documents:  # entities changed: recompute the communities
+                self._communities(embed)
             run_id = (con.execute("SELECT coalesce(max(id), 0) + 1 FROM runs").fetchone()[0])
             con.execute(
                 "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?)",
@@ -236,7 +243,7 @@ class DuckStore:
             self.con.execute("UPDATE documents SET is_latest = false WHERE id IN (SELECT id FROM old)")
             self.con.unregister("old")
 
-    def _communities(self) -> None:
+    def _communities(self, embed=None) -> None:
         """Recompute communities over the whole entity graph (derived from cooccur)."""
         from ragkit.extract.communities import detect
 
@@ -245,9 +252,23 @@ class DuckStore:
         relations = self.rows("SELECT a, b, sum(weight) AS weight, arg_max(description, weight) AS description "
                               "FROM cooccur GROUP BY a, b")
         found = detect(relations)
+        # short summaries (title + top entities) are embedded: cheap, and what a query matches against
+        vectors = embed([f"{c.title}. {', '.join(c.top_entities)}" for c in found]) if embed and found else None
         self._insert("communities", [{"id": c.id, "level": c.level, "parent_id": c.parent_id, "title": c.title,
-                                      "report": c.report, "size": len(c.members)} for c in found])
+                                      "report": c.report, "size": len(c.members),
+                                      "vector": vectors[i].tolist() if vectors is not None else None}
+                                     for i, c in enumerate(found)])
         self._insert("community_members", [{"community_id": c.id, "entity": e} for c in found for e in c.members])
+
+    def community_chunks(self, community_ids: list[str], limit: int) -> list[tuple[str, int]]:
+        """(chunk id, member mentions) of the chunks that mention the communities' entities, most first."""
+        if not community_ids:
+            return []
+        marks = ", ".join("?" for _ in community_ids)
+        return self.con.execute(
+            f"SELECT m.chunk_id, count(*) AS n FROM mentions m JOIN community_members cm ON cm.entity = m.entity "
+            f"WHERE cm.community_id IN ({marks}) GROUP BY m.chunk_id ORDER BY n DESC, m.chunk_id LIMIT ?",
+            [*community_ids, limit]).fetchall()
 
     def resolver(self):
         """A reference/version resolver over every document and section of the store."""

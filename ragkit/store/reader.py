@@ -32,6 +32,7 @@ class IndexReader:
         self._graph = None
         self._resolver = None
         self._entity_graph = None
+        self._communities = None
         self._superseded: list[str] | None = None
         run = self.manifest["last_run"]
         try:
@@ -72,6 +73,19 @@ class IndexReader:
 
             self._entity_graph = self._derived(EntityGraph)
         return self._entity_graph
+
+    @property
+    def communities(self):
+        """(rows, matrix of summary vectors) of the committed run's communities (cached)."""
+        if self._communities is None:
+            import numpy as np
+
+            with self.duck() as store:
+                rows = store.rows("SELECT id, level, parent_id, title, report, size, vector FROM communities "
+                                  "WHERE vector IS NOT NULL ORDER BY id")
+            mat = np.array([r.pop("vector") for r in rows], dtype=np.float32) if rows else np.zeros((0, 1))
+            self._communities = (rows, mat)
+        return self._communities
 
     @property
     def resolver(self):

@@ -6,7 +6,7 @@ from typing import Callable
 
 from ragkit.records import Hit
 from ragkit.retrieve.context import SearchContext
-from ragkit.retrieve.strategies import hippo, hybrid, lexical, naive
+from ragkit.retrieve.strategies import global_, hippo, hybrid, lexical, naive
 
 Strategy = Callable[[SearchContext], list[Hit]]
 
@@ -15,4 +15,5 @@ STRATEGIES: dict[str, Strategy] = {
     "lexical": lexical.search,
     "hybrid": hybrid.search,
     "hippo": hippo.search,
+    "global": global_.search,
 }
