@@ -44,6 +44,7 @@ class QueryConfig:
     alpha: float = 0.5  # dense weight in weighted RRF; lexical gets 1 - alpha
     rrf_k: int = 60
     damping: float = 0.85  # personalized PageRank (hippo)
+    max_hops: int = 2  # local: relation hops around the query entities
     ppr_weight: float = 0.25  # hippo: PPR list weight in the fusion; dense and BM25 share the rest (alpha)
     overfetch: int = 4
     budget: int = 1024  # tokens per assembled passage

@@ -81,9 +81,16 @@ def print_result(console, r: QueryResult, explain: bool = False) -> None:
         console.print("[yellow]No passages found.[/] Try other words, fewer filters, or --strategy lexical.")
         return
     for item in r.context_items:
-        if item.get("type") == "community":
+        kind = item.get("type")
+        if kind == "community":
             console.print(Panel(Text(item["report"]), title=f"community {item['id']} (similarity "
                                                               f"{item['similarity']:.2f})", border_style="cyan"))
+        elif kind == "entity":
+            console.print(Text.assemble(("entity ", "dim"), (item["entity"], "bold cyan"),
+                                        (f"  {item['score']:.3f}", "dim")))
+        elif kind == "relation":
+            console.print(Text.assemble(("relation ", "dim"), (f"{item['source']} — {item['target']}", "cyan"),
+                                        (f"  {item['description'][:160]}", "dim")), soft_wrap=True)
     terms = query_terms(r.query)
     for p in r.passages:
         title = Text.assemble(

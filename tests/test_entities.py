@@ -169,3 +169,19 @@ def test_global_falls_back_without_communities(tmp_path, index_with):
     _, reader = index_with(tmp_path / "d", cfg=IndexConfig(extract="none"))
     r = api.query(reader, "plain text", QueryConfig(strategy="global"))
     assert "fallback" in r.plan and r.passages
+
+
+def test_local_strategy_entities_relations_chunks(bridge, index_with):
+    _, reader = index_with(bridge)
+    r = api.query(reader, "Where did Kurt Cobain's band come from?", QueryConfig(strategy="local", k=3))
+    kinds = [i["type"] for i in r.context_items]
+    assert kinds and kinds[0] == "entity" and "relation" in kinds
+    assert r.context_items[0]["entity"] == "kurt cobain"
+    rel = next(i for i in r.context_items if i["type"] == "relation")
+    assert rel["description"]
+    assert {p.path.split("#")[-1] for p in r.passages[:2]} == {"a", "b"}
+    g = reader.entity_graph
+    scores, _ = g.neighbourhood({"kurt cobain": 1.0}, hops=1)
+    scores2, _ = g.neighbourhood({"kurt cobain": 1.0}, hops=2)
+    assert set(scores) <= set(scores2) and "nirvana" in scores
+    assert "fallback" in api.query(reader, "zzz qqq", QueryConfig(strategy="local")).plan

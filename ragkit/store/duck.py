@@ -260,6 +260,18 @@ class DuckStore:
                                      for i, c in enumerate(found)])
         self._insert("community_members", [{"community_id": c.id, "entity": e} for c in found for e in c.members])
 
+    def relation_descriptions(self, pairs: list[tuple[str, str]]) -> dict[tuple[str, str], str]:
+        """The strongest connecting sentence of each entity pair."""
+        if not pairs:
+            return {}
+        import pyarrow as pa
+
+        self.con.register("pairs", pa.table({"a": [a for a, _ in pairs], "b": [b for _, b in pairs]}))
+        rows = self.con.execute("SELECT c.a, c.b, arg_max(c.description, c.weight) FROM cooccur c "
+                                "JOIN pairs p ON p.a = c.a AND p.b = c.b GROUP BY c.a, c.b").fetchall()
+        self.con.unregister("pairs")
+        return {(a, b): d for a, b, d in rows}
+
     def community_chunks(self, community_ids: list[str], limit: int) -> list[tuple[str, int]]:
         """(chunk id, member mentions) of the chunks that mention the communities' entities, most first."""
         if not community_ids:

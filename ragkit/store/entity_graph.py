@@ -97,6 +97,37 @@ class EntityGraph:
         ranked = sorted(((scores[i], i) for i in self._chunk_vertices if scores[i] > 0), reverse=True)[:top]
         return [(self.g.vs[i]["name"][2:], s) for s, i in ranked]
 
+    def chunks_of(self, key: str) -> list[str]:
+        v = self._idx.get("e:" + key)
+        if v is None:
+            return []
+        return [self.g.vs[n]["name"][2:] for n in self.g.neighbors(v) if self.g.vs[n]["kind"] == "chunk"]
+
+    def neighbourhood(self, seeds: dict[str, float], hops: int = 2):
+        """Entities within ``hops`` relation hops of the seeds, scored by seed weight × relation strength
+        (halved per hop), and the relations walked: ``({entity: score}, [(a, b, weight)])``."""
+        scores = dict(seeds)
+        frontier = dict(seeds)
+        walked = {}
+        for hop in range(hops):
+            nxt: dict[str, float] = {}
+            for key, w in frontier.items():
+                v = self._idx["e:" + key]
+                for e in self.g.incident(v):
+                    edge = self.g.es[e]
+                    if edge["type"] != "relation":
+                        continue
+                    other = self.g.vs[edge.target if edge.source == v else edge.source]["name"][2:]
+                    a, b = sorted((key, other))
+                    walked[(a, b)] = max(walked.get((a, b), 0.0), edge["weight"])
+                    gain = w * min(1.0, edge["weight"]) * (0.5 ** hop)
+                    if gain > scores.get(other, 0.0):
+                        nxt[other] = max(nxt.get(other, 0.0), gain)
+            for k, g in nxt.items():
+                scores[k] = max(scores.get(k, 0.0), g)
+            frontier = nxt
+        return scores, [(a, b, w) for (a, b), w in walked.items()]
+
     def stats(self) -> dict:
         kinds = self.g.vs["kind"] if self.g.vcount() else []
         types = self.g.es["type"] if self.g.ecount() else []

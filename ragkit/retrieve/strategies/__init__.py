@@ -6,7 +6,7 @@ from typing import Callable
 
 from ragkit.records import Hit
 from ragkit.retrieve.context import SearchContext
-from ragkit.retrieve.strategies import global_, hippo, hybrid, lexical, naive
+from ragkit.retrieve.strategies import global_, hippo, hybrid, lexical, local, naive
 
 Strategy = Callable[[SearchContext], list[Hit]]
 
@@ -16,4 +16,5 @@ STRATEGIES: dict[str, Strategy] = {
     "hybrid": hybrid.search,
     "hippo": hippo.search,
     "global": global_.search,
+    "local": local.search,
 }
