@@ -5,7 +5,7 @@ weighted by specificity) are expanded ``max_hops`` relation hops; the
 neighbourhood's entities (by relation strength to the seeds) and relations
 (with their connecting sentences) become context items, and chunks are ranked
 by how much of the weighted neighbourhood they mention, fused with the dense
-ranking. Ranked as the seed describes: entities, then relations, then chunks.
+and BM25 rankings (the graph list weighted like hippo's PPR list). Ranked as the seed describes: entities, then relations, then chunks.
 No query entity → hybrid.
 """
 
@@ -57,6 +57,10 @@ def search(ctx: SearchContext) -> list[Hit]:
             by_id[cid].score = score
             local_hits.append(by_id[cid])
     dense = ctx.dense(fetch)
+    lexical = ctx.lexical(fetch)
+    rest = 1 - ctx.cfg.ppr_weight  # the graph list gets the same share as hippo's PPR list
     with ctx.timed("fusion"):
-        fused = weighted_rrf({"local": local_hits, "dense": dense}, {"local": 0.5, "dense": 0.5}, k=ctx.cfg.rrf_k)
+        fused = weighted_rrf({"local": local_hits, "dense": dense, "lexical": lexical},
+                             {"local": ctx.cfg.ppr_weight, "dense": rest * ctx.cfg.alpha,
+                              "lexical": rest * (1 - ctx.cfg.alpha)}, k=ctx.cfg.rrf_k)
     return fused[: ctx.limit]
