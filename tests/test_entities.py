@@ -173,14 +173,16 @@ def test_global_falls_back_without_communities(tmp_path, index_with):
 
 def test_local_strategy_entities_relations_chunks(bridge, index_with):
     _, reader = index_with(bridge)
-    r = api.query(reader, "Where did Kurt Cobain's band come from?", QueryConfig(strategy="local", k=3))
+    # ppr_weight 1.0: only the graph's own chunk ranking counts (the fake embedder's lists would blur it)
+    r = api.query(reader, "Where did Kurt Cobain's band come from?", QueryConfig(strategy="local", k=3,
+                                                                                 ppr_weight=1.0))
     kinds = [i["type"] for i in r.context_items]
     assert kinds and kinds[0] == "entity" and "relation" in kinds
     assert r.context_items[0]["entity"] == "kurt cobain"
     rel = next(i for i in r.context_items if i["type"] == "relation")
     assert rel["description"]
     found = [p.path.split("#")[-1] for p in r.passages]
-    assert "a" in found[:2] and "b" in found[:3]  # the second hop is reached through "nirvana"
+    assert set(found[:2]) == {"a", "b"}  # the second hop is reached through "nirvana"
     g = reader.entity_graph
     scores, _ = g.neighbourhood({"kurt cobain": 1.0}, hops=1)
     scores2, _ = g.neighbourhood({"kurt cobain": 1.0}, hops=2)
