@@ -58,7 +58,7 @@ def main() -> None:
             tab.add_row(mode, f"{times[mode]:.1f}", str(n["e"]), str(n["r"]), str(n["m"]),
                         ", ".join(f"{k} {v:.1f}s" for k, v in s.seconds.items() if k != "total"))
         tab.add_row("added", f"+{100 * (times['rules'] - times['none']) / times['none']:.1f}%", "", "", "",
-                    "target < 50% (extraction + entity graph)")
+                    "target < 50% (extraction, entity graph, communities)")
         Console(width=160).print(tab)
     finally:
         shutil.rmtree(work, ignore_errors=True)
