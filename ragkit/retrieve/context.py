@@ -44,6 +44,46 @@ class SearchContext:
             rows = self.reader.chunks.vector_search(vec, limit, self.where)
         return self.reader.to_hits(rows, "dense")
 
+    def hits_for(self, ranked: list[tuple[str, float]]) -> list[Hit]:
+        """Hits for (chunk id, score) pairs, in that order, dropping chunks the prefilter excludes."""
+        from ragkit.store.lance import in_list
+
+        ids = [cid for cid, _ in ranked]
+        if not ids or self.where == NO_MATCH:
+            return []
+        rows = self.reader.chunks.rows(in_list("id", ids) + (f" AND ({self.where})" if self.where else ""),
+                                       limit=len(ids))
+        by_id = {h.chunk_id: h for h in self.reader.to_hits(rows, "lexical")}
+        out = []
+        for cid, score in ranked:
+            if cid in by_id:
+                by_id[cid].score = float(score)
+                out.append(by_id[cid])
+        return out
+
+    def entity_seeds(self) -> dict[str, float]:
+        """Query entities the entity graph knows, IDF-weighted; a longer name covers its own words."""
+        from ragkit.extract.entities import query_entities
+
+        with self.timed("entities"):
+            seeds = self.reader.entity_graph.seeds([k for k, _ in query_entities(self.query.text)])
+            seeds = {k: w for k, w in seeds.items() if not any(k != o and f" {k} " in f" {o} " for o in seeds)}
+        self.notes["seed_entities"] = sorted(seeds, key=lambda k: -seeds[k])[:10]
+        return seeds
+
+    def fuse_with_text(self, name: str, graph_hits: list[Hit], fetch: int, weight: float) -> list[Hit]:
+        """Weighted RRF of a graph ranking with the dense and BM25 rankings (they share 1 - weight by alpha)."""
+        from ragkit.retrieve.fusion import weighted_rrf
+
+        dense = self.dense(fetch)
+        lexical = self.lexical(fetch)
+        rest = 1 - weight
+        with self.timed("fusion"):
+            fused = weighted_rrf({name: graph_hits, "dense": dense, "lexical": lexical},
+                                 {name: weight, "dense": rest * self.cfg.alpha, "lexical": rest * (1 - self.cfg.alpha)},
+                                 k=self.cfg.rrf_k)
+        return fused[: self.limit]
+
     def lexical(self, limit: int) -> list[Hit]:
         if self.where == NO_MATCH:
             return []

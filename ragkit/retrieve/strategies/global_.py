@@ -14,7 +14,6 @@ from ragkit.retrieve.context import SearchContext
 from ragkit.retrieve.filters import NO_MATCH
 from ragkit.retrieve.fusion import weighted_rrf
 from ragkit.retrieve.strategies import hybrid
-from ragkit.store.lance import in_list
 
 GLOBAL_COMMUNITIES = 5
 
@@ -35,15 +34,7 @@ def search(ctx: SearchContext) -> list[Hit]:
         fetch = ctx.limit * ctx.cfg.overfetch
         with ctx.reader.duck() as store:
             counts = store.community_chunks([c["id"] for c in chosen], fetch)
-    ids = [cid for cid, _ in counts]
-    found = ctx.reader.chunks.rows(in_list("id", ids) + (f" AND ({ctx.where})" if ctx.where else ""),
-                                   limit=len(ids)) if ids else []
-    by_id = {h.chunk_id: h for h in ctx.reader.to_hits(found, "lexical")}
-    members = []
-    for cid, n in counts:
-        if cid in by_id:
-            by_id[cid].score = float(n)
-            members.append(by_id[cid])
+    members = ctx.hits_for(counts)
     ctx.context_items.extend({"type": "community", **c} for c in chosen)
     dense = ctx.dense(fetch)
     with ctx.timed("fusion"):

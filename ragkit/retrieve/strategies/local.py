@@ -11,13 +11,10 @@ No query entity → hybrid.
 
 from collections import defaultdict
 
-from ragkit.extract.entities import query_entities
 from ragkit.records import Hit
 from ragkit.retrieve.context import SearchContext
 from ragkit.retrieve.filters import NO_MATCH
-from ragkit.retrieve.fusion import weighted_rrf
 from ragkit.retrieve.strategies import hybrid
-from ragkit.store.lance import in_list
 
 MAX_ENTITIES = 10
 MAX_RELATIONS = 10
@@ -25,10 +22,7 @@ MAX_RELATIONS = 10
 
 def search(ctx: SearchContext) -> list[Hit]:
     graph = ctx.reader.entity_graph
-    with ctx.timed("entities"):
-        seeds = graph.seeds([k for k, _ in query_entities(ctx.query.text)])
-        seeds = {k: w for k, w in seeds.items() if not any(k != o and f" {k} " in f" {o} " for o in seeds)}
-    ctx.notes["seed_entities"] = sorted(seeds, key=lambda k: -seeds[k])[:10]
+    seeds = ctx.entity_seeds()
     if not seeds or ctx.where == NO_MATCH:
         ctx.notes["fallback"] = "no query entity in the graph: hybrid"
         return hybrid.search(ctx)
@@ -47,20 +41,5 @@ def search(ctx: SearchContext) -> list[Hit]:
                               "description": desc.get((a, b), "")} for a, b, w in top_relations)
     fetch = ctx.limit * ctx.cfg.overfetch
     ranked = sorted(chunk_score.items(), key=lambda kv: -kv[1])[:fetch]
-    ids = [cid for cid, _ in ranked]
-    rows = ctx.reader.chunks.rows(in_list("id", ids) + (f" AND ({ctx.where})" if ctx.where else ""),
-                                  limit=len(ids)) if ids else []
-    by_id = {h.chunk_id: h for h in ctx.reader.to_hits(rows, "lexical")}
-    local_hits = []
-    for cid, score in ranked:
-        if cid in by_id:
-            by_id[cid].score = score
-            local_hits.append(by_id[cid])
-    dense = ctx.dense(fetch)
-    lexical = ctx.lexical(fetch)
-    rest = 1 - ctx.cfg.ppr_weight  # the graph list gets the same share as hippo's PPR list
-    with ctx.timed("fusion"):
-        fused = weighted_rrf({"local": local_hits, "dense": dense, "lexical": lexical},
-                             {"local": ctx.cfg.ppr_weight, "dense": rest * ctx.cfg.alpha,
-                              "lexical": rest * (1 - ctx.cfg.alpha)}, k=ctx.cfg.rrf_k)
-    return fused[: ctx.limit]
+    # the graph list gets the same share as hippo's PPR list
+    return ctx.fuse_with_text("local", ctx.hits_for(ranked), fetch, ctx.cfg.ppr_weight)
