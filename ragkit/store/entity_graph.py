@@ -8,14 +8,15 @@ tables (so incremental updates and deletions never leave orphans), saved as
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
-from ragkit.store.graph import load_pickled, save_pickled
+from ragkit.store.graph import PickledGraph
 
 FILE = "entities.pkl"
 
 
-class EntityGraph:
+class EntityGraph(PickledGraph):
+    FILE = FILE
+
     def __init__(self, g, run_id: int | None = None):
         self.g = g
         self.run_id = run_id
@@ -58,14 +59,6 @@ class EntityGraph:
         if edges:
             g.es["weight"], g.es["type"] = weights, types
         return cls(g, run_id)
-
-    def save(self, folder: Path) -> None:
-        save_pickled(folder, FILE, self.g, self.run_id)
-
-    @classmethod
-    def load(cls, folder: Path) -> "EntityGraph | None":
-        data = load_pickled(folder, FILE)
-        return cls(*data) if data else None
 
     def has_entity(self, key: str) -> bool:
         return "e:" + key in self._idx

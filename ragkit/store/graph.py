@@ -43,7 +43,23 @@ def load_pickled(folder: Path, name: str):
     return data["graph"], data["run_id"]
 
 
-class EvidenceGraph:
+class PickledGraph:
+    """Saving and loading of a derived graph with the run id it belongs to."""
+
+    FILE = ""
+
+    def save(self, folder: Path) -> None:
+        save_pickled(folder, self.FILE, self.g, self.run_id)
+
+    @classmethod
+    def load(cls, folder: Path):
+        data = load_pickled(folder, cls.FILE)
+        return cls(*data) if data else None
+
+
+class EvidenceGraph(PickledGraph):
+    FILE = FILE
+
     def __init__(self, g, run_id: int | None = None):
         self.g = g
         self.run_id = run_id
@@ -112,16 +128,6 @@ class EvidenceGraph:
         g.vs["order"], g.vs["is_latest"] = order, latest
         g.es["type"] = types
         return cls(g, run_id)
-
-    # ---------------------------------------------------------------- persistence
-
-    def save(self, folder: Path) -> None:
-        save_pickled(folder, FILE, self.g, self.run_id)
-
-    @classmethod
-    def load(cls, folder: Path) -> "EvidenceGraph | None":
-        data = load_pickled(folder, FILE)
-        return cls(*data) if data else None
 
     # ---------------------------------------------------------------- traversal
 
