@@ -96,7 +96,7 @@ def retrieve(reader, text: str, cfg: QueryConfig, limit: int | None = None):
     refs = resolve_query_refs(parsed.text, reader.resolver) if cfg.syntax and has_legal_ref(parsed.text) \
         else QueryReferences()
     ctx = SearchContext(reader=reader, query=parsed, where=where,
-                        limit=limit or max(cfg.k * 3, 30), cfg=cfg)
+                        limit=limit or max(cfg.k * 3, 30), cfg=cfg, scope=reader.scope_for(cfg.filters))
     ctx.timings_ms["plan"] = (time.perf_counter() - t) * 1000
     hits = STRATEGIES[cfg.strategy](ctx)
     weights = {**DEFAULT_WEIGHTS[cfg.mode], **cfg.weights.get(cfg.mode, {})}

@@ -98,7 +98,7 @@ def assemble(hits: list[Hit], k: int, budget: int) -> list[Passage]:
             line_start=min(h.line_start for h in piece), line_end=max(h.line_end for h in piece),
             text="\n\n".join(h.text for h in piece), chunk_ids=[h.chunk_id for h in piece],
             token_count=sum(h.token_count for h in piece), features=dict(anchor.features),
-            coherence_score=round(coherence(piece), 4),
+            coherence_score=round(coherence(piece), 4), doc_type=first.doc_type, collection=first.collection,
         ))
     passages.sort(key=lambda p: (-p.score, p.path, p.line_start))
     for i, p in enumerate(passages[:k], start=1):

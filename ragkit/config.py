@@ -46,6 +46,7 @@ class QueryConfig:
     damping: float = 0.85  # personalized PageRank (hippo)
     max_hops: int = 2  # local: relation hops around the query entities
     ppr_weight: float = 0.25  # hippo: PPR list weight in the fusion; dense and BM25 share the rest (alpha)
+    entity_weight: float = 0.6  # light: entity side vs relation side in the fusion of their chunk rankings
     overfetch: int = 4
     budget: int = 1024  # tokens per assembled passage
     syntax: bool = True  # honour "phrase" and -term in the query text

@@ -52,8 +52,22 @@ class ParsedDocument:
     sections: list[Section]
     blocks: dict[str, list[Block]]  # section id -> body blocks
     refs: list[Any] = field(default_factory=list)  # ragkit.ingest.resolve.RefRow
-    mentions: list[dict[str, Any]] = field(default_factory=list)  # entity mentions per chunk
-    cooccur: list[dict[str, Any]] = field(default_factory=list)  # entity pairs per chunk
+    entities: "EntityRows" = field(default_factory=lambda: EntityRows())
+
+
+@dataclass
+class EntityRows:
+    """What extraction found in one run's documents, as rows for the store."""
+
+    mentions: list[dict[str, Any]] = field(default_factory=list)  # entity ↔ chunk, with the sentence span
+    cooccur: list[dict[str, Any]] = field(default_factory=list)  # entity pairs per chunk (a < b)
+    aliases: list[dict[str, Any]] = field(default_factory=list)  # alias key → entity key, per document
+
+    def extend(self, other: "EntityRows") -> "EntityRows":
+        self.mentions += other.mentions
+        self.cooccur += other.cooccur
+        self.aliases += other.aliases
+        return self
 
 
 @dataclass
@@ -117,6 +131,8 @@ class Passage:
     token_count: int
     features: dict[str, float] = field(default_factory=dict)
     coherence_score: float = 1.0
+    doc_type: str = ""
+    collection: str = ""
 
 
 @dataclass

@@ -14,7 +14,8 @@ DISPLAY_CHARS = 1500
 def passage_dict(p: Passage, explain: bool = False) -> dict[str, Any]:
     d = {
         "rank": p.rank, "score": round(p.score, 6), "anchor_score": round(p.anchor_score, 6),
-        "document": {"id": p.document_id, "path": p.path, "title": p.title},
+        "document": {"id": p.document_id, "path": p.path, "title": p.title, "doc_type": p.doc_type,
+                     "collection": p.collection},
         "section": p.section, "lines": [p.line_start, p.line_end], "text": p.text,
         "chunk_ids": p.chunk_ids, "tokens": p.token_count, "coherence": p.coherence_score,
     }

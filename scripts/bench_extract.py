@@ -44,7 +44,7 @@ def main() -> None:
         emb = load_embedder(cfg.embed_model, cfg.embed_batch_size)
         emb.encode(["warm up"] * 8)
         tab = Table(title=f"{args.corpus.parent.name}: indexing with and without entity extraction")
-        for col in ("extract", "seconds", "entities", "relations", "mentions", "stages"):
+        for col in ("extract", "seconds", "entities", "relations", "communities", "mentions", "stages"):
             tab.add_column(col, justify="right" if col != "stages" else "left")
         times = {}
         for mode in ("none", "rules"):
@@ -52,12 +52,13 @@ def main() -> None:
             s = api.index([src], work / mode, replace(cfg, extract=mode), embedder_factory=lambda c: emb)
             times[mode] = time.perf_counter() - t
             with api.open_index(work / mode, embedder=emb).duck() as store:
-                n = store.rows("SELECT (SELECT count(DISTINCT entity) FROM mentions) AS e, "
-                               "(SELECT count(*) FROM (SELECT DISTINCT a, b FROM cooccur)) AS r, "
-                               "(SELECT count(*) FROM mentions) AS m")[0]
-            tab.add_row(mode, f"{times[mode]:.1f}", str(n["e"]), str(n["r"]), str(n["m"]),
+                n = store.rows("SELECT (SELECT count(*) FROM entities) AS e, (SELECT count(*) FROM relations) AS r, "
+                               "(SELECT count(*) FROM mentions) AS m, (SELECT string_agg(n || ' L' || level, ' + ') "
+                               "FROM (SELECT level, count(*) AS n FROM communities GROUP BY level ORDER BY level)) AS c"
+                               )[0]
+            tab.add_row(mode, f"{times[mode]:.1f}", str(n["e"]), str(n["r"]), n["c"] or "0", str(n["m"]),
                         ", ".join(f"{k} {v:.1f}s" for k, v in s.seconds.items() if k != "total"))
-        tab.add_row("added", f"+{100 * (times['rules'] - times['none']) / times['none']:.1f}%", "", "", "",
+        tab.add_row("added", f"+{100 * (times['rules'] - times['none']) / times['none']:.1f}%", "", "", "", "",
                     "target < 50% (extraction, entity graph, communities)")
         Console(width=160).print(tab)
     finally:

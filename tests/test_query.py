@@ -66,5 +66,5 @@ def test_json_schema(reader):
     assert set(d) >= {"query", "strategy", "plan", "passages", "timings_ms"}
     p = d["passages"][0]
     assert set(p) >= {"rank", "score", "document", "section", "lines", "text", "chunk_ids"}
-    assert set(p["document"]) == {"id", "path", "title"}
+    assert set(p["document"]) == {"id", "path", "title", "doc_type", "collection"}
     assert p["lines"][0] <= p["lines"][1]

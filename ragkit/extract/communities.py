@@ -21,10 +21,17 @@ class Community:
     title: str = ""
     report: str = ""
     top_entities: list[str] = field(default_factory=list)
+    parent_members: list[str] = field(default_factory=list)
+    source_documents: set[str] = field(default_factory=set)  # documents whose sentences the report quotes
 
 
-def leiden(edges: list[tuple[str, str, float]], seed: int = 7, resolution: float = 1.0) -> list[list[str]]:
-    """Clusters (lists of node names, largest first) of a weighted undirected graph."""
+def leiden(edges: list[tuple[str, str, float]], seed: int = 7, resolution: float = 1.0,
+           initial: dict[str, int] | None = None) -> list[list[str]]:
+    """Clusters (lists of node names, largest first) of a weighted undirected graph.
+
+    ``initial``: a previous cluster label per node; Leiden starts from it, so an
+    update moves only what the changed edges pull elsewhere.
+    """
     import igraph as ig
 
     names = sorted({n for a, b, _ in edges for n in (a, b)})
@@ -36,49 +43,64 @@ def leiden(edges: list[tuple[str, str, float]], seed: int = 7, resolution: float
     state = random.getstate()
     random.seed(seed)  # igraph draws from Python's random module: fixed seed, stable clusters
     try:
-        parts = g.community_leiden(objective_function="modularity", weights="weight",
-                                   resolution=resolution, n_iterations=-1)
+        start = None
+        if initial:
+            fresh = iter(range(max(initial.values(), default=0) + 1, 1 << 30))
+            start = [initial[n] if n in initial else next(fresh) for n in names]
+        parts = g.community_leiden(objective_function="modularity", weights="weight", resolution=resolution,
+                                   n_iterations=-1, initial_membership=start)
     finally:
         random.setstate(state)
     return sorted(([names[i] for i in part] for part in parts), key=lambda c: (-len(c), c[0]))
 
 
-def detect(relations: list[dict], min_size: int = 3, max_size: int = 50) -> list[Community]:
-    """``relations``: rows with a, b, weight, description (one per entity pair)."""
+def detect(relations: list[dict], min_size: int = 3, max_size: int = 50,
+           initial: dict[str, int] | None = None) -> list[Community]:
+    """``relations``: rows with a, b, weight, description, source_document (one per entity pair)."""
     edges = [(r["a"], r["b"], float(r["weight"])) for r in relations]
-    desc = {(r["a"], r["b"]): r.get("description") or "" for r in relations}
-    out: list[Community] = []
-    for i, members in enumerate(leiden(edges)):
-        if len(members) < min_size:
-            continue
-        top = Community(f"c{i}", 0, None, members)
-        out.append(top)
-        if len(members) > max_size:
-            inside = set(members)
-            sub = [(a, b, w) for a, b, w in edges if a in inside and b in inside]
-            for j, part in enumerate(leiden(sub)):
-                if len(part) >= min_size and len(part) < len(members):
-                    out.append(Community(f"c{i}.{j}", 1, top.id, part))
+    desc = {(r["a"], r["b"]): (r.get("description") or "", r.get("source_document")) for r in relations}
+    parts = [m for m in leiden(edges, initial=initial) if len(m) >= min_size]
+    out = [Community(f"c{i}", 0, None, members) for i, members in enumerate(parts)]
+    inner = _inner_edges(out, edges)
+    for top in list(out):
+        if len(top.members) > max_size:
+            for j, part in enumerate(leiden(inner[top.id])):
+                if min_size <= len(part) < len(top.members):
+                    out.append(Community(f"{top.id}.{j}", 1, top.id, part, parent_members=top.members))
+    inner.update(_inner_edges([c for c in out if c.level == 1], edges))
     for c in out:
-        _report(c, edges, desc)
+        _report(c, inner[c.id], desc)
     return out
 
 
+def _inner_edges(communities: list[Community], edges) -> dict[str, list[tuple[str, str, float]]]:
+    """Each community's internal edges in one pass over the edges (communities of one level are disjoint)."""
+    home = {e: c.id for c in communities for e in c.members}
+    inner: dict[str, list[tuple[str, str, float]]] = {c.id: [] for c in communities}
+    for a, b, w in edges:
+        if a in home and home[a] == home.get(b):
+            inner[home[a]].append((a, b, w))
+    return inner
+
+
 def _report(c: Community, edges, desc, n_entities: int = 5, n_relations: int = 5) -> None:
-    inside = set(c.members)
+    """``edges``: the relations between the community's members."""
     strength: dict[str, float] = {}
     rels = []
     for a, b, w in edges:
-        if a in inside and b in inside:
-            strength[a] = strength.get(a, 0.0) + w
-            strength[b] = strength.get(b, 0.0) + w
-            rels.append((w, a, b))
+        strength[a] = strength.get(a, 0.0) + w
+        strength[b] = strength.get(b, 0.0) + w
+        rels.append((w, a, b))
     c.top_entities = sorted(c.members, key=lambda e: (-strength.get(e, 0.0), e))[:n_entities]
     c.title = ", ".join(c.top_entities[:3])
     lines = [f"Community: {c.title}", f"Entities: {', '.join(c.top_entities)}"]
     seen = set()
     for w, a, b in sorted(rels, reverse=True)[:n_relations]:
-        sentence = desc.get((a, b), "").strip()
-        lines.append(f"- {a} — {b} ({w:.2f})" + (f": {sentence}" if sentence and sentence not in seen else ""))
+        sentence, doc = desc.get((a, b), ("", None))
+        sentence = sentence.strip()
+        quoted = bool(sentence) and sentence not in seen
+        lines.append(f"- {a} — {b} ({w:.2f})" + (f": {sentence}" if quoted else ""))
+        if quoted and doc:
+            c.source_documents.add(doc)
         seen.add(sentence)
     c.report = "\n".join(lines)

@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass, field
 
 from ragkit.ingest.chunk import split_sentences
+from ragkit.records import EntityRows
 
 _CONNECT = {"of", "de", "da", "del", "von", "van", "der", "den", "la", "le", "du", "&", "the", "bin", "al"}
 _STOP = set("""A An The This That These Those It Its In On At By For From With As If When While After Before
@@ -58,6 +59,7 @@ class ChunkEntities:
     mentions: list[Mention] = field(default_factory=list)
     aliases: dict[str, str] = field(default_factory=dict)  # alias key → canonical key
     relations: list[tuple[str, str, float, str]] = field(default_factory=list)  # a, b, weight, description
+    sentences: list[tuple[int, int]] = field(default_factory=list)  # character spans of the chunk's sentences
 
 
 def _type_of(surface: str) -> str:
@@ -118,6 +120,7 @@ def extract(text: str, context: list[str] | None = None) -> ChunkEntities:
     """Entities and relations of one chunk; ``context`` = title and headings it sits under."""
     out = ChunkEntities()
     sentences = split_sentences(text) or [(0, len(text))]
+    out.sentences = sentences
 
     def sentence_of(pos: int) -> int:
         for n, (a, b) in enumerate(sentences):
@@ -203,9 +206,14 @@ def query_entities(query: str) -> list[tuple[str, str]]:
     return list(keys.items())
 
 
-def entity_rows(chunks, document_id: str) -> tuple[list[dict], list[dict]]:
-    """Mention and co-occurrence rows of one document's chunks (context: its breadcrumb parts)."""
-    mentions, cooccur = [], []
+def entity_rows(chunks, document_id: str) -> EntityRows:
+    """Mention, co-occurrence and alias rows of one document's chunks (context: its breadcrumb parts).
+
+    A mention keeps the character span of its sentence (entity descriptions are
+    built from those sentences); ``raw`` is the key as extracted, ``entity`` the
+    canonical key (the store re-maps it when another document declares an alias).
+    """
+    mentions, cooccur, aliases = [], [], {}
     for c in chunks:
         found = extract(c.text, c.header.split(" > ") if c.header else [])
         seen = set()
@@ -213,9 +221,13 @@ def entity_rows(chunks, document_id: str) -> tuple[list[dict], list[dict]]:
             if (m.key, m.start) in seen:
                 continue
             seen.add((m.key, m.start))
-            mentions.append({"chunk_id": c.id, "document_id": document_id, "entity": m.key,
-                             "surface": m.surface, "type": m.type})
+            a, b = found.sentences[m.sentence] if m.sentence >= 0 else (None, None)
+            mentions.append({"chunk_id": c.id, "document_id": document_id, "entity": m.key, "raw": m.key,
+                             "surface": m.surface, "type": m.type, "sent_start": a, "sent_end": b})
         for a, b, w, d in found.relations:
             cooccur.append({"chunk_id": c.id, "document_id": document_id, "a": a, "b": b, "weight": w,
                             "description": d})
-    return mentions, cooccur
+        for alias, key in found.aliases.items():
+            aliases[alias] = key
+    return EntityRows(mentions, cooccur, [{"document_id": document_id, "alias": a, "entity": k}
+                                          for a, k in aliases.items()])

@@ -9,6 +9,7 @@ index as it was.
 from __future__ import annotations
 
 import fcntl
+import functools
 import os
 import time
 from contextlib import contextmanager
@@ -29,13 +30,14 @@ from ragkit.ingest.parse import ParseError, build_sections, infer_title, parse_b
 from ragkit.ingest.refs import find_refs
 from ragkit.ingest.resolve import ref_rows
 from ragkit.extract.entities import entity_rows
-from ragkit.records import Chunk, Document, ParsedDocument
+from ragkit.records import Chunk, Document, EntityRows, ParsedDocument
 from ragkit.store.duck import DuckStore
 from ragkit.store.lance import ChunkWriter, FtsSettings, chunk_rows
-from ragkit.store.manifest import read_manifest, write_manifest
+from ragkit.store.manifest import FORMAT_VERSION, NAME as MANIFEST, manifest_format, read_manifest, write_manifest
 from ragkit.store.entity_graph import EntityGraph
 from ragkit.store.graph import EvidenceGraph
 from ragkit.store.reader import DUCK_NAME, GRAPH_DIR, LANCE_DIR
+from ragkit.store.vectors import write_tables
 
 
 @dataclass
@@ -117,8 +119,18 @@ class _Parser:
         sections, blocks = build_sections(raw, doc_id, title, stable_id)
         chunks = chunk_document(sections, blocks, self.max_tokens, self.embedder.count_tokens, stable_id)
         refs = [r for c in chunks for r in ref_rows(c.id, doc_id, find_refs(c.text), stable_id)]
-        mentions, cooccur = entity_rows(chunks, doc_id) if self.cfg.extract == "rules" else ([], [])
-        return ParsedDocument(doc, sections, blocks, refs, mentions, cooccur), chunks
+        entities = entity_rows(chunks, doc_id) if self.cfg.extract == "rules" else EntityRows()
+        return ParsedDocument(doc, sections, blocks, refs, entities), chunks
+
+
+def _clear_index(index_dir: Path) -> None:
+    """Remove what ragkit keeps in an index folder (and nothing else)."""
+    import shutil
+
+    for name in (LANCE_DIR, GRAPH_DIR):
+        shutil.rmtree(index_dir / name, ignore_errors=True)
+    for name in (DUCK_NAME, DUCK_NAME + ".wal", MANIFEST):
+        (index_dir / name).unlink(missing_ok=True)
 
 
 def run_index(
@@ -151,6 +163,10 @@ def run_index(
 
     with _write_lock(index_dir):
         previous = None
+        old_format = manifest_format(index_dir)
+        if old_format not in (None, FORMAT_VERSION) and (index_dir / DUCK_NAME).exists():
+            warn(f"{index_dir} is in index format {old_format}; rebuilding it in format {FORMAT_VERSION}")
+            _clear_index(index_dir)
         if (index_dir / "manifest.json").exists():
             previous = read_manifest(index_dir)
             if not full and previous["index_config"]["embed_model"] != cfg.embed_model:
@@ -305,13 +321,14 @@ def run_index(
                 sources=new_sources + unchanged_sources, documents=list(docs.values()),
                 sections=[s for pd in parsed for s in pd.sections], chunks=chunks,
                 refs=[r for pd in parsed for r in pd.refs], run=run, full=full,
-                mentions=[m for pd in parsed for m in pd.mentions],
-                cooccur=[c for pd in parsed for c in pd.cooccur], embed=embedder.encode,
+                entities=functools.reduce(lambda acc, pd: acc.extend(pd.entities), parsed, EntityRows()),
+                embed=embedder.encode, chunk_vectors=writer.vectors_lookup({c.id: v for c, v in zip(chunks, vectors)}),
             )
             counts = store.counts()
             t2 = time.perf_counter()
             EvidenceGraph.from_store(store, run_id).save(index_dir / GRAPH_DIR)
             EntityGraph.from_store(store, run_id).save(index_dir / GRAPH_DIR)
+            write_tables(index_dir / LANCE_DIR, store, run_id)
             summary.seconds["graph"] = round(time.perf_counter() - t2, 3)
         summary.total_documents, summary.total_chunks = counts["documents"], counts["chunks"]
         write_manifest(index_dir, {

@@ -14,6 +14,24 @@ from ragkit.store.reader import IndexReader
 from ragkit.records import Hit
 
 
+VECTOR_SEED_MIN = 0.5  # cosine: below this a nearest entity is not what the query names
+
+
+@dataclass
+class Scope:
+    """What the filters allow: documents and their collections.
+
+    Context items (entity descriptions, relation sentences, community reports)
+    are shown only when every document their text comes from is allowed.
+    """
+
+    documents: set[str]
+    collections: set[str]
+
+    def allows(self, collection: str | None, source_documents) -> bool:
+        return collection in self.collections and all(d in self.documents for d in source_documents or ())
+
+
 @dataclass
 class SearchContext:
     reader: IndexReader
@@ -24,6 +42,30 @@ class SearchContext:
     timings_ms: dict[str, float] = field(default_factory=dict)
     notes: dict = field(default_factory=dict)  # strategy remarks for the plan (seeds, fallback)
     context_items: list = field(default_factory=list)  # entities, relations, community reports
+    scope: Scope | None = None  # None: no filters, everything is visible
+    _qvec: object = field(default=None, repr=False)
+
+    def visible(self, collection: str | None, source_documents) -> bool:
+        return self.scope is None or self.scope.allows(collection, source_documents)
+
+    def knowledge_search(self, kind: str, limit: int) -> list[dict]:
+        """Entities, relations or communities most similar to the query, within the scope."""
+        vec = self.query_vector()
+        with self.timed(kind):
+            rows = self.reader.knowledge.search(kind, vec, limit * 2 if self.scope else limit,
+                                                self.scope.collections if self.scope else None)
+        sources = "source_document" if kind == "relations" else "source_documents"
+        rows = [r for r in rows if self.visible(r["collection"], [r[sources]] if kind == "relations"
+                                               else r[sources])]
+        return rows[:limit]
+
+    def query_vector(self):
+        if self._qvec is None:
+            with self.timed("load_model"):
+                embedder = self.reader.embedder  # loads once per process
+            with self.timed("embed_query"):
+                self._qvec = embedder.encode_query(self.query.text)
+        return self._qvec
 
     @contextmanager
     def timed(self, stage: str) -> Iterator[None]:
@@ -36,10 +78,7 @@ class SearchContext:
     def dense(self, limit: int) -> list[Hit]:
         if self.where == NO_MATCH:
             return []
-        with self.timed("load_model"):
-            embedder = self.reader.embedder  # loads once per process
-        with self.timed("embed_query"):
-            vec = embedder.encode_query(self.query.text)
+        vec = self.query_vector()
         with self.timed("dense"):
             rows = self.reader.chunks.vector_search(vec, limit, self.where)
         return self.reader.to_hits(rows, "dense")
@@ -61,15 +100,40 @@ class SearchContext:
                 out.append(by_id[cid])
         return out
 
-    def entity_seeds(self) -> dict[str, float]:
-        """Query entities the entity graph knows, IDF-weighted; a longer name covers its own words."""
+    def entity_seeds(self, vector_seeds: int = 0) -> dict[str, float]:
+        """Query entities the entity graph knows, IDF-weighted; a longer name covers its own words.
+
+        ``vector_seeds``: also up to this many nearest entities in the entity vector table whose
+        similarity reaches ``VECTOR_SEED_MIN``, weighted by similarity × IDF.
+        """
         from ragkit.extract.entities import query_entities
 
+        graph = self.reader.entity_graph
         with self.timed("entities"):
-            seeds = self.reader.entity_graph.seeds([k for k, _ in query_entities(self.query.text)])
+            seeds = graph.seeds([k for k, _ in query_entities(self.query.text)])
             seeds = {k: w for k, w in seeds.items() if not any(k != o and f" {k} " in f" {o} " for o in seeds)}
+        if vector_seeds:
+            for row in self.knowledge_search("entities", vector_seeds):
+                if row["similarity"] < VECTOR_SEED_MIN:
+                    break
+                idf = graph.seeds([row["key"]]).get(row["key"], 0.0)
+                seeds[row["key"]] = max(seeds.get(row["key"], 0.0), row["similarity"] * idf)
         self.notes["seed_entities"] = sorted(seeds, key=lambda k: -seeds[k])[:10]
         return seeds
+
+    @staticmethod
+    def entity_item(row: dict, score: float) -> dict:
+        """A context item for an entities row."""
+        return {"type": "entity", "entity": row["key"], "name": row["name"], "entity_type": row["type"],
+                "collection": row["collection"], "description": row["description"] or "",
+                "score": round(float(score), 4)}
+
+    @staticmethod
+    def relation_item(row: dict, score: float) -> dict:
+        """A context item for a relations row."""
+        return {"type": "relation", "source": row["a"], "target": row["b"], "collection": row["collection"],
+                "weight": round(float(row["weight"]), 4), "description": row["description"] or "",
+                "score": round(float(score), 4)}
 
     def fuse_with_text(self, name: str, graph_hits: list[Hit], fetch: int, weight: float) -> list[Hit]:
         """Weighted RRF of a graph ranking with the dense and BM25 rankings (they share 1 - weight by alpha)."""

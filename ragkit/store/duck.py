@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import json
 import time
+from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from ragkit.errors import IndexBusy, IndexCorrupt
-from ragkit.records import Chunk, Document, Section
+from ragkit.records import Chunk, Document, EntityRows, Section
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS sources (
@@ -38,23 +39,10 @@ CREATE TABLE IF NOT EXISTS refs (
     target VARCHAR, unit VARCHAR, numbers VARCHAR[], chapter VARCHAR, subsection VARCHAR,
     resolved_document_id VARCHAR, resolved_section_id VARCHAR
 );
-ALTER TABLE documents ADD COLUMN IF NOT EXISTS supersedes VARCHAR;
-CREATE TABLE IF NOT EXISTS mentions (
-    chunk_id VARCHAR, document_id VARCHAR, entity VARCHAR, surface VARCHAR, type VARCHAR
-);
-CREATE TABLE IF NOT EXISTS cooccur (
-    chunk_id VARCHAR, document_id VARCHAR, a VARCHAR, b VARCHAR, weight DOUBLE, description VARCHAR
-);
-CREATE TABLE IF NOT EXISTS communities (
-    id VARCHAR PRIMARY KEY, level INTEGER, parent_id VARCHAR, title VARCHAR, report VARCHAR, size INTEGER,
-    vector FLOAT[]
-);
-CREATE TABLE IF NOT EXISTS community_members (community_id VARCHAR, entity VARCHAR);
 CREATE TABLE IF NOT EXISTS runs (
     id INTEGER PRIMARY KEY, started_at DOUBLE, finished_at DOUBLE, lance_table VARCHAR,
     lance_version BIGINT, summary JSON
 );
-ALTER TABLE communities ADD COLUMN IF NOT EXISTS vector FLOAT[];
 """
 
 
@@ -78,7 +66,9 @@ class DuckStore:
         self.path = path
         self.con = _connect(path, read_only)
         if not read_only:
-            self.con.execute(SCHEMA)
+            from ragkit.store.knowledge import SCHEMA as KNOWLEDGE
+
+            self.con.execute(SCHEMA + KNOWLEDGE)
 
     def close(self) -> None:
         self.con.close()
@@ -160,36 +150,43 @@ class DuckStore:
         run: dict[str, Any],
         full: bool,
         refs: list[Any] = (),
-        mentions: list[dict[str, Any]] = (),
-        cooccur: list[dict[str, Any]] = (),
+        entities: EntityRows | None = None,
         embed=None,
+        chunk_vectors=None,
     ) -> int:
         """Apply one run's changes atomically; returns the run id.
 
-        ``embed`` (texts → vectors) embeds the community summaries for the global strategy.
+        ``embed`` (texts → vectors) embeds entity names and community summaries; ``chunk_vectors``
+        (chunk ids → {id: vector}) gives entity and relation vectors their context.
+        The run's knowledge counts (recomputed entities, relations, communities) go into its summary.
         """
-        import pyarrow as pa
+        from ragkit.store import knowledge
 
+        entities = entities or EntityRows()
         con = self.con
         con.execute("BEGIN TRANSACTION")
         try:
+            touched: set[str] | None = None
+            collections: set[str] | None = None
             if full:
-                for t in ("sources", "documents", "sections", "chunks", "refs", "mentions", "cooccur"):
+                for t in ("sources", "documents", "sections", "chunks", "refs", "mentions", "cooccur", "aliases",
+                          "communities", "community_members"):
                     con.execute(f"DELETE FROM {t}")
+            else:
+                touched = knowledge.touched_by_documents(self, removed_doc_ids)
+                touched |= {m["entity"] for m in entities.mentions}
+                collections = {d.collection for d in documents}
             if removed_doc_ids:
-                ids = pa.table({"id": removed_doc_ids})
-                con.register("gone", ids)
-                con.execute("DELETE FROM chunks WHERE document_id IN (SELECT id FROM gone)")
-                con.execute("DELETE FROM refs WHERE document_id IN (SELECT id FROM gone)")
-                con.execute("DELETE FROM mentions WHERE document_id IN (SELECT id FROM gone)")
-                con.execute("DELETE FROM cooccur WHERE document_id IN (SELECT id FROM gone)")
-                con.execute("DELETE FROM sections WHERE document_id IN (SELECT id FROM gone)")
-                con.execute("DELETE FROM documents WHERE id IN (SELECT id FROM gone)")
-                con.unregister("gone")
+                with self.registered("gone", {"id": removed_doc_ids}):
+                    if collections is not None:
+                        collections |= {r[0] for r in con.execute(
+                            "SELECT DISTINCT collection FROM documents WHERE id IN (SELECT id FROM gone)").fetchall()}
+                    for t in ("chunks", "refs", "mentions", "cooccur", "aliases", "sections"):
+                        con.execute(f"DELETE FROM {t} WHERE document_id IN (SELECT id FROM gone)")
+                    con.execute("DELETE FROM documents WHERE id IN (SELECT id FROM gone)")
             if removed_sources:
-                con.register("gone_src", pa.table({"p": removed_sources}))
-                con.execute("DELETE FROM sources WHERE source_path IN (SELECT p FROM gone_src)")
-                con.unregister("gone_src")
+                with self.registered("gone_src", {"p": removed_sources}):
+                    con.execute("DELETE FROM sources WHERE source_path IN (SELECT p FROM gone_src)")
             self._insert("sources", sources)
             self._insert("documents", [
                 {**{k: v for k, v in asdict(d).items() if k != "metadata"},
@@ -204,11 +201,12 @@ class DuckStore:
                  "line_end": c.line_end, "boundary_confidence": c.boundary_confidence} for c in chunks
             ])
             self._insert("refs", [asdict(r) for r in refs])
-            self._insert("mentions", list(mentions))
-            self._insert("cooccur", list(cooccur))
+            self._insert("mentions", entities.mentions)
+            self._insert("cooccur", entities.cooccur)
+            self._insert("aliases", entities.aliases)
             self._resolve()
-            if full or removed_doc_ids or documents:  # entities changed: recompute the communities
-                self._communities(embed)
+            if full or removed_doc_ids or documents:
+                run["summary"]["knowledge"] = knowledge.refresh(self, touched, collections, embed, chunk_vectors)
             run_id = (con.execute("SELECT coalesce(max(id), 0) + 1 FROM runs").fetchone()[0])
             con.execute(
                 "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?)",
@@ -223,54 +221,37 @@ class DuckStore:
 
     def _resolve(self) -> None:
         """Re-resolve every reference and version link against the whole index."""
-        import pyarrow as pa
-
         from ragkit.ingest.resolve import RefRow
 
         resolver = self.resolver()
         refs = self.rows("SELECT * FROM refs")
         if refs:
             resolved = [resolver.resolve(RefRow(**r)) for r in refs]
-            self.con.register("res", pa.table({
-                "id": [r["id"] for r in refs], "rd": [x[0] for x in resolved], "rs": [x[1] for x in resolved]}))
-            self.con.execute("UPDATE refs SET resolved_document_id = res.rd, resolved_section_id = res.rs "
-                             "FROM res WHERE refs.id = res.id")
-            self.con.unregister("res")
+            with self.registered("res", {"id": [r["id"] for r in refs], "rd": [x[0] for x in resolved],
+                                         "rs": [x[1] for x in resolved]}):
+                self.con.execute("UPDATE refs SET resolved_document_id = res.rd, resolved_section_id = res.rs "
+                                 "FROM res WHERE refs.id = res.id")
         old = list(resolver.superseded())
         self.con.execute("UPDATE documents SET is_latest = true")
         if old:
-            self.con.register("old", pa.table({"id": old}))
-            self.con.execute("UPDATE documents SET is_latest = false WHERE id IN (SELECT id FROM old)")
-            self.con.unregister("old")
+            with self.registered("old", {"id": old}):
+                self.con.execute("UPDATE documents SET is_latest = false WHERE id IN (SELECT id FROM old)")
 
-    def _communities(self, embed=None) -> None:
-        """Recompute communities over the whole entity graph (derived from cooccur)."""
-        from ragkit.extract.communities import detect
-
-        self.con.execute("DELETE FROM community_members")
-        self.con.execute("DELETE FROM communities")
-        relations = self.rows("SELECT a, b, sum(weight) AS weight, arg_max(description, weight) AS description "
-                              "FROM cooccur GROUP BY a, b")
-        found = detect(relations)
-        # short summaries (title + top entities) are embedded: cheap, and what a query matches against
-        vectors = embed([f"{c.title}. {', '.join(c.top_entities)}" for c in found]) if embed and found else None
-        self._insert("communities", [{"id": c.id, "level": c.level, "parent_id": c.parent_id, "title": c.title,
-                                      "report": c.report, "size": len(c.members),
-                                      "vector": vectors[i].tolist() if vectors is not None else None}
-                                     for i, c in enumerate(found)])
-        self._insert("community_members", [{"community_id": c.id, "entity": e} for c in found for e in c.members])
-
-    def relation_descriptions(self, pairs: list[tuple[str, str]]) -> dict[tuple[str, str], str]:
-        """The strongest connecting sentence of each entity pair."""
+    def relation_rows(self, pairs: list[tuple[str, str]]) -> list[dict[str, Any]]:
+        """The relations rows (every collection) of these entity pairs."""
         if not pairs:
-            return {}
-        import pyarrow as pa
+            return []
+        with self.registered("pairs", {"a": [a for a, _ in pairs], "b": [b for _, b in pairs]}):
+            return self.rows("SELECT r.a, r.b, r.collection, r.weight, r.description, r.source_document "
+                             "FROM relations r JOIN pairs p ON p.a = r.a AND p.b = r.b")
 
-        self.con.register("pairs", pa.table({"a": [a for a, _ in pairs], "b": [b for _, b in pairs]}))
-        rows = self.con.execute("SELECT c.a, c.b, arg_max(c.description, c.weight) FROM cooccur c "
-                                "JOIN pairs p ON p.a = c.a AND p.b = c.b GROUP BY c.a, c.b").fetchall()
-        self.con.unregister("pairs")
-        return {(a, b): d for a, b, d in rows}
+    def entity_rows(self, keys: list[str]) -> list[dict[str, Any]]:
+        """The entities rows (every collection) of these keys."""
+        if not keys:
+            return []
+        with self.registered("ekeys", {"k": keys}):
+            return self.rows("SELECT key, collection, name, type, description, source_documents FROM entities "
+                             "WHERE key IN (SELECT k FROM ekeys)")
 
     def community_chunks(self, community_ids: list[str], limit: int) -> list[tuple[str, int]]:
         """(chunk id, member mentions) of the chunks that mention the communities' entities, most first."""
@@ -292,25 +273,41 @@ class DuckStore:
         return Resolver(docs, self.rows("SELECT id, document_id, parent_id, heading, level, ord FROM sections"))
 
     def entity(self, name: str, limit: int = 10) -> dict[str, Any] | None:
-        """Aliases, type, counts, strongest relations and source chunks of one entity."""
+        """One entity (by key, alias or surface): per-collection rows, strongest relations, source chunks."""
         from ragkit.extract.entities import normalize
 
         key = normalize(name)
-        row = self.rows("SELECT entity, mode(type) AS type, count(*) AS mentions, count(DISTINCT chunk_id) AS chunks, "
-                        "list(DISTINCT surface) AS aliases FROM mentions WHERE entity = ? OR lower(surface) = ? "
-                        "GROUP BY entity ORDER BY mentions DESC LIMIT 1", [key, name.lower()])
-        if not row:
+        found = self.con.execute(
+            "SELECT key FROM entities WHERE key = ? OR list_has_any(aliases, [?, ?]) "
+            "GROUP BY key ORDER BY (key = ?) DESC, sum(mentions) DESC LIMIT 1", [key, name, key, key]).fetchone()
+        if not found:
             return None
-        info = row[0]
+        key = found[0]
+        rows = self.rows("SELECT collection, name, type, aliases, mentions, chunks, documents, description "
+                         "FROM entities WHERE key = ? ORDER BY mentions DESC", [key])
+        info = {"entity": key, "name": rows[0]["name"], "type": rows[0]["type"],
+                "aliases": sorted({a for r in rows for a in r["aliases"]}),
+                "mentions": sum(r["mentions"] for r in rows), "chunks": sum(r["chunks"] for r in rows),
+                "collections": rows}
         info["relations"] = self.rows(
-            "SELECT CASE WHEN a = ? THEN b ELSE a END AS other, sum(weight) AS weight, "
-            "arg_max(description, weight) AS description FROM cooccur WHERE a = ? OR b = ? "
-            "GROUP BY other ORDER BY weight DESC LIMIT ?", [info["entity"]] * 3 + [limit])
+            "SELECT CASE WHEN a = ? THEN b ELSE a END AS other, collection, weight, description FROM relations "
+            "WHERE a = ? OR b = ? ORDER BY weight DESC, other LIMIT ?", [key] * 3 + [limit])
         info["sources"] = self.rows(
-            "SELECT DISTINCT d.path, c.header, c.line_start, c.line_end FROM mentions m "
+            "SELECT DISTINCT d.path, d.collection, c.header, c.line_start, c.line_end FROM mentions m "
             "JOIN chunks c ON c.id = m.chunk_id JOIN documents d ON d.id = m.document_id "
-            "WHERE m.entity = ? ORDER BY d.path, c.line_start LIMIT ?", [info["entity"], limit])
+            "WHERE m.entity = ? ORDER BY d.path, c.line_start LIMIT ?", [key, limit])
         return info
+
+    @contextmanager
+    def registered(self, name: str, columns: dict[str, list[str]]) -> Iterator[None]:
+        """String columns visible to SQL as table ``name`` inside the ``with`` block."""
+        import pyarrow as pa
+
+        self.con.register(name, pa.table({k: pa.array(v, pa.string()) for k, v in columns.items()}))
+        try:
+            yield
+        finally:
+            self.con.unregister(name)
 
     def rows(self, sql: str, params: list[Any] | None = None) -> list[dict[str, Any]]:
         cur = self.con.execute(sql, params or [])
@@ -323,7 +320,23 @@ class DuckStore:
         import pyarrow as pa
 
         cols = [r[1] for r in self.con.execute(f"PRAGMA table_info('{table}')").fetchall()]
-        data = pa.table({c: [r.get(c) for r in rows] for c in cols})
+        data = pa.table({c: _vector_column([r.get(c) for r in rows]) if c == "vector" else [r.get(c) for r in rows]
+                         for c in cols})
         self.con.register("incoming", data)
         self.con.execute(f"INSERT INTO {table} SELECT {', '.join(cols)} FROM incoming")
         self.con.unregister("incoming")
+
+
+def _vector_column(values: list):
+    """A list<float> Arrow column from numpy vectors (or None) without making Python floats."""
+    import numpy as np
+    import pyarrow as pa
+
+    present = [v for v in values if v is not None]
+    if not present or not isinstance(present[0], np.ndarray):
+        return values
+    lengths = [0 if v is None else len(v) for v in values]
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
+    flat = pa.array(np.concatenate(present).astype(np.float32))
+    mask = pa.array([v is None for v in values])
+    return pa.ListArray.from_arrays(pa.array(offsets), flat, mask=mask)

@@ -1,6 +1,6 @@
 """Entity graph (igraph): entity and chunk nodes, mention and relation edges.
 
-Derived after each committed run from the DuckDB ``mentions`` and ``cooccur``
+Derived after each committed run from the DuckDB ``mentions`` and ``relations``
 tables (so incremental updates and deletions never leave orphans), saved as
 ``graph/entities.pkl``. HippoRAG-style personalized PageRank runs on it.
 """
@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 from ragkit.store.graph import PickledGraph
+from ragkit.store.knowledge import ALIAS_MAP
 
 FILE = "entities.pkl"
 
@@ -25,13 +26,15 @@ class EntityGraph(PickledGraph):
         self._idx = {n: i for i, n in enumerate(names)}
         self.n_chunks = sum(1 for k in kinds if k == "chunk")
         self._chunk_vertices = [i for i, k in enumerate(kinds) if k == "chunk"]
+        self.aliases = g["aliases"] if "aliases" in g.attributes() else {}
 
     @classmethod
     def from_store(cls, store, run_id: int | None = None) -> "EntityGraph":
         import igraph as ig
 
         mentions = store.rows("SELECT entity, chunk_id, count(*) AS n FROM mentions GROUP BY entity, chunk_id")
-        relations = store.rows("SELECT a, b, sum(weight) AS w FROM cooccur GROUP BY a, b")
+        relations = store.rows("SELECT a, b, sum(weight) AS w FROM relations GROUP BY a, b")
+        aliases = dict(store.con.execute(ALIAS_MAP).fetchall())
         names: list[str] = []
         kinds: list[str] = []
         idx: dict[str, int] = {}
@@ -58,6 +61,7 @@ class EntityGraph(PickledGraph):
             g.vs["name"], g.vs["kind"] = names, kinds
         if edges:
             g.es["weight"], g.es["type"] = weights, types
+        g["aliases"] = aliases  # alias key → entity key ("who" → "world health organization")
         return cls(g, run_id)
 
     def has_entity(self, key: str) -> bool:
@@ -74,6 +78,7 @@ class EntityGraph(PickledGraph):
         """Query entity keys found in the graph, weighted by specificity (IDF over chunks)."""
         out = {}
         for key in keys:
+            key = self.aliases.get(key, key)
             df = self.chunk_frequency(key)
             if df:
                 out[key] = math.log(1 + self.n_chunks / df)

@@ -195,6 +195,19 @@ class ChunkWriter:
         else:
             self.table.add(rows)
 
+    def vectors_lookup(self, fresh: dict[str, np.ndarray]):
+        """chunk ids → {id: vector}: this run's vectors from memory, older chunks' from the table."""
+        def lookup(ids: list[str]) -> dict[str, np.ndarray]:
+            out = {i: fresh[i] for i in ids if i in fresh}
+            rest = [i for i in ids if i not in fresh]
+            for start in range(0, len(rest) if self.table is not None else 0, 1000):
+                part = rest[start:start + 1000]
+                rows = _rows(self.table.search().where(in_list("id", part)).select(["id", "vector"])
+                             .limit(len(part)).to_arrow())
+                out.update((r["id"], r["vector"]) for r in rows)
+            return out
+        return lookup
+
     def finish(self) -> int:
         """Bring indexes up to date and return the version to commit."""
         if self.table is None:

@@ -9,7 +9,7 @@ from typing import Any
 
 from ragkit.errors import IndexCorrupt, IndexNotFound
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: canonical entities/relations, per-collection communities
 NAME = "manifest.json"
 
 
@@ -23,9 +23,18 @@ def read_manifest(index_dir: Path) -> dict[str, Any]:
         raise IndexCorrupt(f"unreadable manifest {path}: {exc}") from exc
     if data.get("format_version") != FORMAT_VERSION:
         raise IndexCorrupt(
-            f"index format {data.get('format_version')} at {index_dir}; this ragkit reads format {FORMAT_VERSION}"
+            f"index format {data.get('format_version')} at {index_dir}; this ragkit reads format {FORMAT_VERSION}",
+            hint="Run `ragkit index` on the same folder again: it rebuilds the index in the current format.",
         )
     return data
+
+
+def manifest_format(index_dir: Path) -> int | None:
+    """The format version of the index at ``index_dir`` (None: no readable manifest)."""
+    try:
+        return json.loads((index_dir / NAME).read_text()).get("format_version")
+    except (OSError, json.JSONDecodeError):
+        return None
 
 
 def write_manifest(index_dir: Path, data: dict[str, Any]) -> None:

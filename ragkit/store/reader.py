@@ -32,7 +32,7 @@ class IndexReader:
         self._graph = None
         self._resolver = None
         self._entity_graph = None
-        self._communities = None
+        self._knowledge = None
         self._superseded: list[str] | None = None
         run = self.manifest["last_run"]
         try:
@@ -75,17 +75,26 @@ class IndexReader:
         return self._entity_graph
 
     @property
-    def communities(self):
-        """(rows, matrix of summary vectors) of the committed run's communities (cached)."""
-        if self._communities is None:
-            import numpy as np
+    def knowledge(self):
+        """Vector search over the committed run's entities, relations and community reports."""
+        if self._knowledge is None:
+            from ragkit.store.vectors import KnowledgeVectors
 
-            with self.duck() as store:
-                rows = store.rows("SELECT id, level, parent_id, title, report, size, vector FROM communities "
-                                  "WHERE vector IS NOT NULL ORDER BY id")
-            mat = np.array([r.pop("vector") for r in rows], dtype=np.float32) if rows else np.zeros((0, 1))
-            self._communities = (rows, mat)
-        return self._communities
+            self._knowledge = KnowledgeVectors(self.index_dir / LANCE_DIR, self.manifest["last_run"]["id"], self.duck)
+        return self._knowledge
+
+    def scope_for(self, filters: dict[str, str]):
+        """The documents (and their collections) the filters allow; None without filters."""
+        if not filters:
+            return None
+        from ragkit.retrieve.context import Scope
+
+        with self.duck() as store:
+            ids = store.document_ids_matching(filters)
+            with store.registered("scope_ids", {"id": ids}):
+                colls = {r[0] for r in store.con.execute(
+                    "SELECT DISTINCT collection FROM documents WHERE id IN (SELECT id FROM scope_ids)").fetchall()}
+        return Scope(set(ids), colls)
 
     @property
     def resolver(self):

@@ -1,13 +1,12 @@
-"""global: GraphRAG-style global search over community summaries.
+"""global: GraphRAG-style global search over community reports.
 
-Community summaries (title + top entities, embedded at index time) are ranked
-by cosine similarity to the query; the best ``GLOBAL_COMMUNITIES`` are
-returned as context items with their reports, and the chunks that mention
-their entities most become the hits (fused with the dense ranking so the
-chunks most about the question come first). No community → hybrid.
+Community summaries (title + top entities, embedded at index time, searched
+in the LanceDB ``communities`` table) are ranked by cosine similarity to the
+query; the best ``GLOBAL_COMMUNITIES`` within the scope are returned as
+context items with their reports, and the chunks that mention their entities
+most become the hits (fused with the dense ranking so the chunks most about
+the question come first). No community → hybrid.
 """
-
-import numpy as np
 
 from ragkit.records import Hit
 from ragkit.retrieve.context import SearchContext
@@ -19,23 +18,17 @@ GLOBAL_COMMUNITIES = 5
 
 
 def search(ctx: SearchContext) -> list[Hit]:
-    rows, mat = ctx.reader.communities
-    if not rows or ctx.where == NO_MATCH:
-        ctx.notes["fallback"] = "no community summaries in this index: hybrid"
+    chosen = ctx.knowledge_search("communities", GLOBAL_COMMUNITIES) if ctx.where != NO_MATCH else []
+    if not chosen:
+        ctx.notes["fallback"] = "no community report in scope: hybrid"
         return hybrid.search(ctx)
-    with ctx.timed("load_model"):
-        embedder = ctx.reader.embedder
-    with ctx.timed("embed_query"):
-        q = embedder.encode_query(ctx.query.text)
-    with ctx.timed("communities"):
-        sims = mat @ q / ((np.linalg.norm(mat, axis=1) * (np.linalg.norm(q) or 1.0)) + 1e-9)
-        best = np.argsort(-sims)[:GLOBAL_COMMUNITIES]
-        chosen = [rows[i] | {"similarity": round(float(sims[i]), 4)} for i in best]
-        fetch = ctx.limit * ctx.cfg.overfetch
-        with ctx.reader.duck() as store:
-            counts = store.community_chunks([c["id"] for c in chosen], fetch)
+    fetch = ctx.limit * ctx.cfg.overfetch
+    with ctx.timed("communities"), ctx.reader.duck() as store:
+        counts = store.community_chunks([c["id"] for c in chosen], fetch)
     members = ctx.hits_for(counts)
-    ctx.context_items.extend({"type": "community", **c} for c in chosen)
+    ctx.context_items.extend(
+        {"type": "community", "id": c["id"], "level": c["level"], "title": c["title"], "report": c["report"],
+         "size": c["size"], "collection": c["collection"], "similarity": round(c["similarity"], 4)} for c in chosen)
     dense = ctx.dense(fetch)
     with ctx.timed("fusion"):
         fused = weighted_rrf({"communities": members, "dense": dense}, {"communities": 0.5, "dense": 0.5},

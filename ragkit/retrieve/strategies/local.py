@@ -1,12 +1,14 @@
 """local: GraphRAG-style local search around the query's entities.
 
-Query entities (names, acronyms and n-gram keys the entity graph knows,
-weighted by specificity) are expanded ``max_hops`` relation hops; the
-neighbourhood's entities (by relation strength to the seeds) and relations
-(with their connecting sentences) become context items, and chunks are ranked
-by how much of the weighted neighbourhood they mention, fused with the dense
-and BM25 rankings (the graph list weighted like hippo's PPR list). Ranked as the seed describes: entities, then relations, then chunks.
-No query entity → hybrid.
+Query entities are the names, acronyms, aliases and n-gram keys the entity
+graph knows (weighted by specificity) plus the nearest entities in the entity
+vector table; they are expanded ``max_hops`` relation hops. The
+neighbourhood's entities (by relation strength to the seeds, with their
+descriptions) and relations (with their connecting sentences) become context
+items, and chunks are ranked by how much of the weighted neighbourhood they
+mention, fused with the dense and BM25 rankings (the graph list weighted like
+hippo's PPR list) — ranked as the seed describes: entities, then relations,
+then chunks. No query entity → hybrid.
 """
 
 from collections import defaultdict
@@ -18,12 +20,13 @@ from ragkit.retrieve.strategies import hybrid
 
 MAX_ENTITIES = 10
 MAX_RELATIONS = 10
+VECTOR_SEEDS = 3
 
 
 def search(ctx: SearchContext) -> list[Hit]:
     graph = ctx.reader.entity_graph
-    seeds = ctx.entity_seeds()
-    if not seeds or ctx.where == NO_MATCH:
+    seeds = ctx.entity_seeds(vector_seeds=VECTOR_SEEDS) if ctx.where != NO_MATCH else {}
+    if not seeds:
         ctx.notes["fallback"] = "no query entity in the graph: hybrid"
         return hybrid.search(ctx)
     with ctx.timed("neighbourhood"):
@@ -32,14 +35,22 @@ def search(ctx: SearchContext) -> list[Hit]:
         for key, weight in entities.items():
             for cid in graph.chunks_of(key):
                 chunk_score[cid] += weight
-    top_entities = sorted(entities.items(), key=lambda kv: -kv[1])[:MAX_ENTITIES]
-    top_relations = sorted(relations, key=lambda r: -r[2])[:MAX_RELATIONS]
-    with ctx.reader.duck() as store:
-        desc = store.relation_descriptions([(a, b) for a, b, _ in top_relations])
-    ctx.context_items.extend({"type": "entity", "entity": k, "score": round(w, 4)} for k, w in top_entities)
-    ctx.context_items.extend({"type": "relation", "source": a, "target": b, "weight": round(w, 4),
-                              "description": desc.get((a, b), "")} for a, b, w in top_relations)
+    ranked_entities = sorted(entities.items(), key=lambda kv: (-kv[1], kv[0]))
+    ranked_relations = sorted(relations, key=lambda r: (-r[2], r[0], r[1]))
+    with ctx.timed("context"), ctx.reader.duck() as store:
+        entity_rows = store.entity_rows([k for k, _ in ranked_entities[:MAX_ENTITIES * 3]])
+        relation_rows = store.relation_rows([(a, b) for a, b, _ in ranked_relations[:MAX_RELATIONS * 3]])
+    shown = {}
+    for row in entity_rows:  # one visible row per entity (its collection's description)
+        if row["key"] not in shown and ctx.visible(row["collection"], row["source_documents"]):
+            shown[row["key"]] = row
+    ctx.context_items.extend([ctx.entity_item(shown[k], w) for k, w in ranked_entities if k in shown][:MAX_ENTITIES])
+    by_pair = {}
+    for row in relation_rows:
+        if (row["a"], row["b"]) not in by_pair and ctx.visible(row["collection"], [row["source_document"]]):
+            by_pair[(row["a"], row["b"])] = row
+    ctx.context_items.extend([ctx.relation_item(by_pair[(a, b)], w) for a, b, w in ranked_relations
+                              if (a, b) in by_pair][:MAX_RELATIONS])
     fetch = ctx.limit * ctx.cfg.overfetch
-    ranked = sorted(chunk_score.items(), key=lambda kv: -kv[1])[:fetch]
-    # the graph list gets the same share as hippo's PPR list
+    ranked = sorted(chunk_score.items(), key=lambda kv: (-kv[1], kv[0]))[:fetch]
     return ctx.fuse_with_text("local", ctx.hits_for(ranked), fetch, ctx.cfg.ppr_weight)

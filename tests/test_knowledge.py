@@ -1,0 +1,150 @@
+"""Canonical entities and relations, their vector tables, scoping by collection, incremental communities,
+and the light strategy (fake embedder)."""
+
+import json
+
+import pytest
+
+from ragkit import api
+from ragkit.config import IndexConfig, QueryConfig
+from tests.conftest import write
+
+
+def jsonl(*docs):
+    return "\n".join(json.dumps({"_id": i, "title": t, "text": x}) for i, t, x in docs) + "\n"
+
+
+def test_alias_declared_in_one_document_merges_mentions_in_another(tmp_path, index_with):
+    root = tmp_path / "d"
+    write(root, "a.md", "# Health\n\nThe World Health Organization (WHO) coordinates vaccine programmes.\n")
+    write(root, "b.md", "# Travel\n\nTravellers should read what WHO advises about Malaria before a trip.\n")
+    _, reader = index_with(root)
+    with reader.duck() as store:
+        info = store.entity("WHO")
+        assert info["entity"] == "world health organization" and "who" in info["aliases"]
+        assert {s["path"].split("/")[-1] for s in info["sources"]} == {"a.md", "b.md"}
+        assert not store.entity_rows(["who"])  # no separate entity for the alias
+        row = store.entity_rows(["world health organization"])[0]
+        assert "coordinates vaccine" in row["description"] and row["type"] == "organisation"
+        pair = store.relation_rows([("malaria", "world health organization")])
+        assert pair and "advises" in pair[0]["description"]
+    assert reader.entity_graph.seeds(["who"])  # a query naming the alias finds the entity
+    (root / "a.md").unlink()  # the declaration is gone: WHO is its own entity again
+    _, reader = index_with(root)
+    with reader.duck() as store:
+        assert store.entity("WHO")["entity"] == "who"
+        assert not store.entity_rows(["world health organization"])
+        orphans = store.con.execute(
+            "SELECT (SELECT count(*) FROM relations WHERE a NOT IN (SELECT key FROM entities) "
+            "OR b NOT IN (SELECT key FROM entities)) + (SELECT count(*) FROM community_members "
+            "WHERE entity NOT IN (SELECT key FROM entities))").fetchone()[0]
+    assert orphans == 0
+
+
+def test_vector_tables_written_per_run_and_searched(tmp_path, index_with, fake):
+    root = tmp_path / "d"
+    write(root, "corpus.jsonl", jsonl(("a", "Kurt Cobain", "Kurt Cobain was the frontman of Nirvana."),
+                                      ("b", "Nirvana", "Nirvana was formed in Aberdeen in 1987 by Kurt Cobain.")))
+    _, reader = index_with(root)
+    run = reader.manifest["last_run"]["id"]
+    import lancedb
+
+    tables = set(lancedb.connect(str(reader.index_dir / "lance")).list_tables().tables)
+    assert {f"entities_r{run}", f"relations_r{run}", f"communities_r{run}"} <= tables
+    q = fake.encode_query("Nirvana")
+    via_lance = reader.knowledge.search("entities", q, 3)
+    assert via_lance and via_lance[0]["key"] == "nirvana" and via_lance[0]["chunk_ids"]
+    for name in tables - {"chunks"}:  # a crash right after the commit: same answers from DuckDB
+        lancedb.connect(str(reader.index_dir / "lance")).drop_table(name)
+    fresh = api.open_index(reader.index_dir, embedder=fake)
+    in_memory = fresh.knowledge.search("entities", q, 3)
+    assert [r["key"] for r in in_memory] == [r["key"] for r in via_lance]
+    write(root, "more.md", "# Extra\n\nDave Grohl joined Nirvana in 1990.\n")
+    _, reader = index_with(root)
+    tables = set(lancedb.connect(str(reader.index_dir / "lance")).list_tables().tables)
+    assert f"entities_r{run}" not in tables and f"entities_r{reader.manifest['last_run']['id']}" in tables
+
+
+@pytest.fixture
+def two_collections(tmp_path, index_with):
+    """The same names in two collections: Mercury the planet, Mercury the metal."""
+    astro, chem = tmp_path / "astro", tmp_path / "chem"
+    write(astro, "corpus.jsonl", jsonl(
+        ("p1", "Mercury", "Mercury is the smallest planet and orbits closest to the Sun. NASA sent Messenger "
+                          "to Mercury in 2004."),
+        ("p2", "Venus", "Venus is the hottest planet. NASA and Mercury missions studied the Sun.")))
+    write(chem, "corpus.jsonl", jsonl(
+        ("m1", "Mercury", "Mercury is a toxic liquid metal. Thermo Labs used Mercury in thermometers until 2004."),
+        ("m2", "Thermometer", "A Thermometer from Thermo Labs measures heat. Mercury expands when warm.")))
+    index_with(astro, cfg=IndexConfig(collection="astro"))
+    _, reader = index_with(chem, cfg=IndexConfig(collection="chem"))
+    return reader
+
+
+@pytest.mark.parametrize("strategy", ["local", "light", "global", "hippo"])
+def test_scoping_keeps_other_collections_text_out(two_collections, strategy):
+    reader = two_collections
+    with reader.duck() as store:
+        rows = {r["collection"]: r for r in store.entity_rows(["mercury"])}
+    assert set(rows) == {"astro", "chem"} and "planet" in rows["astro"]["description"]
+    assert "metal" in rows["chem"]["description"] and "planet" not in rows["chem"]["description"]
+    cfg = QueryConfig(strategy=strategy, k=5, filters={"collection": "chem"})
+    r = api.query(reader, "What is Mercury used for, says NASA?", cfg)
+    assert r.passages and {p.collection for p in r.passages} == {"chem"}
+    blob = json.dumps(r.context_items)
+    for word in ("planet", "NASA sent", "Venus", "orbits"):
+        assert word not in blob, (strategy, word)
+    assert all(i.get("collection", "chem") == "chem" for i in r.context_items)
+    unscoped = api.query(reader, "What is Mercury, the planet NASA studied?", QueryConfig(strategy=strategy, k=5))
+    assert {p.collection for p in unscoped.passages} == {"astro", "chem"} or strategy == "global"
+
+
+def test_doc_filter_hides_descriptions_from_excluded_documents(two_collections):
+    cfg = QueryConfig(strategy="local", k=5, filters={"collection": "chem", "title": "Thermometer"})
+    r = api.query(two_collections, "Thermo Labs and Mercury", cfg)
+    assert {p.path.split("#")[-1] for p in r.passages} == {"m2"}
+    assert "toxic" not in json.dumps(r.context_items)  # m1's sentence is outside the filter
+
+
+def test_communities_recomputed_only_where_documents_changed(tmp_path, index_with):
+    root = tmp_path / "d"
+    band = [("a", "Kurt Cobain", "Kurt Cobain, Krist Novoselic and Dave Grohl formed Nirvana in Aberdeen."),
+            ("b", "Nirvana", "Nirvana with Kurt Cobain and Dave Grohl recorded Nevermind for Geffen Records.")]
+    space = [("c", "Apollo", "Neil Armstrong and Buzz Aldrin flew Apollo Eleven for NASA to the Moon."),
+             ("d", "Moon", "Buzz Aldrin and Neil Armstrong walked on the Moon while Michael Collins orbited.")]
+    write(root, "band.jsonl", jsonl(*band))
+    write(root, "space.jsonl", jsonl(*space))
+    _, reader = index_with(root)
+    with reader.duck() as store:
+        before = dict(store.con.execute("SELECT id, report FROM communities").fetchall())
+        first = store.last_run()["summary"]["knowledge"]
+    assert len(before) >= 2 and first["communities"] == len(before)
+    band[1] = ("b", "Nirvana", "Nirvana with Kurt Cobain and Dave Grohl recorded Bleach for Sub Pop Records.")
+    write(root, "band.jsonl", jsonl(*band))
+    _, reader = index_with(root)
+    with reader.duck() as store:
+        after = dict(store.con.execute("SELECT id, report FROM communities").fetchall())
+        second = store.last_run()["summary"]["knowledge"]
+        space_ids = {r[0] for r in store.con.execute(
+            "SELECT DISTINCT community_id FROM community_members WHERE entity = 'neil armstrong'").fetchall()}
+    assert space_ids and space_ids <= set(before) & set(after)  # untouched: same ids, same reports
+    assert all(after[i] == before[i] for i in space_ids)
+    assert 0 < second["communities"] < len(after)
+    assert second["entities"] < first["entities"]
+
+
+def test_light_returns_entities_relations_and_chunks(tmp_path, index_with):
+    root = tmp_path / "d"
+    write(root, "corpus.jsonl", jsonl(
+        ("a", "Kurt Cobain", "Kurt Cobain was the frontman of Nirvana, a band from Aberdeen."),
+        ("b", "Nirvana", "Nirvana was formed in Aberdeen in 1987 and released Nevermind."),
+        ("c", "Pearl Jam", "Pearl Jam is a rock band formed in Seattle in 1990.")))
+    _, reader = index_with(root)
+    r = api.query(reader, "Nirvana Aberdeen", QueryConfig(strategy="light", k=3, ppr_weight=1.0))
+    kinds = {i["type"] for i in r.context_items}
+    assert kinds == {"entity", "relation"} and r.passages
+    assert {p.path.split("#")[-1] for p in r.passages[:2]} == {"a", "b"}
+    assert all(i["description"] for i in r.context_items if i["type"] == "relation")
+    write(tmp_path / "plain", "a.md", "# A\n\nplain text without names\n")
+    _, plain = index_with(tmp_path / "plain", cfg=IndexConfig(extract="none"), name="plain")
+    assert "fallback" in api.query(plain, "plain text", QueryConfig(strategy="light")).plan
