@@ -40,8 +40,13 @@ def index(
     reporter: Reporter | None = None,
     embedder_factory: Callable[[IndexConfig], Embedder] | None = None,
     version_of: str | None = None,
+    generator_factory=None,
+    confirm: Callable[[str], bool] | None = None,
 ):
-    """Index ``paths`` into ``index_dir`` (incrementally unless ``full``)."""
+    """Index ``paths`` into ``index_dir`` (incrementally unless ``full``).
+
+    ``confirm(message)`` approves LLM extraction after its time estimate; ``generator_factory`` loads the GGUF model.
+    """
     from dataclasses import replace
 
     from ragkit.embed import normalize_spec
@@ -51,6 +56,7 @@ def index(
     return run_index(
         [Path(p) for p in paths], resolve_index_dir(index_dir), replace(cfg, embed_model=normalize_spec(cfg.embed_model)),
         embedder_factory or _default_embedder_factory, full=full, reporter=reporter, version_of=version_of,
+        generator_factory=generator_factory, confirm=confirm,
     )
 
 

@@ -31,7 +31,9 @@ class IndexConfig:
     fts_stem: bool = True
     fts_remove_stop_words: bool = True
     vector_index_min_rows: int = 100_000  # below this, exact (flat) vector search
-    extract: str = "rules"  # entities and relations: rules | none
+    extract: str = "rules"  # entities and relations: rules | llm | none
+    summaries: str = "extractive"  # community reports: extractive | llm
+    llm_model: str | None = None  # GGUF file for --extract llm / --summaries llm (None: the bundled model)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -45,6 +47,8 @@ class QueryConfig:
     rrf_k: int = 60
     damping: float = 0.85  # personalized PageRank (hippo)
     max_hops: int = 2  # local: relation hops around the query entities
+    vector_seeds: int = 3  # hippo/local: nearest entities (entity vector table) added to the query's seeds
+    passage_share: float = 0.0  # hippo: share of the PPR reset mass on the top dense chunks (HippoRAG 2)
     ppr_weight: float = 0.25  # hippo: PPR list weight in the fusion; dense and BM25 share the rest (alpha)
     entity_weight: float = 0.6  # light: entity side vs relation side in the fusion of their chunk rankings
     overfetch: int = 4

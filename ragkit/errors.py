@@ -54,3 +54,8 @@ class BadDataset(RagkitError):
 class IndexBusy(RagkitError):
     exit_code = 9
     hint = "Another ragkit process is writing this index; try again when it finishes."
+
+
+class Cancelled(RagkitError):
+    exit_code = 10
+    hint = "Nothing was written; the index is as it was."

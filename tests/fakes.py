@@ -36,3 +36,17 @@ class FakeEmbedder:
 
     def encode_query(self, text: str) -> np.ndarray:
         return self._vec(text)
+
+
+class FakeGenerator:
+    """A deterministic stand-in for the GGUF model: canned outputs by substring of the prompt's last text."""
+
+    name = "fake.gguf"
+
+    def __init__(self, answers: dict[str, str], default: str = "not json at all"):
+        self.answers, self.default, self.prompts = answers, default, []
+
+    def complete(self, prompt: str, max_tokens: int = 256, stop=None, temperature: float = 0.0) -> str:
+        self.prompts.append(prompt)
+        tail = prompt.rsplit("Text:", 1)[-1]
+        return next((out for key, out in self.answers.items() if key in tail), self.default)

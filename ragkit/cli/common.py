@@ -56,7 +56,8 @@ class RichReporter(Reporter):
     """A rich progress bar on stderr when it is a terminal; warnings always go to stderr."""
 
     LABELS = {"model": "Loading the embedding model", "parse": "Parsing and chunking", "embed": "Embedding",
-              "write": "Writing index"}
+              "write": "Writing index", "extract": "Extracting entities (LLM)",
+              "summaries": "Writing community summaries (LLM)"}
 
     def __init__(self, show: bool):
         self.progress = None

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Optional
 
 import typer
 
-from ragkit.cli.common import RichReporter, console, handle_errors, interactive, print_json
+from ragkit.cli.common import RichReporter, console, err, handle_errors, interactive, print_json
 
 
 @handle_errors
@@ -23,7 +24,10 @@ def index_cmd(
     embed_model: Optional[str] = typer.Option(None, "--embed-model", help="Local sentence-transformers model folder."),
     chunk_tokens: Optional[int] = typer.Option(None, "--chunk-tokens", help="Upper bound of tokens per chunk."),
     language: Optional[str] = typer.Option(None, "--language", help="Full-text stemming language (English, German, …)."),
-    extract: Optional[str] = typer.Option(None, "--extract", help="Entity/relation extraction: rules | none."),
+    extract: Optional[str] = typer.Option(None, "--extract", help="Entity/relation extraction: rules | llm | none."),
+    summaries: Optional[str] = typer.Option(None, "--summaries", help="Community reports: extractive | llm."),
+    llm_model: Optional[str] = typer.Option(None, "--llm-model", help="GGUF file for --extract llm / --summaries llm."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask before a long LLM extraction."),
     version_of: Optional[str] = typer.Option(None, "--version-of", help="These documents supersede this path or id."),
     as_json: bool = typer.Option(False, "--json", help="Print the run summary as JSON."),
 ):
@@ -34,10 +38,17 @@ def index_cmd(
     icfg, _ = load_config()
     icfg = override(icfg, include=include or None, exclude=exclude or None, include_hidden=hidden or None,
                     doc_type=doc_type, collection=collection, embed_model=embed_model, chunk_tokens=chunk_tokens,
-                    fts_language=language, extract=extract)
+                    fts_language=language, extract=extract, summaries=summaries, llm_model=llm_model)
     reporter = RichReporter(interactive(as_json))
+
+    def confirm(message: str) -> bool:
+        reporter.close()
+        err.print(message, soft_wrap=True)
+        return yes or not sys.stdin.isatty() or not interactive(as_json) or typer.confirm("Go on?", default=True)
+
     try:
-        summary = api.index(paths, index, icfg, full=full, reporter=reporter, version_of=version_of)
+        summary = api.index(paths, index, icfg, full=full, reporter=reporter, version_of=version_of,
+                            confirm=confirm)
     finally:
         reporter.close()
     if as_json:

@@ -104,3 +104,17 @@ def _report(c: Community, edges, desc, n_entities: int = 5, n_relations: int = 5
             c.source_documents.add(doc)
         seen.add(sentence)
     c.report = "\n".join(lines)
+
+
+SUMMARY_PROMPT = """Summarise what connects this group of entities in two sentences.
+
+{report}
+
+Summary:"""
+
+
+def summarize(generator, report: str, max_tokens: int = 120) -> str:
+    """An LLM-written summary of an extractive report (``--summaries llm``); empty when the model says nothing."""
+    out = generator.complete(SUMMARY_PROMPT.format(report=report[:3000]), max_tokens=max_tokens,
+                             stop=["\n\n"])
+    return " ".join(out.split())

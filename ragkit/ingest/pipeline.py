@@ -29,6 +29,7 @@ from ragkit.ingest.doctype import infer_doc_type
 from ragkit.ingest.parse import ParseError, build_sections, infer_title, parse_beir_jsonl, parser_for
 from ragkit.ingest.refs import find_refs
 from ragkit.ingest.resolve import ref_rows
+from ragkit.extract import llm as llm_extract
 from ragkit.extract.entities import entity_rows
 from ragkit.records import Chunk, Document, EntityRows, ParsedDocument
 from ragkit.store.duck import DuckStore
@@ -54,6 +55,7 @@ class IndexSummary:
     total_chunks: int = 0
     seconds: dict[str, float] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    extract: dict[str, int] = field(default_factory=dict)  # LLM extraction: chunks, invalid outputs, dropped names
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -123,6 +125,29 @@ class _Parser:
         return ParsedDocument(doc, sections, blocks, refs, entities), chunks
 
 
+def _default_generator(cfg: IndexConfig):
+    from ragkit.generate import load_generator
+
+    return load_generator(cfg.llm_model)
+
+
+def _summarizer(generator, rep: Reporter):
+    """Community report → LLM summary, with a progress tick per report."""
+    from ragkit.extract.communities import summarize
+
+    started = []
+
+    def run(report: str) -> str:
+        if not started:
+            rep.start("summaries")
+            started.append(True)
+        out = summarize(generator, report)
+        rep.advance("summaries")
+        return out
+
+    return run
+
+
 def _clear_index(index_dir: Path) -> None:
     """Remove what ragkit keeps in an index folder (and nothing else)."""
     import shutil
@@ -142,7 +167,11 @@ def run_index(
     full: bool = False,
     reporter: Reporter | None = None,
     version_of: str | None = None,
+    generator_factory: Callable[[IndexConfig], Any] | None = None,
+    confirm: Callable[[str], bool] | None = None,
 ) -> IndexSummary:
+    """One indexing run. ``generator_factory`` loads the GGUF model for ``extract = "llm"`` /
+    ``summaries = "llm"``; ``confirm(message)`` approves LLM extraction after its estimate (default: yes)."""
     rep = reporter or Reporter()
     t0 = time.perf_counter()
     summary = IndexSummary(index_dir=str(index_dir))
@@ -151,8 +180,10 @@ def run_index(
         summary.warnings.append(msg)
         rep.warn(msg)
 
-    if cfg.extract not in ("rules", "none"):
-        raise BadInput(f"unknown extractor {cfg.extract!r}", hint="Choose rules or none (an LLM extractor is planned)")
+    if cfg.extract not in ("rules", "llm", "none"):
+        raise BadInput(f"unknown extractor {cfg.extract!r}", hint="Choose rules, llm or none")
+    if cfg.summaries not in ("extractive", "llm"):
+        raise BadInput(f"unknown summary kind {cfg.summaries!r}", hint="Choose extractive or llm")
     files = discover(paths, cfg.include, cfg.exclude, cfg.include_hidden)
     if not files:
         raise BadInput(
@@ -272,6 +303,18 @@ def run_index(
         rep.finish("parse")
         summary.seconds["parse_chunk"] = round(time.perf_counter() - t1, 3)
 
+        generator = None
+        if (cfg.extract == "llm" and chunks) or cfg.summaries == "llm":
+            generator = (generator_factory or _default_generator)(cfg)
+        if cfg.extract == "llm" and chunks:
+            t1 = time.perf_counter()
+            stats = llm_extract.run(parsed, chunks, generator, confirm or (lambda message: True), rep)
+            summary.extract = {"chunks": stats.chunks, "invalid": stats.invalid,
+                               "dropped_entities": stats.dropped_entities}
+            if stats.invalid:
+                warn(f"LLM extraction: {stats.invalid} of {stats.chunks} chunk(s) gave no valid JSON (skipped)")
+            summary.seconds["extract_llm"] = round(time.perf_counter() - t1, 3)
+
         remaining = sum(len(s["doc_ids"]) for p, s in states_for_diff.items() if p in seen) - len(replaced_ids)
         if not docs and remaining <= 0:
             raise BadInput(
@@ -323,7 +366,9 @@ def run_index(
                 refs=[r for pd in parsed for r in pd.refs], run=run, full=full,
                 entities=functools.reduce(lambda acc, pd: acc.extend(pd.entities), parsed, EntityRows()),
                 embed=embedder.encode, chunk_vectors=writer.vectors_lookup({c.id: v for c, v in zip(chunks, vectors)}),
+                summarize=_summarizer(generator, rep) if cfg.summaries == "llm" else None,
             )
+            rep.finish("summaries")
             counts = store.counts()
             t2 = time.perf_counter()
             EvidenceGraph.from_store(store, run_id).save(index_dir / GRAPH_DIR)

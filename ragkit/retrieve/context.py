@@ -44,6 +44,7 @@ class SearchContext:
     context_items: list = field(default_factory=list)  # entities, relations, community reports
     scope: Scope | None = None  # None: no filters, everything is visible
     _qvec: object = field(default=None, repr=False)
+    _dense_rows: dict = field(default_factory=dict, repr=False)
 
     def visible(self, collection: str | None, source_documents) -> bool:
         return self.scope is None or self.scope.allows(collection, source_documents)
@@ -78,10 +79,11 @@ class SearchContext:
     def dense(self, limit: int) -> list[Hit]:
         if self.where == NO_MATCH:
             return []
-        vec = self.query_vector()
-        with self.timed("dense"):
-            rows = self.reader.chunks.vector_search(vec, limit, self.where)
-        return self.reader.to_hits(rows, "dense")
+        if limit not in self._dense_rows:  # strategies may ask twice (seeding, then fusion)
+            vec = self.query_vector()
+            with self.timed("dense"):
+                self._dense_rows[limit] = self.reader.chunks.vector_search(vec, limit, self.where)
+        return self.reader.to_hits(self._dense_rows[limit], "dense")
 
     def hits_for(self, ranked: list[tuple[str, float]]) -> list[Hit]:
         """Hits for (chunk id, score) pairs, in that order, dropping chunks the prefilter excludes."""

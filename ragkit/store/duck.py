@@ -153,12 +153,14 @@ class DuckStore:
         entities: EntityRows | None = None,
         embed=None,
         chunk_vectors=None,
+        summarize=None,
     ) -> int:
         """Apply one run's changes atomically; returns the run id.
 
         ``embed`` (texts → vectors) embeds entity names and community summaries; ``chunk_vectors``
         (chunk ids → {id: vector}) gives entity and relation vectors their context.
         The run's knowledge counts (recomputed entities, relations, communities) go into its summary.
+        ``summarize`` (report → text) writes community summaries with an LLM (``--summaries llm``).
         """
         from ragkit.store import knowledge
 
@@ -206,7 +208,7 @@ class DuckStore:
             self._insert("aliases", entities.aliases)
             self._resolve()
             if full or removed_doc_ids or documents:
-                run["summary"]["knowledge"] = knowledge.refresh(self, touched, collections, embed, chunk_vectors)
+                run["summary"]["knowledge"] = knowledge.refresh(self, touched, collections, embed, chunk_vectors, summarize)
             run_id = (con.execute("SELECT coalesce(max(id), 0) + 1 FROM runs").fetchone()[0])
             con.execute(
                 "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?)",

@@ -48,9 +48,14 @@ class EntityGraph(PickledGraph):
             return idx[key]
 
         edges, weights, types = [], [], []
+        df: dict[str, int] = {}
+        for m in mentions:
+            df[m["entity"]] = df.get(m["entity"], 0) + 1
+        n_chunks = len({m["chunk_id"] for m in mentions}) or 1
         for m in mentions:
             edges.append((vertex(m["entity"], "entity"), vertex(m["chunk_id"], "chunk")))
-            weights.append(float(m["n"]))
+            # a walk leaving a chunk prefers its specific entities (a bridge name) over common ones (a year)
+            weights.append(float(m["n"]) * math.log(1 + n_chunks / df[m["entity"]]))
             types.append("mention")
         for r in relations:
             edges.append((vertex(r["a"], "entity"), vertex(r["b"], "entity")))
@@ -84,13 +89,24 @@ class EntityGraph(PickledGraph):
                 out[key] = math.log(1 + self.n_chunks / df)
         return out
 
-    def ppr(self, seeds: dict[str, float], damping: float = 0.85, top: int = 100) -> list[tuple[str, float]]:
-        """Chunks ranked by personalized PageRank mass from the seed entities."""
+    def ppr(self, seeds: dict[str, float], damping: float = 0.85, top: int = 100,
+            chunk_seeds: dict[str, float] | None = None, chunk_share: float = 0.0) -> list[tuple[str, float]]:
+        """Chunks ranked by personalized PageRank mass from the seed entities.
+
+        ``chunk_seeds`` (chunk id → weight, e.g. dense similarity) also restart the walk at passages, as
+        HippoRAG 2 does; they get ``chunk_share`` of the reset mass, the entities the rest.
+        """
         if not seeds or not self.g.vcount():
             return []
         reset = [0.0] * self.g.vcount()
+        total = sum(seeds.values()) or 1.0
         for key, w in seeds.items():
-            reset[self._idx["e:" + key]] = w
+            reset[self._idx["e:" + key]] = (1 - chunk_share) * w / total
+        chunk_total = sum((chunk_seeds or {}).values()) or 1.0
+        for cid, w in (chunk_seeds or {}).items():
+            v = self._idx.get("c:" + cid)
+            if v is not None:
+                reset[v] += chunk_share * w / chunk_total
         scores = self.g.personalized_pagerank(directed=False, damping=damping, reset=reset, weights="weight")
         ranked = sorted(((scores[i], i) for i in self._chunk_vertices if scores[i] > 0), reverse=True)[:top]
         return [(self.g.vs[i]["name"][2:], s) for s, i in ranked]

