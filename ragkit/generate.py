@@ -37,6 +37,31 @@ def resolve_model(spec: str | None) -> Path:
     return path
 
 
+_LOG_CALLBACK = None
+
+
+def _quiet_llama_logs() -> None:
+    """Route llama.cpp's C-level log lines through a callback that keeps only errors.
+
+    ggml's levels: 0 none, 1 debug, 2 info, 3 warn, 4 error, 5 continuation.
+    """
+    global _LOG_CALLBACK
+    if _LOG_CALLBACK is not None:
+        return
+    import ctypes
+    import sys
+
+    import llama_cpp
+
+    @llama_cpp.llama_log_callback
+    def callback(level: int, text: bytes, user_data) -> None:
+        if level == 4:
+            sys.stderr.write(text.decode("utf-8", "replace"))
+
+    _LOG_CALLBACK = callback  # keep a reference: C holds only the pointer
+    llama_cpp.llama_log_set(callback, ctypes.c_void_p(0))
+
+
 class Generator:
     """One loaded GGUF model; greedy (temperature 0) unless told otherwise."""
 
@@ -45,6 +70,7 @@ class Generator:
             from llama_cpp import Llama
         except ImportError as exc:
             raise ModelUnavailable("llama-cpp-python is not installed", hint=f"Install it: {_INSTALL}") from exc
+        _quiet_llama_logs()
         self.model_path = Path(model_path)
         self.n_ctx = n_ctx
         self.llm = Llama(model_path=str(model_path), n_ctx=n_ctx, n_threads=threads or os.cpu_count() or 2,

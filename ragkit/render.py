@@ -87,8 +87,10 @@ def print_result(console, r: QueryResult, explain: bool = False) -> None:
             console.print(Panel(Text(item["report"]), title=f"community {item['id']} (similarity "
                                                               f"{item['similarity']:.2f})", border_style="cyan"))
         elif kind == "entity":
-            console.print(Text.assemble(("entity ", "dim"), (item["entity"], "bold cyan"),
-                                        (f"  {item['score']:.3f}", "dim")))
+            console.print(Text.assemble(("entity ", "dim"), (item.get("name") or item["entity"], "bold cyan"),
+                                        (f" ({item.get('entity_type', '')})  {item['score']:.3f}  ", "dim"),
+                                        (item.get("description", "").split("\n")[0][:160], "dim")),
+                          soft_wrap=True)
         elif kind == "relation":
             console.print(Text.assemble(("relation ", "dim"), (f"{item['source']} — {item['target']}", "cyan"),
                                         (f"  {item['description'][:160]}", "dim")), soft_wrap=True)

@@ -116,6 +116,8 @@ def test_show_entity_and_graph_stats_cli(bridge, tmp_path, monkeypatch):
     assert runner.invoke(app, ["show", "entity", "nobody here", "--index", idx]).exit_code == 6
     st = json.loads(runner.invoke(app, ["graph", "stats", "--index", idx, "--json"]).output)
     assert st["entity_graph"]["entities"] > 5 and st["entity_graph"]["chunks"] == 4
+    (coll,) = st["knowledge"]
+    assert coll["entities"] == st["entity_graph"]["entities"] and coll["relations"] > 0 and coll["communities"] >= 1
 
 
 def test_leiden_finds_known_clusters_and_reports():

@@ -27,7 +27,10 @@ def test_parse_output_takes_the_first_json_object_and_rejects_the_rest():
     assert parse_output(" " + CURIE + "\nText: more")["entities"][0]["name"] == "Marie Curie"
     assert parse_output("I think the entities are Marie Curie") is None
     assert parse_output('{"entities": "none"}') is None
-    assert parse_output('{"entities": [{"name": "A"') is None  # cut off by max_tokens
+    assert parse_output('{"entities": [{"name": "A"') is None  # cut off by max_tokens, nothing complete
+    cut = parse_output(' {"entities": [{"name": "A", "type": "x"}, {"name": "B"}], "relations": [{"source": "A", '
+                       '"target": "B", "description": "d"}, {"so')
+    assert cut["salvaged"] and [e["name"] for e in cut["entities"]] == ["A", "B"] and len(cut["relations"]) == 1
 
 
 def test_rows_keep_only_names_found_in_the_chunk():
@@ -56,7 +59,7 @@ def test_llm_extraction_in_a_run_counts_invalid_output(docs, tmp_path, fake):
     summary = api.index([docs], tmp_path / "idx", IndexConfig(extract="llm"), embedder_factory=lambda c: fake,
                         generator_factory=lambda c: gen, confirm=lambda m: asked.append(m) or True)
     assert asked and "2 chunk(s)" in asked[0] and "per chunk" in asked[0]
-    assert summary.extract == {"chunks": 2, "invalid": 1, "dropped_entities": 1}
+    assert summary.extract == {"chunks": 2, "invalid": 1, "salvaged": 0, "dropped_entities": 1}
     assert any("no valid JSON" in w for w in summary.warnings)
     assert len(gen.prompts) == 2  # the timed sample is not extracted twice
     reader = api.open_index(tmp_path / "idx", embedder=fake)

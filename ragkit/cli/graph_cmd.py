@@ -31,6 +31,11 @@ def stats_cmd(
             "count(resolved_section_id) AS resolved_section FROM refs GROUP BY kind ORDER BY kind")
         st["communities"] = store.rows("SELECT level, count(*) AS communities, CAST(avg(size) AS DOUBLE) AS mean_size "
                                        "FROM communities GROUP BY level ORDER BY level")
+        st["knowledge"] = store.rows(
+            "SELECT collection, (SELECT count(*) FROM entities e WHERE e.collection = d.collection) AS entities, "
+            "(SELECT count(*) FROM relations r WHERE r.collection = d.collection) AS relations, "
+            "(SELECT count(*) FROM communities c WHERE c.collection = d.collection) AS communities "
+            "FROM (SELECT DISTINCT collection FROM documents) d ORDER BY collection")
     st["entity_graph"] = reader.entity_graph.stats()
     if as_json:
         print_json(st)
@@ -45,6 +50,9 @@ def stats_cmd(
     eg = st["entity_graph"]
     t.add_row("entity graph", f"{eg['entities']} entities, {eg['relation_edges']} relations, "
                               f"{eg['mention_edges']} mention edges to {eg['chunks']} chunks")
+    for k in st["knowledge"]:
+        t.add_row(f"collection {k['collection']}", f"{k['entities']} entities, {k['relations']} relations, "
+                                                   f"{k['communities']} communities")
     for c in st["communities"]:
         t.add_row(f"communities, level {c['level']}", f"{c['communities']} (mean size {c['mean_size']:.1f} entities)")
     for r in st["references"]:

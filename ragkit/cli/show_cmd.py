@@ -31,10 +31,14 @@ def entity_cmd(
     if as_json:
         print_json(info)
         return
-    console.print(f"[bold]{info['entity']}[/] ({info['type']}) — {info['mentions']} mentions in {info['chunks']} chunks")
+    console.print(f"[bold]{info['name']}[/] [dim]({info['entity']}, {info['type']})[/] — {info['mentions']} "
+                  f"mentions in {info['chunks']} chunks")
     console.print(f"aliases: {', '.join(info['aliases'])}", soft_wrap=True)
+    for row in info["collections"]:
+        console.print(f"[magenta]{row['collection']}[/]: {row['description'] or '[dim](no describing sentence)[/]'}",
+                      soft_wrap=True)
     for r in info["relations"]:
-        console.print(f"  [cyan]{r['other']}[/] weight {r['weight']:.2f}: [dim]{r['description'][:160]}[/]",
+        console.print(f"  [cyan]{r['other']}[/] weight {r['weight']:.2f}: [dim]{(r['description'] or '')[:160]}[/]",
                       soft_wrap=True)
     for c in info["sources"]:
         console.print(f"  {c['path']}:{c['line_start']}-{c['line_end']}  [magenta]{c['header']}[/]", soft_wrap=True)

@@ -12,6 +12,7 @@ shared.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 
 from ragkit.extract.entities import normalize
@@ -38,6 +39,7 @@ STOP = ["\n\n", "\nText:"]
 class LlmStats:
     chunks: int = 0
     invalid: int = 0  # outputs that were not the JSON asked for
+    salvaged: int = 0  # outputs cut off mid-JSON whose complete entities were kept
     dropped_entities: int = 0  # names not found in the chunk
 
 
@@ -46,17 +48,40 @@ def prompt_for(text: str) -> str:
 
 
 def parse_output(raw: str) -> dict | None:
-    """The first JSON object in the model's output, if it has an ``entities`` list."""
+    """The first JSON object in the model's output, if it has an ``entities`` list.
+
+    Small models often loop until ``max_tokens`` cuts the JSON off; then the
+    complete inner objects are salvaged (``{"name": …}`` entities, ``{"source": …,
+    "target": …}`` relations) and the result is marked ``"salvaged": True``.
+    """
     start = raw.find("{")
     if start < 0:
         return None
     try:
         obj, _ = json.JSONDecoder().raw_decode(raw[start:])
     except json.JSONDecodeError:
-        return None
+        return _salvage(raw[start:])
     if not isinstance(obj, dict) or not isinstance(obj.get("entities"), list):
         return None
     return obj
+
+
+def _salvage(raw: str) -> dict | None:
+    if '"entities"' not in raw:
+        return None
+    entities, relations = [], []
+    for m in re.finditer(r"\{[^{}\[\]]*\}", raw):
+        try:
+            item = json.loads(m.group(0))
+        except json.JSONDecodeError:
+            continue
+        if isinstance(item, dict) and isinstance(item.get("name"), str):
+            entities.append(item)
+        elif isinstance(item, dict) and "source" in item and "target" in item:
+            relations.append(item)
+    if not entities:
+        return None
+    return {"entities": entities, "relations": relations, "salvaged": True}
 
 
 def rows_from_output(obj: dict, chunk, document_id: str, stats: LlmStats) -> EntityRows:
@@ -75,6 +100,8 @@ def rows_from_output(obj: dict, chunk, document_id: str, stats: LlmStats) -> Ent
             stats.dropped_entities += 1
             continue
         key = normalize(name)
+        if key in names:  # small models repeat themselves
+            continue
         kind = str(e.get("type", "")).lower()
         kind = {"organization": "organisation", "location": "place"}.get(kind, kind)
         span = next(((a, b) for a, b in sentences if a <= pos < b + 1), (None, None))
@@ -82,12 +109,14 @@ def rows_from_output(obj: dict, chunk, document_id: str, stats: LlmStats) -> Ent
         out.mentions.append({"chunk_id": chunk.id, "document_id": document_id, "entity": key, "raw": key,
                              "surface": text[pos:pos + len(name)], "type": kind if kind in TYPES else "name",
                              "sent_start": span[0], "sent_end": span[1]})
+    pairs = set()
     for r in obj.get("relations", []) or []:
         if not isinstance(r, dict):
             continue
         a, b = normalize(str(r.get("source", ""))), normalize(str(r.get("target", "")))
-        if a in names and b in names and a != b:
+        if a in names and b in names and a != b and tuple(sorted((a, b))) not in pairs:
             a, b = sorted((a, b))
+            pairs.add((a, b))
             desc = str(r.get("description") or "")[:300]
             out.cooccur.append({"chunk_id": chunk.id, "document_id": document_id, "a": a, "b": b, "weight": 1.0,
                                 "description": f"{names[a]} — {names[b]}: {desc}" if desc else ""})
@@ -107,6 +136,7 @@ def extract_chunks(chunks, document_id: str, generator, stats: LlmStats, progres
         if obj is None:
             stats.invalid += 1
         else:
+            stats.salvaged += bool(obj.get("salvaged"))
             rows.extend(rows_from_output(obj, c, document_id, stats))
         if progress:
             progress(1)

@@ -309,7 +309,7 @@ def run_index(
         if cfg.extract == "llm" and chunks:
             t1 = time.perf_counter()
             stats = llm_extract.run(parsed, chunks, generator, confirm or (lambda message: True), rep)
-            summary.extract = {"chunks": stats.chunks, "invalid": stats.invalid,
+            summary.extract = {"chunks": stats.chunks, "invalid": stats.invalid, "salvaged": stats.salvaged,
                                "dropped_entities": stats.dropped_entities}
             if stats.invalid:
                 warn(f"LLM extraction: {stats.invalid} of {stats.chunks} chunk(s) gave no valid JSON (skipped)")

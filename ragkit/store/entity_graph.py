@@ -26,7 +26,19 @@ class EntityGraph(PickledGraph):
         self._idx = {n: i for i, n in enumerate(names)}
         self.n_chunks = sum(1 for k in kinds if k == "chunk")
         self._chunk_vertices = [i for i, k in enumerate(kinds) if k == "chunk"]
+        self._names = [n[2:] for n in names]
         self.aliases = g["aliases"] if "aliases" in g.attributes() else {}
+        # plain adjacency lists: walking igraph's edge objects one by one is slow in Python
+        self._chunks: dict[int, list[str]] = {}
+        self._related: dict[int, list[tuple[int, float]]] = {}
+        if g.ecount():
+            for (x, y), kind, w in zip(g.get_edgelist(), g.es["type"], g.es["weight"]):
+                if kind == "mention":
+                    ent, chunk = (x, y) if kinds[x] == "entity" else (y, x)
+                    self._chunks.setdefault(ent, []).append(self._names[chunk])
+                else:
+                    self._related.setdefault(x, []).append((y, w))
+                    self._related.setdefault(y, []).append((x, w))
 
     @classmethod
     def from_store(cls, store, run_id: int | None = None) -> "EntityGraph":
@@ -74,10 +86,7 @@ class EntityGraph(PickledGraph):
 
     def chunk_frequency(self, key: str) -> int:
         """Chunks that mention the entity (its document frequency)."""
-        v = self._idx.get("e:" + key)
-        if v is None:
-            return 0
-        return sum(1 for n in self.g.neighbors(v) if self.g.vs[n]["kind"] == "chunk")
+        return len(self.chunks_of(key))
 
     def seeds(self, keys: list[str]) -> dict[str, float]:
         """Query entity keys found in the graph, weighted by specificity (IDF over chunks)."""
@@ -109,13 +118,11 @@ class EntityGraph(PickledGraph):
                 reset[v] += chunk_share * w / chunk_total
         scores = self.g.personalized_pagerank(directed=False, damping=damping, reset=reset, weights="weight")
         ranked = sorted(((scores[i], i) for i in self._chunk_vertices if scores[i] > 0), reverse=True)[:top]
-        return [(self.g.vs[i]["name"][2:], s) for s, i in ranked]
+        return [(self._names[i], s) for s, i in ranked]
 
     def chunks_of(self, key: str) -> list[str]:
         v = self._idx.get("e:" + key)
-        if v is None:
-            return []
-        return [self.g.vs[n]["name"][2:] for n in self.g.neighbors(v) if self.g.vs[n]["kind"] == "chunk"]
+        return self._chunks.get(v, []) if v is not None else []
 
     def neighbourhood(self, seeds: dict[str, float], hops: int = 2):
         """Entities within ``hops`` relation hops of the seeds, scored by seed weight × relation strength
@@ -126,15 +133,11 @@ class EntityGraph(PickledGraph):
         for hop in range(hops):
             nxt: dict[str, float] = {}
             for key, w in frontier.items():
-                v = self._idx["e:" + key]
-                for e in self.g.incident(v):
-                    edge = self.g.es[e]
-                    if edge["type"] != "relation":
-                        continue
-                    other = self.g.vs[edge.target if edge.source == v else edge.source]["name"][2:]
-                    a, b = sorted((key, other))
-                    walked[(a, b)] = max(walked.get((a, b), 0.0), edge["weight"])
-                    gain = w * min(1.0, edge["weight"]) * (0.5 ** hop)
+                for u, weight in self._related.get(self._idx["e:" + key], ()):
+                    other = self._names[u]
+                    a, b = (key, other) if key < other else (other, key)
+                    walked[(a, b)] = max(walked.get((a, b), 0.0), weight)
+                    gain = w * min(1.0, weight) * (0.5 ** hop)
                     if gain > scores.get(other, 0.0):
                         nxt[other] = max(nxt.get(other, 0.0), gain)
             for k, g in nxt.items():
