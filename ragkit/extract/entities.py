@@ -30,7 +30,7 @@ Therefore Hence Still Often Sometimes Only Even Just Much More Several Few Anoth
 According Although Because Unless Whether Once Per Via Both Either Neither""".split())
 _ORG = re.compile(r"\b(Inc|Ltd|LLC|GmbH|AG|Corporation|Company|Co|University|College|Institute|Organization|"
                   r"Organisation|Association|Society|Group|Agency|Ministry|Department|Council|Bank|Records|Studios?|"
-                  r"Party|Club|Foundation|Team|FC|Airlines?)\b")
+                  r"Party|Club|Foundation|Team|FC|Airlines?|Labs?|Laboratories|Systems|Technologies)\b")
 _PLACE = re.compile(r"\b(City|County|River|Mountains?|Island|Lake|Province|State|Kingdom|Republic|Street|Park)\b")
 _MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
 _DATE = re.compile(rf"\b(?:(?:\d{{1,2}}\s)?(?:{_MONTHS})(?:\s\d{{1,2}},?)?\s)?(?:1[5-9]\d\d|20\d\d)\b")
@@ -157,7 +157,8 @@ def extract(text: str, context: list[str] | None = None) -> ChunkEntities:
                 out.aliases[normalize(tail.group(1))] = key
     for n, name in enumerate(context or []):
         if name:
-            out.mentions.append(Mention(normalize(name), name, _type_of(name), -1, -1))
+            kind = _type_of(name)  # a title or heading is rarely a person, whatever its capitals say
+            out.mentions.append(Mention(normalize(name), name, "title" if kind in ("person", "name") else kind, -1, -1))
     # canonical keys
     for m in out.mentions:
         m.key = out.aliases.get(m.key, m.key)

@@ -221,7 +221,7 @@ def _remap_aliases(store) -> set[str]:
 def _entity_rows(store, only: str) -> list[dict[str, Any]]:
     rows = store.rows(
         "SELECT m.entity AS key, d.collection, mode(m.surface) AS name, "
-        "coalesce(mode(m.type) FILTER (WHERE m.type NOT IN ('acronym', 'name', 'term')), mode(m.type)) AS type, "
+        "coalesce(mode(m.type) FILTER (WHERE m.type NOT IN ('acronym', 'name', 'term', 'title')), mode(m.type)) AS type, "
         "list(DISTINCT m.surface ORDER BY m.surface) AS aliases, count(*) AS mentions, "
         "count(DISTINCT m.chunk_id) AS chunks, count(DISTINCT m.document_id) AS documents, "
         "list(DISTINCT m.chunk_id ORDER BY m.chunk_id) AS chunk_ids "
