@@ -41,7 +41,7 @@ class IndexConfig:
 
 @dataclass
 class QueryConfig:
-    strategy: str = "hybrid"
+    strategy: str = "auto"  # auto: the router picks per query
     k: int = 10
     alpha: float = 0.5  # dense weight in weighted RRF; lexical gets 1 - alpha
     rrf_k: int = 60
@@ -61,6 +61,10 @@ class QueryConfig:
     all_versions: bool = False  # include superseded documents
     context_budget: int | None = None  # pack passages into a context block of this many tokens
     filters: dict[str, str] = field(default_factory=dict)
+    decompose: bool = False  # also retrieve sub-queries of comparisons (measured: hurts on hotpotqa-100)
+    retry: bool = True  # corrective retry: one broader retrieval when the first results look poor
+    spelling: bool = True  # correct words unknown to the index to a frequent index word one edit away
+    planner_rules: str | None = None  # a copy of ragkit/retrieve/planner_rules.toml to use instead
 
 
 def _load_toml(path: Path) -> dict[str, Any]:

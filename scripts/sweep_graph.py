@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Graph strategy settings side by side on a labelled dataset (one index, one loaded model).
+"""Query settings (strategies, graph and planner knobs) side by side on a labelled dataset (one index, one loaded model).
 
     python scripts/sweep_graph.py ../shared/data/hotpotqa-100 --index <index built by ragkit eval> \\
         "strategy=hybrid" "strategy=hippo" "strategy=hippo,vector_seeds=0" "strategy=hippo,passage_share=0.2"
@@ -34,7 +34,10 @@ def parse_row(spec: str, base: QueryConfig) -> QueryConfig:
         if key not in types:
             raise SystemExit(f"unknown setting {key!r}; known: {', '.join(sorted(types))}")
         kind = str(types[key])
-        values[key] = int(raw) if kind == "int" else float(raw) if kind == "float" else raw
+        if kind == "bool":
+            values[key] = raw.lower() in ("1", "true", "yes", "on")
+        else:
+            values[key] = int(raw) if kind == "int" else float(raw) if kind == "float" else raw
     return replace(base, **values)
 
 

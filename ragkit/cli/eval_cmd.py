@@ -34,9 +34,9 @@ def eval_cmd(
     from ragkit.retrieve.strategies import STRATEGIES
     from ragkit.errors import BadQuery
 
-    unknown = [n for n in names if n not in STRATEGIES]
+    unknown = [n for n in names if n not in STRATEGIES and n != "auto"]
     if unknown:
-        raise BadQuery(f"unknown strategy {', '.join(unknown)}", hint=f"Choose from: {', '.join(STRATEGIES)}")
+        raise BadQuery(f"unknown strategy {', '.join(unknown)}", hint=f"Choose from: auto, {', '.join(STRATEGIES)}")
     reporter = RichReporter(interactive(as_json))
     try:
         res = api.evaluate(dataset, names, index_dir=api.resolve_index_dir(index) if index else None, k=k,

@@ -16,7 +16,7 @@ from ragkit.errors import BadQuery
 def query_cmd(
     query: Optional[str] = typer.Argument(None, help='The question; "-" reads one query per line from stdin.'),
     index: Optional[str] = typer.Option(None, "--index", "-i", help="Index name (under ./indexes) or directory."),
-    strategy: Optional[str] = typer.Option(None, "--strategy", "-s", help="naive | lexical | hybrid | hippo"),
+    strategy: Optional[str] = typer.Option(None, "--strategy", "-s", help="auto (default: the router picks) | naive | lexical | hybrid | local | global | light | hippo"),
     k: Optional[int] = typer.Option(None, "-k", "--top", help="Number of passages."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object (schema ragkit.query/1)."),
     as_jsonl: bool = typer.Option(False, "--jsonl", help="One passage per line; one object per query from stdin."),
@@ -30,8 +30,11 @@ def query_cmd(
     trace: Optional[Path] = typer.Option(None, "--trace", help="Append every candidate's features as JSON lines."),
     context: bool = typer.Option(False, "--context", help="Print the packed, source-labelled context block only."),
     context_budget: int = typer.Option(8000, "--context-budget", help="Token budget of --context."),
+    no_spelling: bool = typer.Option(False, "--no-spelling", help="Do not correct words unknown to the index."),
+    decompose: bool = typer.Option(False, "--decompose", help="Also retrieve the sub-queries of comparisons."),
+    no_retry: bool = typer.Option(False, "--no-retry", help="No corrective retry when the first results look poor."),
 ):
-    """Retrieve passages for a question (hybrid dense + BM25 by default)."""
+    """Retrieve passages for a question (the router picks the strategy unless --strategy says)."""
     from ragkit import api
     from ragkit.config import load_config, override
     from ragkit.retrieve.filters import parse_filters
@@ -39,7 +42,8 @@ def query_cmd(
     _, qcfg = load_config(index_dir=api.resolve_index_dir(index))
     flt = {**qcfg.filters, **parse_filters(filters or [])}
     qcfg = override(qcfg, strategy=strategy, k=k, alpha=alpha, budget=budget, filters=flt, rerank=rerank,
-                    mode=mode, all_versions=all_versions or None,
+                    mode=mode, all_versions=all_versions or None, spelling=False if no_spelling else None,
+                    decompose=decompose or None, retry=False if no_retry else None,
                     context_budget=context_budget if context else None)
     if query is None and sys.stdin.isatty():
         raise BadQuery("no query given", hint='ragkit query "your question" (or pipe queries, one per line, with -)')

@@ -39,11 +39,15 @@ CREATE TABLE IF NOT EXISTS refs (
     target VARCHAR, unit VARCHAR, numbers VARCHAR[], chapter VARCHAR, subsection VARCHAR,
     resolved_document_id VARCHAR, resolved_section_id VARCHAR
 );
+CREATE TABLE IF NOT EXISTS vocab (term VARCHAR, df INTEGER);
 CREATE TABLE IF NOT EXISTS runs (
     id INTEGER PRIMARY KEY, started_at DOUBLE, finished_at DOUBLE, lance_table VARCHAR,
     lance_version BIGINT, summary JSON
 );
 """
+
+
+WORD = "[a-zà-öø-ÿß]{3,}"  # a vocabulary word: three or more letters
 
 
 def _connect(path: Path, read_only: bool):
@@ -120,7 +124,13 @@ class DuckStore:
         clauses, params = [], []
         columns = {"doc_type", "collection", "title", "external_id", "id", "version"}
         for key, value in filters.items():
-            if key == "path":
+            if key in ("date_from", "date_to"):
+                # the document date: front matter `date`, else the file's modification time
+                clauses.append("coalesce(TRY_CAST(json_extract_string(metadata, '$.date') AS DATE), "
+                               f"CAST(to_timestamp(mtime) AS DATE)) {'>=' if key == 'date_from' else '<='} "
+                               "TRY_CAST(? AS DATE)")
+                params.append(value)
+            elif key == "path":
                 clauses.append("(path GLOB ? OR source_path GLOB ? OR path GLOB ?)")
                 params += [value, value, f"*{value}"]
             elif key in columns:
@@ -207,6 +217,7 @@ class DuckStore:
             self._insert("cooccur", entities.cooccur)
             self._insert("aliases", entities.aliases)
             self._resolve()
+            self._vocabulary()
             if full or removed_doc_ids or documents:
                 run["summary"]["knowledge"] = knowledge.refresh(self, touched, collections, embed, chunk_vectors, summarize)
             run_id = (con.execute("SELECT coalesce(max(id), 0) + 1 FROM runs").fetchone()[0])
@@ -238,6 +249,13 @@ class DuckStore:
         if old:
             with self.registered("old", {"id": old}):
                 self.con.execute("UPDATE documents SET is_latest = false WHERE id IN (SELECT id FROM old)")
+
+    def _vocabulary(self) -> None:
+        """The index's own words with chunk frequencies (spelling correction at query time)."""
+        self.con.execute("DELETE FROM vocab")
+        self.con.execute(
+            "INSERT INTO vocab SELECT w, count(DISTINCT id) FROM (SELECT id, unnest(regexp_extract_all("
+            f"lower(header || ' ' || text), '{WORD}')) AS w FROM chunks) GROUP BY w")
 
     def relation_rows(self, pairs: list[tuple[str, str]]) -> list[dict[str, Any]]:
         """The relations rows (every collection) of these entity pairs."""

@@ -33,6 +33,8 @@ class IndexReader:
         self._resolver = None
         self._entity_graph = None
         self._knowledge = None
+        self._facts = None
+        self._speller = None
         self._superseded: list[str] | None = None
         run = self.manifest["last_run"]
         try:
@@ -82,6 +84,32 @@ class IndexReader:
 
             self._knowledge = KnowledgeVectors(self.index_dir / LANCE_DIR, self.manifest["last_run"]["id"], self.duck)
         return self._knowledge
+
+    def facts(self) -> dict:
+        """What the committed run holds that planning needs: doc types, entity and community counts (cached)."""
+        if self._facts is None:
+            with self.duck() as store:
+                self._facts = {
+                    "doc_types": set(store.doc_types()),
+                    "entities": store.con.execute("SELECT count(*) FROM entities").fetchone()[0],
+                    "communities": store.con.execute("SELECT count(*) FROM communities").fetchone()[0],
+                }
+        return self._facts
+
+    def speller(self):
+        """Spelling correction against this index's vocabulary (loaded once)."""
+        if self._speller is None:
+            import duckdb
+
+            from ragkit.retrieve.spelling import Speller
+
+            with self.duck() as store:
+                try:
+                    vocab = dict(store.con.execute("SELECT term, df FROM vocab").fetchall())
+                except duckdb.CatalogException:  # an index written before the vocabulary existed
+                    vocab = {}
+            self._speller = Speller(vocab)
+        return self._speller
 
     def scope_for(self, filters: dict[str, str]):
         """The documents (and their collections) the filters allow; None without filters."""

@@ -1,0 +1,94 @@
+"""Query router (seed 001): ``--strategy auto`` picks a strategy from the plan and the query's features.
+
+Rules, first match wins, and only among strategies the index can serve:
+
+1. overview / summarisation words → ``global`` (community reports);
+2. identifiers or exact phrases: only identifiers → ``lexical``; else ``hybrid``
+   with the lexical side boosted (alpha 0.3);
+3. a named entity the entity graph knows (a bridge question starts from one,
+   a comparison names two) → ``hippo``, the best graph strategy on multi-hop
+   questions (README), relationship words noted in the reason;
+4. otherwise ``hybrid``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ragkit.retrieve.planner import QueryPlan, load_rules
+
+LEXICAL_BOOST_ALPHA = 0.3
+
+
+@dataclass
+class Route:
+    strategy: str
+    reason: str
+    alpha: float | None = None  # a fusion weight the route asks for (None: keep the configured one)
+
+
+def _has_any(text: str, phrases: list[str]) -> list[str]:
+    words = re.findall(r"[\w-]+", text.lower())
+    low = " " + " ".join(words) + " "
+    return [p for p in phrases if f" {p.lower()} " in low]
+
+
+def route(plan: QueryPlan, known_entities: list[str], has_entities: bool, has_communities: bool,
+          rules_path: str | None = None) -> Route:
+    """``known_entities``: the query's entities found in the entity graph (longest names, not their words)."""
+    rules = load_rules(rules_path).get("router", {})
+    overview = _has_any(plan.text, rules.get("overview", []))
+    if overview and has_communities:
+        return Route("global", f"overview question ({', '.join(overview)})")
+    if plan.identifiers or plan.constraints.must_include:
+        rest = plan.text
+        for ident in plan.identifiers:
+            rest = rest.replace(ident, " ")
+        if plan.identifiers and len(re.findall(r"\w{3,}", rest)) <= 1:
+            return Route("lexical", f"identifier lookup ({', '.join(plan.identifiers)})")
+        what = plan.identifiers or [f'"{p}"' for p in plan.constraints.must_include]
+        return Route("hybrid", f"exact terms ({', '.join(what)}): lexical side boosted", LEXICAL_BOOST_ALPHA)
+    related = _has_any(plan.text, rules.get("relationship", []))
+    if has_entities and known_entities:
+        why = f"{len(known_entities)} known entities ({', '.join(known_entities[:4])})"
+        return Route("hippo", why + (f" and relationship words ({', '.join(related)})" if related else ""))
+    return Route("hybrid", "default: no overview, identifier or multi-entity signal")
+
+
+def plan_and_route(reader, text: str, cfg):
+    """The plan of one query and the config to run it with (strategy, alpha, mode and filters resolved)."""
+    from dataclasses import replace
+
+    from ragkit.extract.entities import extract
+    from ragkit.retrieve.planner import plan_query
+
+    facts = reader.facts()
+    plan = plan_query(text, facts["doc_types"], cfg.planner_rules, syntax=cfg.syntax,
+                      correct=reader.speller().correct if cfg.spelling else None)
+    filters = {**cfg.filters, **plan.constraints.filters()}
+    dated = {k: v for k, v in filters.items() if k in ("date_from", "date_to")}
+    if dated and not reader.doc_ids_for(dated):
+        plan.notes.append(f"no document is dated {dated.get('date_from', '…')} – {dated.get('date_to', '…')}: "
+                          "date constraint ignored")
+        filters = {k: v for k, v in filters.items() if k not in dated}
+    changes: dict = {"filters": filters}
+    if cfg.strategy == "auto":
+        known = []
+        if facts["entities"]:
+            graph = reader.entity_graph
+            names = {m.key for m in extract(plan.text).mentions if m.sentence >= 0}
+            known = sorted(k for k in names if graph.has_entity(graph.aliases.get(k, k)))
+        plan.entities = known
+        r = route(plan, known, bool(facts["entities"]), facts["communities"] > 0, cfg.planner_rules)
+        plan.strategy, plan.reason = r.strategy, f"auto: {r.reason}"
+        changes["strategy"] = r.strategy
+        if r.alpha is not None:
+            changes["alpha"] = r.alpha
+        if cfg.mode == "balanced":  # the planner's mode, unless one was asked for
+            changes["mode"] = plan.retrieval_strategy
+    else:
+        plan.strategy = cfg.strategy
+        plan.reason = "chosen by --strategy"
+    plan.retrieval_strategy = changes.get("mode", cfg.mode)
+    return plan, replace(cfg, **changes)

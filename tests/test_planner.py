@@ -1,0 +1,183 @@
+"""Rule-based planner (constraints, dates, identifiers, doc-type routing) and the router."""
+
+import pytest
+
+from ragkit import api
+from ragkit.config import QueryConfig
+from ragkit.errors import BadQuery
+from ragkit.retrieve.planner import plan_query
+from ragkit.retrieve.router import route
+from tests.conftest import write
+
+
+def test_operators_phrases_and_negations_are_lifted_out():
+    p = plan_query('doc_type:policy collection:hr path:"docs/*.md" "rest period" overtime -draft')
+    c = p.constraints
+    assert c.doc_types == ["policy"] and c.collections == ["hr"] and c.paths == ["docs/*.md"]
+    assert c.must_include == ["rest period"] and c.must_exclude == ["draft"]
+    assert p.text == "rest period overtime"
+    assert c.filters() == {"doc_type": "policy", "collection": "hr", "path": "docs/*.md"}
+    with pytest.raises(BadQuery):
+        plan_query("doc_type:policy")
+
+
+@pytest.mark.parametrize("query, start, end", [
+    ("changes since 2020", "2020-01-01", None),
+    ("changes after 2020-05", "2020-05-01", None),
+    ("changes before 2019-05-01", None, "2019-04-30"),
+    ("changes before 2019", None, "2018-12-31"),
+    ("changes until 2019-02", None, "2019-02-28"),
+    ("changes between 2018 and 2020", "2018-01-01", "2020-12-31"),
+    ("Änderungen seit 2021", "2021-01-01", None),
+])
+def test_dates(query, start, end):
+    p = plan_query(query)
+    assert (p.constraints.date_from, p.constraints.date_to) == (start, end)
+    assert "20" not in p.text  # the date expression left the retrieval text
+
+
+def test_bad_date_is_a_bad_query():
+    with pytest.raises(BadQuery):
+        plan_query("changes since 2020-13")
+
+
+def test_identifiers_make_a_precision_plan():
+    p = plan_query("error E1234 when flashing part XR-200")
+    assert {"E1234", "XR-200"} <= set(p.identifiers) and p.retrieval_strategy == "precision"
+    assert not plan_query("what happened in 1998 to the band").identifiers  # a year is not an identifier
+    assert "§ reference" in plan_query("Was regelt § 3 ArbZG?").identifiers
+
+
+def test_doc_type_routing_and_expansions_by_language():
+    de = plan_query("Welche Regelung gilt für Überstunden?", available_doc_types={"policy", "notes"})
+    assert de.language == "de" and de.doc_type_routing == ["policy"]
+    assert de.expanded_queries[0].endswith("Regelung") and "Scope" in de.boost_sections
+    en = plan_query("which rule covers overtime?", available_doc_types={"policy"})
+    assert en.language == "en" and en.expanded_queries == ["which rule covers overtime? policy scope",
+                                                           "which rule covers overtime? rule"]
+    assert not plan_query("which rule covers overtime?", available_doc_types={"notes"}).doc_type_routing
+
+
+def test_router_rules():
+    def r(q, known=(), entities=True, communities=True):
+        return route(plan_query(q), list(known), entities, communities)
+
+    assert r("give me an overview of the main themes").strategy == "global"
+    assert r("give me an overview of the main themes", communities=False).strategy == "hybrid"
+    assert r("XR-200").strategy == "lexical"
+    rt = r("how do I reset part XR-200 safely")
+    assert rt.strategy == "hybrid" and rt.alpha == 0.3
+    assert r("Were Scott Derrickson and Ed Wood of the same nationality?",
+             ["ed wood", "scott derrickson"]).strategy == "hippo"
+    assert r("What is the relationship of Nirvana to Aberdeen?", ["nirvana"]).strategy == "hippo"
+    assert r("Were Scott Derrickson and Ed Wood of the same nationality?", ["ed wood", "scott derrickson"],
+             entities=False).strategy == "hybrid"
+    assert r("Scott Howell worked with the mayor of what city?", ["scott howell"]).strategy == "hippo"
+    assert r("how are overtime hours limited?").strategy == "hybrid"
+
+
+@pytest.fixture
+def dated(tmp_path):
+    root = tmp_path / "d"
+    write(root, "old.md", "---\ndate: 2018-03-01\ndoc_type: policy\n---\n# Old rule\n\nOvertime was unlimited.\n")
+    write(root, "new.md", "---\ndate: 2022-03-01\ndoc_type: notes\n---\n# New notes\n\nOvertime is capped now.\n")
+    return root
+
+
+def test_constraints_filter_retrieval_and_show_in_the_plan(dated, index_with):
+    _, reader = index_with(dated)
+    r = api.query(reader, "overtime since 2020", QueryConfig())
+    assert [p.path.split("/")[-1] for p in r.passages] == ["new.md"]
+    assert r.plan["constraints"]["date_from"] == "2020-01-01" and r.plan["strategy"] == "hybrid"
+    assert r.plan["reason"].startswith("auto: ")
+    r = api.query(reader, "overtime doc_type:policy", QueryConfig())
+    assert [p.path.split("/")[-1] for p in r.passages] == ["old.md"]
+    r = api.query(reader, "overtime since 2030", QueryConfig())  # nothing is that new: ignored, said so
+    assert len(r.passages) == 2 and "date constraint ignored" in r.plan["planner_notes"][0]
+    r = api.query(reader, "which rule limits overtime?", QueryConfig(strategy="hybrid"))
+    assert r.plan["doc_type_routing"] == ["policy"] and len(r.plan["expanded_queries"]) == 2
+    assert r.plan["reason"] == "chosen by --strategy"
+    from ragkit.render import result_dict
+
+    d = result_dict(r)["plan"]
+    assert {"original", "strategy", "reason", "doc_type_routing", "expanded_queries", "constraints",
+            "retrieval_strategy", "identifiers", "sub_queries"} <= set(d)
+
+
+def test_speller_corrects_only_unknown_words():
+    from ragkit.retrieve.spelling import Speller, _one_edit
+
+    sp = Speller({"overtime": 5, "overtone": 1, "hours": 9, "limited": 4, "limits": 3, "rest": 2})
+    assert sp.correct_word("overtmie") == "overtime"  # transposition
+    assert sp.correct_word("ovrtime") == "overtime"  # deletion
+    assert sp.correct_word("overtime") is None and sp.correct_word("limts") == "limits"
+    assert sp.correct_word("zebra") is None and sp.correct_word("hors") is None  # no candidate / too short
+    assert sp.correct_word("overtome") == "overtime"  # the more frequent of two candidates one edit away
+    text, changes = sp.correct("How are ovretime hours limted?")
+    assert text == "How are overtime hours limited?" and changes == [{"from": "ovretime", "to": "overtime"},
+                                                                      {"from": "limted", "to": "limited"}]
+    assert _one_edit("abcd", "abdc") and not _one_edit("abcd", "badc")
+
+
+def test_query_plan_shows_spelling_corrections(dated, index_with):
+    _, reader = index_with(dated)
+    r = api.query(reader, "Overtimme capped", QueryConfig())
+    assert r.plan["corrections"] == [{"from": "Overtimme", "to": "overtime"}]
+    assert r.plan["query_text"] == "overtime capped" and r.passages[0].path.endswith("new.md")
+    assert api.query(reader, "Overtimme capped", QueryConfig(spelling=False)).plan["corrections"] == []
+
+
+def test_decomposition_of_comparisons_and_multiple_questions():
+    from ragkit.retrieve.planner import decompose
+
+    assert decompose("Were Scott Derrickson and Ed Wood of the same nationality?") == [
+        "Were Scott Derrickson of the same nationality?", "Were Ed Wood of the same nationality?"]
+    assert decompose("Which is older, Nirvana or Pearl Jam?") == ["Which is older, Nirvana?",
+                                                                  "Which is older, Pearl Jam?"]
+    assert decompose("How long is the notice period? Who approves overtime?") == [
+        "How long is the notice period?", "Who approves overtime?"]
+    assert decompose("What is the capital of France?") == []
+    assert decompose("Lester Smith designed Demon Dice with Tim Brown") == []  # no comparison cue
+
+
+def test_sub_queries_are_retrieved_and_fused(tmp_path, index_with):
+    root = tmp_path / "d"
+    write(root, "corpus.jsonl", "\n".join([
+        '{"_id": "a", "title": "Scott Derrickson", "text": "Scott Derrickson is an American film director."}',
+        '{"_id": "b", "title": "Ed Wood", "text": "Ed Wood was an American filmmaker and actor."}',
+        '{"_id": "c", "title": "Filler", "text": "Nationality of film people is a frequent quiz question."}',
+    ]) + "\n")
+    _, reader = index_with(root)
+    q = "Were Scott Derrickson and Ed Wood of the same nationality?"
+    r = api.query(reader, q, QueryConfig(strategy="hybrid", k=3, decompose=True))
+    assert len(r.plan["sub_queries"]) == 2 and any(k.startswith("sub_query_") for k in r.timings_ms)
+    assert {p.path.split("#")[-1] for p in r.passages[:2]} == {"a", "b"}
+    off = api.query(reader, q, QueryConfig(strategy="hybrid", k=3))  # off by default: planned, not retrieved
+    assert off.plan["sub_queries"] and not any(k.startswith("sub_query_") for k in off.timings_ms)
+
+
+def test_retry_decision_and_record(dated, index_with):
+    from ragkit.records import Hit
+    from ragkit.retrieve import corrective
+
+    def hit(text, ranks):
+        return Hit(chunk_id=text[:5], document_id="d", section_id="s", chunk_index=0, text=text, header="",
+                   path="p", title="t", doc_type="x", collection="c", line_start=1, line_end=1, token_count=5,
+                   external_id=None, score=1.0, boundary_confidence=1.0, ranks=ranks)
+
+    good = [hit("overtime hours are limited", {"dense": 1, "lexical": 1})]
+    check = corrective.assess(good, "how are overtime hours limited?")
+    assert check["coverage"] == 1.0 and check["agreement"] == 1.0 and corrective.retry_reason(check) is None
+    poor = corrective.assess([hit("the canteen opens at noon", {"dense": 1})], "overtime hours limited")
+    assert poor["coverage"] == 0.0 and "cover 0%" in corrective.retry_reason(poor)
+    assert corrective.retry_reason(corrective.assess([], "x")) == "no candidates"
+    assert corrective.fallback_strategy("hybrid", True) == "hippo"
+    assert corrective.fallback_strategy("hybrid", False) == "lexical"
+    assert corrective.fallback_strategy("hippo", True) == "hybrid"
+    _, reader = index_with(dated)
+    r = api.query(reader, "zebra giraffe", QueryConfig(strategy="hybrid"))
+    assert r.plan["retry"]["retried"] and r.plan["retry"]["reason"]
+    assert r.plan["retry"]["kept"] in ("first", "retry") and "retry" in r.timings_ms
+    r = api.query(reader, "overtime capped", QueryConfig(strategy="hybrid"))
+    assert r.plan["retry"] == {"check": r.plan["retry"]["check"], "retried": False, "reason": None}
+    assert api.query(reader, "zebra giraffe", QueryConfig(strategy="hybrid", retry=False)).plan["retry"] is None
