@@ -41,8 +41,8 @@ def main() -> None:
     cfg = QueryConfig(strategy=args.strategy, syntax=False, rerank="none")
     cached = []
     for qid, text in ds.queries.items():
-        hits, _, _ = api.retrieve(reader, text, cfg, limit=2 * args.k)
-        feats = compute(hits, FeatureContext(text, reader.graph))
+        hits, plan, _ = api.retrieve(reader, text, cfg, limit=2 * args.k)
+        feats = compute(hits, FeatureContext(text, reader.graph, doc_types=set(plan["doc_type_routing"])))
         cached.append((qid, [(h.external_id, feats[h.chunk_id]) for h in hits]))
 
     def score(weights: dict[str, float]) -> float:

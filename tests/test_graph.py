@@ -229,7 +229,10 @@ def test_feature_values_on_known_hits(laws, index_with):
     for h in hits:
         h.header = "Guide > Overview"
         h.doc_type = "policy"
-    f = compute(hits, FeatureContext("overview policy", reader.graph))
+    from ragkit.retrieve.planner import plan_query
+
+    routing = set(plan_query("overview policy", {"policy", "notes"}).doc_type_routing)
+    f = compute(hits, FeatureContext("overview policy", reader.graph, doc_types=routing))
     a, b = hits[0].chunk_id, hits[-1].chunk_id
     assert len(hits) == 2
     assert f[a]["text_relevance"] == 1.0 and f[b]["text_relevance"] == 0.0

@@ -11,7 +11,6 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from ragkit.ingest.doctype import RULES
 from ragkit.records import Hit
 
 FEATURES = ("text_relevance", "parent_relevance", "section_match", "confidence", "adjacency_bonus",
@@ -47,18 +46,13 @@ def _match(word: str, words: set[str]) -> bool:
     return word in words or (len(word) >= 5 and any(w[:5] == word[:5] for w in words if len(w) >= 5))
 
 
-def routed_doc_types(query: str) -> set[str]:
-    words = set(re.findall(r"\w+", query.lower()))
-    return {doc_type for doc_type, keys in RULES if words & set(keys)}
-
-
 @dataclass
 class FeatureContext:
     query: str
     graph: object  # EvidenceGraph
     reference_sections: set[str] = field(default_factory=set)
     reference_documents: set[str] = field(default_factory=set)
-    doc_types: set[str] = field(default_factory=set)
+    doc_types: set[str] = field(default_factory=set)  # routed doc types (empty: no routing, neutral 0.5)
 
 
 def compute(hits: list[Hit], ctx: FeatureContext) -> dict[str, dict[str, float]]:
@@ -73,7 +67,7 @@ def compute(hits: list[Hit], ctx: FeatureContext) -> dict[str, dict[str, float]]
     for h in hits:
         by_section[h.section_id].append(norm[h.chunk_id])
     qwords = content_words(ctx.query)
-    routing = ctx.doc_types or routed_doc_types(ctx.query)
+    routing = ctx.doc_types  # the --filter doc_type, else the planner's doc-type routing
     g = ctx.graph
     out = {}
     for h in hits:
