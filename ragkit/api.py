@@ -87,6 +87,8 @@ def retrieve(reader, text: str, cfg: QueryConfig, limit: int | None = None):
         raise BadQuery(f"--alpha must be within 0..1, not {cfg.alpha}")
     if cfg.k < 1:
         raise BadQuery(f"-k must be at least 1, not {cfg.k}")
+    if cfg.planner not in ("rules", "llm"):
+        raise BadQuery(f"unknown planner {cfg.planner!r}", hint="Choose rules or llm")
     if cfg.rerank not in ("none", "features", "cross"):
         raise BadQuery(f"unknown reranker {cfg.rerank!r}", hint="Choose none, features or cross")
     if cfg.mode not in DEFAULT_WEIGHTS:
@@ -136,6 +138,8 @@ def retrieve(reader, text: str, cfg: QueryConfig, limit: int | None = None):
         "strategy": cfg.strategy,
         "reason": qplan.reason,
         "original": qplan.original,
+        "planner": qplan.planner,
+        "rewritten": qplan.rewritten,
         "query_text": parsed.text,
         "language": qplan.language,
         "retrieval_strategy": cfg.mode,
@@ -146,6 +150,7 @@ def retrieve(reader, text: str, cfg: QueryConfig, limit: int | None = None):
         "identifiers": qplan.identifiers,
         "entities": qplan.entities,
         "corrections": qplan.corrections,
+        "related_terms": qplan.related_terms or [],
         "sub_queries": qplan.sub_queries,
         "constraints": {**qd["constraints"], "filters": dict(cfg.filters)},
         "planner_notes": qplan.notes,
@@ -170,9 +175,29 @@ def _candidates(ctx, qplan, searchable: bool):
     hits = STRATEGIES[cfg.strategy](ctx)
     if qplan.expanded_queries and cfg.strategy in ("naive", "lexical", "hybrid") and searchable:
         hits = _with_queries(ctx, hits, qplan.expanded_queries, STRATEGIES[cfg.strategy], "expansion", 0.5)
-    if qplan.sub_queries and cfg.decompose and searchable:
+    if cfg.expand and searchable:
+        hits = _with_related_terms(ctx, qplan, hits)
+    if qplan.sub_queries and (cfg.decompose or qplan.planner == "llm") and searchable:
         hits = _with_queries(ctx, hits, qplan.sub_queries, STRATEGIES[cfg.strategy], "sub_query", SUB_QUERY_SHARE)
     return hits
+
+
+def _with_related_terms(ctx, qplan, hits):
+    """Fuse a BM25 run of the query plus related vocabulary words (ragkit/retrieve/expansion.py)."""
+    from ragkit.retrieve import expansion
+    from ragkit.retrieve.strategies import STRATEGIES
+
+    if qplan.related_terms is None:
+        vec = ctx.query_vector()
+        with ctx.timed("expansion"):
+            terms = expansion.related_terms(ctx.reader, vec, ctx.query.text)
+        qplan.related_terms = [{"term": t, "similarity": s} for t, s in terms]
+        if terms:
+            qplan.expanded_queries.append(ctx.query.text + " " + " ".join(t for t, _ in terms))
+    if not qplan.related_terms:
+        return hits
+    query = ctx.query.text + " " + " ".join(t["term"] for t in qplan.related_terms)
+    return _with_queries(ctx, hits, [query], STRATEGIES["lexical"], "related", expansion.SHARE)
 
 
 def _corrective(reader, ctx, qplan, hits):

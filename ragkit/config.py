@@ -32,7 +32,8 @@ class IndexConfig:
     fts_remove_stop_words: bool = True
     vector_index_min_rows: int = 100_000  # below this, exact (flat) vector search
     extract: str = "rules"  # entities and relations: rules | llm | none
-    summaries: str = "extractive"  # community reports: extractive | llm
+    summaries: str = "extractive"  # community reports and summary-tree nodes: extractive | llm
+    tree: bool = True  # RAPTOR-lite summary tree (section and document nodes) for --strategy hierarchical
     llm_model: str | None = None  # GGUF file for --extract llm / --summaries llm (None: the bundled model)
 
     def to_dict(self) -> dict[str, Any]:
@@ -52,6 +53,10 @@ class QueryConfig:
     ppr_weight: float = 0.25  # hippo: PPR list weight in the fusion; dense and BM25 share the rest (alpha)
     entity_weight: float = 0.6  # light: entity side vs relation side in the fusion of their chunk rankings
     overfetch: int = 4
+    tree_mode: str = "tree"  # hierarchical: tree (levels searched, children discounted) | collapsed (one ranking)
+    tree_nodes: int = 5  # hierarchical: nodes searched per level
+    tree_children: int = 3  # hierarchical: best children a node expands to
+    tree_discount: float = 0.8  # hierarchical (tree mode): a child's score = its node's similarity × this
     budget: int = 1024  # tokens per assembled passage
     syntax: bool = True  # honour "phrase" and -term in the query text
     rerank: str = "features"  # none | features | cross (features, then a cross-encoder)
@@ -63,7 +68,10 @@ class QueryConfig:
     filters: dict[str, str] = field(default_factory=dict)
     decompose: bool = False  # also retrieve sub-queries of comparisons (measured: hurts on hotpotqa-100)
     retry: bool = True  # corrective retry: one broader retrieval when the first results look poor
+    expand: bool = False  # add related index words (nearest to the query vector) in a BM25 query fused at 0.3
     spelling: bool = True  # correct words unknown to the index to a frequent index word one edit away
+    planner: str = "rules"  # rules | llm (a GGUF model rewrites and decomposes; rules stay the fallback)
+    model: str | None = None  # GGUF file for --planner llm (None: the bundled model)
     planner_rules: str | None = None  # a copy of ragkit/retrieve/planner_rules.toml to use instead
 
 

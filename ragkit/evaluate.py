@@ -25,9 +25,10 @@ class Dataset:
     qrels: dict[str, dict[str, int]]
 
 
-def load_dataset(root: Path, split: str = "test") -> Dataset:
+def load_dataset(root: Path, split: str = "test", corpus_required: bool = True) -> Dataset:
+    """A BEIR folder; ``corpus_required`` False accepts queries and qrels alone (judged against an index)."""
     corpus, qpath, rpath = root / "corpus.jsonl", root / "queries.jsonl", root / "qrels" / f"{split}.tsv"
-    for p in (corpus, qpath, rpath):
+    for p in (corpus, qpath, rpath) if corpus_required else (qpath, rpath):
         if not p.is_file():
             raise BadDataset(f"{root} is not a BEIR dataset: {p.relative_to(root)} is missing")
     qrels: dict[str, dict[str, int]] = {}

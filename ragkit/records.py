@@ -89,6 +89,25 @@ class Chunk:
 
 
 @dataclass
+class SummaryNode:
+    """A node of the RAPTOR-lite tree above the chunks: level 1 = a section, level 2 = a document."""
+
+    id: str
+    level: int
+    document_id: str
+    section_id: str | None  # None for a document node
+    parent_id: str | None  # the nearest node above (a section's enclosing section or its document)
+    collection: str
+    title: str  # breadcrumb of the section, title of the document
+    text: str  # the summary (centroid sentences, or an LLM's summary)
+    chunk_ids: list[str]  # every chunk under the node, in document order
+    method: str  # extractive | llm
+    line_start: int
+    line_end: int
+    vector: Any = None
+
+
+@dataclass
 class Hit:
     """One retrieved chunk with the fields the query path needs."""
 

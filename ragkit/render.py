@@ -91,6 +91,10 @@ def print_result(console, r: QueryResult, explain: bool = False) -> None:
                                         (f" ({item.get('entity_type', '')})  {item['score']:.3f}  ", "dim"),
                                         (item.get("description", "").split("\n")[0][:160], "dim")),
                           soft_wrap=True)
+        elif kind == "summary":
+            console.print(Panel(Text(item["text"]), title=f"{'section' if item['level'] == 1 else 'document'} "
+                                f"summary: {item['title']} (similarity {item['similarity']:.2f})",
+                                border_style="cyan"))
         elif kind == "relation":
             console.print(Text.assemble(("relation ", "dim"), (f"{item['source']} — {item['target']}", "cyan"),
                                         (f"  {item['description'][:160]}", "dim")), soft_wrap=True)

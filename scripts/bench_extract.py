@@ -23,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
+from benchlib import corpus_source  # noqa: E402
 from ragkit import api  # noqa: E402
 from ragkit.config import IndexConfig  # noqa: E402
 from ragkit.embed import load_embedder  # noqa: E402
@@ -35,11 +36,7 @@ def main() -> None:
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="ragkit-extract-"))
     try:
-        src = work / "data" / "corpus.jsonl"
-        src.parent.mkdir()
-        with args.corpus.open() as fh:
-            lines = fh.readlines()
-        src.write_text("".join(lines[: args.docs] if args.docs else lines))
+        src = corpus_source(args.corpus, args.docs, work)
         cfg = IndexConfig()
         emb = load_embedder(cfg.embed_model, cfg.embed_batch_size)
         emb.encode(["warm up"] * 8)

@@ -24,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
+from benchlib import corpus_source  # noqa: E402
 from ragkit import api  # noqa: E402
 from ragkit.config import IndexConfig  # noqa: E402
 from ragkit.embed import load_embedder  # noqa: E402
@@ -40,13 +41,7 @@ def main() -> None:
         sys.exit(f"{args.corpus} not found (the shared data sets live in ../shared/data)")
     work = Path(tempfile.mkdtemp(prefix="ragkit-bench-"))
     try:
-        if args.corpus.is_file():
-            src = work / "data" / "corpus.jsonl"
-            src.parent.mkdir()
-            with args.corpus.open() as fh:
-                src.write_text("".join(line for _, line in zip(range(args.docs), fh)))
-        else:
-            src = args.corpus
+        src = corpus_source(args.corpus, args.docs, work)
         cfg = IndexConfig()
         t = time.perf_counter()
         emb = load_embedder(cfg.embed_model, cfg.embed_batch_size)

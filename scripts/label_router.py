@@ -2,9 +2,11 @@
 """Build the router's labelled set and measure its accuracy.
 
     python scripts/label_router.py --out tests/data/router_labels.jsonl \\
-        ../shared/data/scifact-train=<scifact index> ../shared/data/hotpotqa-100=<hotpot index> [--n 40]
+        ../shared/data/scifact-train=<scifact index> ../shared/data/hotpotqa-100=<hotpot index> \\
+        tests/data/rust-book-queries=<index of ../shared/data/rust-book> [--n 40]
 
-For the first N queries of each dataset (indexes built by ``ragkit eval``), every routable strategy is
+For the first N queries of each dataset (BEIR indexes built by ``ragkit eval``; a folder with only
+queries.jsonl and qrels is judged against the index given for it), every routable strategy is
 run and scored by nDCG@10; a query's label is the set of strategies that reach the best score (ties are
 common: several strategies often rank the gold document first). The router is right when its choice is
 in that set. Each record also keeps what the router saw (the plan's identifiers and the query's entities
@@ -28,7 +30,7 @@ from ragkit.config import QueryConfig  # noqa: E402
 from ragkit.evaluate import documents_of, load_dataset, ndcg_at  # noqa: E402
 from ragkit.retrieve.router import plan_and_route  # noqa: E402
 
-CANDIDATES = ["naive", "lexical", "hybrid", "hippo", "global"]
+CANDIDATES = ["naive", "lexical", "hybrid", "hippo", "global", "hierarchical"]
 
 
 def main() -> None:
@@ -43,8 +45,9 @@ def main() -> None:
         tab.add_column(col, justify="left" if col in ("dataset", "routed") else "right")
     for pair in args.pairs:
         dataset, index = pair.split("=", 1)
-        ds = load_dataset(Path(dataset))
+        ds = load_dataset(Path(dataset), corpus_required=False)
         reader = api.open_index(index)
+        facts = reader.facts()
         qids = sorted(ds.queries)[: args.n]
         right = hybrid_right = 0
         routed: dict[str, int] = {}
@@ -64,7 +67,8 @@ def main() -> None:
             records.append({"dataset": Path(dataset).name, "query_id": qid, "query": text, "planned": plan.text,
                             "scores": scores,
                             "best": best, "routed": plan.strategy, "reason": plan.reason,
-                            "identifiers": plan.identifiers, "known_entities": plan.entities})
+                            "identifiers": plan.identifiers, "known_entities": plan.entities,
+                            "has_communities": facts["communities"] > 0, "has_tree": facts["tree"] > 0})
         tab.add_row(Path(dataset).name, str(len(qids)), f"{right / len(qids):.3f}",
                     f"{hybrid_right / len(qids):.3f}", ", ".join(f"{k} {v}" for k, v in sorted(routed.items())))
     args.out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))

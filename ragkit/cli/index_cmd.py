@@ -25,7 +25,8 @@ def index_cmd(
     chunk_tokens: Optional[int] = typer.Option(None, "--chunk-tokens", help="Upper bound of tokens per chunk."),
     language: Optional[str] = typer.Option(None, "--language", help="Full-text stemming language (English, German, …)."),
     extract: Optional[str] = typer.Option(None, "--extract", help="Entity/relation extraction: rules | llm | none."),
-    summaries: Optional[str] = typer.Option(None, "--summaries", help="Community reports: extractive | llm."),
+    summaries: Optional[str] = typer.Option(None, "--summaries", help="Community reports and summary-tree nodes: extractive | llm."),
+    no_tree: bool = typer.Option(False, "--no-tree", help="No summary tree (section/document nodes for --strategy hierarchical)."),
     llm_model: Optional[str] = typer.Option(None, "--llm-model", help="GGUF file for --extract llm / --summaries llm."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask before a long LLM extraction."),
     version_of: Optional[str] = typer.Option(None, "--version-of", help="These documents supersede this path or id."),
@@ -38,7 +39,8 @@ def index_cmd(
     icfg, _ = load_config()
     icfg = override(icfg, include=include or None, exclude=exclude or None, include_hidden=hidden or None,
                     doc_type=doc_type, collection=collection, embed_model=embed_model, chunk_tokens=chunk_tokens,
-                    fts_language=language, extract=extract, summaries=summaries, llm_model=llm_model)
+                    fts_language=language, extract=extract, summaries=summaries, llm_model=llm_model,
+                    tree=False if no_tree else None)
     reporter = RichReporter(interactive(as_json))
 
     def confirm(message: str) -> bool:

@@ -16,7 +16,7 @@ from ragkit.errors import BadQuery
 def query_cmd(
     query: Optional[str] = typer.Argument(None, help='The question; "-" reads one query per line from stdin.'),
     index: Optional[str] = typer.Option(None, "--index", "-i", help="Index name (under ./indexes) or directory."),
-    strategy: Optional[str] = typer.Option(None, "--strategy", "-s", help="auto (default: the router picks) | naive | lexical | hybrid | local | global | light | hippo"),
+    strategy: Optional[str] = typer.Option(None, "--strategy", "-s", help="auto (default: the router picks) | naive | lexical | hybrid | local | global | light | hippo | hierarchical"),
     k: Optional[int] = typer.Option(None, "-k", "--top", help="Number of passages."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object (schema ragkit.query/1)."),
     as_jsonl: bool = typer.Option(False, "--jsonl", help="One passage per line; one object per query from stdin."),
@@ -30,9 +30,13 @@ def query_cmd(
     trace: Optional[Path] = typer.Option(None, "--trace", help="Append every candidate's features as JSON lines."),
     context: bool = typer.Option(False, "--context", help="Print the packed, source-labelled context block only."),
     context_budget: int = typer.Option(8000, "--context-budget", help="Token budget of --context."),
+    expand: Optional[bool] = typer.Option(None, "--expand/--no-expand", help="Add related words from the index vocabulary (BM25, lower weight)."),
+    planner: Optional[str] = typer.Option(None, "--planner", help="rules (default) | llm (a GGUF model rewrites and splits the query)."),
+    model: Optional[str] = typer.Option(None, "--model", help="GGUF file for --planner llm (default: the bundled model)."),
     no_spelling: bool = typer.Option(False, "--no-spelling", help="Do not correct words unknown to the index."),
     decompose: bool = typer.Option(False, "--decompose", help="Also retrieve the sub-queries of comparisons."),
     no_retry: bool = typer.Option(False, "--no-retry", help="No corrective retry when the first results look poor."),
+    tree_mode: Optional[str] = typer.Option(None, "--tree-mode", help="hierarchical: tree (levels, then children) | collapsed (one ranking)."),
 ):
     """Retrieve passages for a question (the router picks the strategy unless --strategy says)."""
     from ragkit import api
@@ -43,7 +47,7 @@ def query_cmd(
     flt = {**qcfg.filters, **parse_filters(filters or [])}
     qcfg = override(qcfg, strategy=strategy, k=k, alpha=alpha, budget=budget, filters=flt, rerank=rerank,
                     mode=mode, all_versions=all_versions or None, spelling=False if no_spelling else None,
-                    decompose=decompose or None, retry=False if no_retry else None,
+                    decompose=decompose or None, expand=expand, planner=planner, model=model, retry=False if no_retry else None, tree_mode=tree_mode,
                     context_budget=context_budget if context else None)
     if query is None and sys.stdin.isatty():
         raise BadQuery("no query given", hint='ragkit query "your question" (or pipe queries, one per line, with -)')

@@ -56,6 +56,8 @@ class IndexSummary:
     seconds: dict[str, float] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     extract: dict[str, int] = field(default_factory=dict)  # LLM extraction: chunks, invalid outputs, dropped names
+    knowledge: dict[str, int] = field(default_factory=dict)  # entities, relations, communities recomputed
+    tree: dict[str, int] = field(default_factory=dict)  # summary-tree nodes written by this run
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -131,21 +133,28 @@ def _default_generator(cfg: IndexConfig):
     return load_generator(cfg.llm_model)
 
 
-def _summarizer(generator, rep: Reporter):
-    """Community report → LLM summary, with a progress tick per report."""
-    from ragkit.extract.communities import summarize
-
+def _ticking(rep: Reporter, stage: str, fn: Callable[..., str]) -> Callable[..., str]:
+    """``fn`` with a progress stage that starts at its first call and ticks once per call."""
     started = []
 
-    def run(report: str) -> str:
+    def run(*args) -> str:
         if not started:
-            rep.start("summaries")
+            rep.start(stage)
             started.append(True)
-        out = summarize(generator, report)
-        rep.advance("summaries")
+        out = fn(*args)
+        rep.advance(stage)
         return out
 
     return run
+
+
+def _summarizers(generator, rep: Reporter):
+    """LLM summaries (``--summaries llm``): community report → text, tree node + its texts → text."""
+    from ragkit.extract.communities import summarize
+    from ragkit.extract.summaries import llm_summarize
+
+    return (_ticking(rep, "summaries", lambda report: summarize(generator, report)),
+            _ticking(rep, "tree summaries", lambda node, texts: llm_summarize(generator, node, texts)))
 
 
 def _clear_index(index_dir: Path) -> None:
@@ -358,6 +367,7 @@ def run_index(
         run = {"started_at": time.time() - (time.perf_counter() - t0), "finished_at": time.time(),
                "lance_table": table, "lance_version": version,
                "summary": {k: v for k, v in summary.to_dict().items() if k not in ("warnings",)}}
+        summarize, summarize_node = _summarizers(generator, rep) if cfg.summaries == "llm" else (None, None)
         with DuckStore(duck_path, read_only=False) as store:
             run_id = store.commit_run(
                 removed_doc_ids=removed_ids, removed_sources=gone + [str(f.path) for f, *_ in todo] + [s["source_path"] for s in unchanged_sources],
@@ -366,9 +376,12 @@ def run_index(
                 refs=[r for pd in parsed for r in pd.refs], run=run, full=full,
                 entities=functools.reduce(lambda acc, pd: acc.extend(pd.entities), parsed, EntityRows()),
                 embed=embedder.encode, chunk_vectors=writer.vectors_lookup({c.id: v for c, v in zip(chunks, vectors)}),
-                summarize=_summarizer(generator, rep) if cfg.summaries == "llm" else None,
+                summarize=summarize, tree=cfg.tree, summarize_node=summarize_node,
             )
+            rep.finish("tree summaries")
             rep.finish("summaries")
+            summary.knowledge = run["summary"].get("knowledge", {})
+            summary.tree = run["summary"].get("tree", {})
             counts = store.counts()
             t2 = time.perf_counter()
             EvidenceGraph.from_store(store, run_id).save(index_dir / GRAPH_DIR)

@@ -7,11 +7,11 @@ weighted sum with weights per mode (precision | balanced | recall), which
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 
 from ragkit.records import Hit
+from ragkit.text import content_words
 
 FEATURES = ("text_relevance", "parent_relevance", "section_match", "confidence", "adjacency_bonus",
             "doc_type_match", "is_latest", "position_in_doc", "reference_match")
@@ -30,15 +30,6 @@ DEFAULT_WEIGHTS: dict[str, dict[str, float]] = {
                "adjacency_bonus": 0.1, "doc_type_match": 0.0, "is_latest": 0.1, "position_in_doc": 0.05,
                "reference_match": 1.5},
 }
-
-_STOP = set("""the a an and or of to in on for with by is are was were be been how what which who whom whose
-why when where does do did can could should would may might must shall will this that these those it its from
-as at into than then there their about under over der die das und oder ein eine einer eines dem den des ist
-sind wie was wer wann wo mit von zu im in auf für bei nach nicht auch als""".split())
-
-
-def content_words(text: str) -> list[str]:
-    return [w for w in re.findall(r"\w{3,}", text.lower()) if w not in _STOP]
 
 
 def _match(word: str, words: set[str]) -> bool:

@@ -32,6 +32,15 @@ class Scope:
         return collection in self.collections and all(d in self.documents for d in source_documents or ())
 
 
+def _sources(kind: str, row: dict) -> list[str]:
+    """The documents the text of a knowledge row comes from."""
+    if kind == "relations":
+        return [row["source_document"]]
+    if kind == "summaries":
+        return [row["document_id"]]
+    return row["source_documents"]
+
+
 @dataclass
 class SearchContext:
     reader: IndexReader
@@ -55,9 +64,7 @@ class SearchContext:
         with self.timed(kind):
             rows = self.reader.knowledge.search(kind, vec, limit * 2 if self.scope else limit,
                                                 self.scope.collections if self.scope else None)
-        sources = "source_document" if kind == "relations" else "source_documents"
-        rows = [r for r in rows if self.visible(r["collection"], [r[sources]] if kind == "relations"
-                                               else r[sources])]
+        rows = [r for r in rows if self.visible(r["collection"], _sources(kind, r))]
         return rows[:limit]
 
     def query_vector(self):

@@ -12,7 +12,8 @@ recall mode, and its candidates are kept only when their coverage is higher.
 from __future__ import annotations
 
 from ragkit.records import Hit
-from ragkit.rerank.features import _match, content_words
+from ragkit.rerank.features import _match
+from ragkit.text import content_words
 
 MIN_COVERAGE = 0.34
 TOP = 3

@@ -76,6 +76,9 @@ class QueryPlan:
     entities: list[str] = field(default_factory=list)  # named entities of the query the index knows (router)
     sub_queries: list[str] = field(default_factory=list)
     corrections: list[dict[str, str]] = field(default_factory=list)  # spelling: {"from": …, "to": …}
+    planner: str = "rules"  # rules | llm (the model's output was used)
+    rewritten: str | None = None  # --planner llm: the model's rewrite of the query
+    related_terms: list[dict[str, Any]] | None = None  # vocabulary expansion: {"term", "similarity"}; None: not run
     notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:

@@ -2,7 +2,9 @@
 
 Rules, first match wins, and only among strategies the index can serve:
 
-1. overview / summarisation words → ``global`` (community reports);
+1. corpus-wide overview words → ``global`` (community reports), else
+   ``hierarchical``; summary words about a document or section →
+   ``hierarchical`` (the summary tree), else ``global``;
 2. identifiers or exact phrases: only identifiers → ``lexical``; else ``hybrid``
    with the lexical side boosted (alpha 0.3);
 3. a named entity the entity graph knows (a bridge question starts from one,
@@ -35,12 +37,19 @@ def _has_any(text: str, phrases: list[str]) -> list[str]:
 
 
 def route(plan: QueryPlan, known_entities: list[str], has_entities: bool, has_communities: bool,
-          rules_path: str | None = None) -> Route:
+          rules_path: str | None = None, has_tree: bool = False) -> Route:
     """``known_entities``: the query's entities found in the entity graph (longest names, not their words)."""
     rules = load_rules(rules_path).get("router", {})
     overview = _has_any(plan.text, rules.get("overview", []))
-    if overview and has_communities:
-        return Route("global", f"overview question ({', '.join(overview)})")
+    summary = _has_any(plan.text, rules.get("summary", []))
+    for cues, first, second in ((overview, "global", "hierarchical"), (summary, "hierarchical", "global")):
+        have = {"global": has_communities, "hierarchical": has_tree}
+        for strategy in (first, second) if cues else ():
+            if have[strategy]:
+                kind = "overview" if cues is overview else "summary"
+                return Route(strategy, f"{kind} question ({', '.join(cues)})" +
+                             ("" if strategy == first else f": no {'community' if first == 'global' else 'tree'} "
+                              f"in the index"))
     if plan.identifiers or plan.constraints.must_include:
         rest = plan.text
         for ident in plan.identifiers:
@@ -66,6 +75,11 @@ def plan_and_route(reader, text: str, cfg):
     facts = reader.facts()
     plan = plan_query(text, facts["doc_types"], cfg.planner_rules, syntax=cfg.syntax,
                       correct=reader.speller().correct if cfg.spelling else None)
+    if cfg.planner == "llm":
+        from ragkit.generate import load_generator
+        from ragkit.retrieve.llm_planner import refine
+
+        refine(plan, lambda: load_generator(cfg.model))
     filters = {**cfg.filters, **plan.constraints.filters()}
     dated = {k: v for k, v in filters.items() if k in ("date_from", "date_to")}
     if dated and not reader.doc_ids_for(dated):
@@ -80,7 +94,8 @@ def plan_and_route(reader, text: str, cfg):
             names = {m.key for m in extract(plan.text).mentions if m.sentence >= 0}
             known = sorted(k for k in names if graph.has_entity(graph.aliases.get(k, k)))
         plan.entities = known
-        r = route(plan, known, bool(facts["entities"]), facts["communities"] > 0, cfg.planner_rules)
+        r = route(plan, known, bool(facts["entities"]), facts["communities"] > 0, cfg.planner_rules,
+                  has_tree=facts["tree"] > 0)
         plan.strategy, plan.reason = r.strategy, f"auto: {r.reason}"
         changes["strategy"] = r.strategy
         if r.alpha is not None:

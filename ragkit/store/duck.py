@@ -40,6 +40,12 @@ CREATE TABLE IF NOT EXISTS refs (
     resolved_document_id VARCHAR, resolved_section_id VARCHAR
 );
 CREATE TABLE IF NOT EXISTS vocab (term VARCHAR, df INTEGER);
+CREATE TABLE IF NOT EXISTS term_vectors (term VARCHAR PRIMARY KEY, vector FLOAT[]);
+CREATE TABLE IF NOT EXISTS summaries (
+    id VARCHAR PRIMARY KEY, level INTEGER, document_id VARCHAR, section_id VARCHAR, parent_id VARCHAR,
+    collection VARCHAR, title VARCHAR, text VARCHAR, chunk_ids VARCHAR[], method VARCHAR,
+    line_start INTEGER, line_end INTEGER, vector FLOAT[]
+);
 CREATE TABLE IF NOT EXISTS runs (
     id INTEGER PRIMARY KEY, started_at DOUBLE, finished_at DOUBLE, lance_table VARCHAR,
     lance_version BIGINT, summary JSON
@@ -48,6 +54,8 @@ CREATE TABLE IF NOT EXISTS runs (
 
 
 WORD = "[a-zà-öø-ÿß]{3,}"  # a vocabulary word: three or more letters
+# words embedded for query expansion: four or more letters, in at least 3 chunks, not stop words
+EXPANSION_TERMS = "SELECT term FROM vocab WHERE length(term) >= 4 AND df >= 3 AND NOT list_contains(?, term)"
 
 
 def _connect(path: Path, read_only: bool):
@@ -164,13 +172,17 @@ class DuckStore:
         embed=None,
         chunk_vectors=None,
         summarize=None,
+        tree: bool = True,
+        summarize_node=None,
     ) -> int:
         """Apply one run's changes atomically; returns the run id.
 
         ``embed`` (texts → vectors) embeds entity names and community summaries; ``chunk_vectors``
         (chunk ids → {id: vector}) gives entity and relation vectors their context.
         The run's knowledge counts (recomputed entities, relations, communities) go into its summary.
-        ``summarize`` (report → text) writes community summaries with an LLM (``--summaries llm``).
+        ``summarize`` (report → text) writes community summaries with an LLM (``--summaries llm``),
+        ``summarize_node`` (node, its chunk texts → text) the summaries of the new tree nodes; ``tree``
+        False keeps no summary tree.
         """
         from ragkit.store import knowledge
 
@@ -182,7 +194,7 @@ class DuckStore:
             collections: set[str] | None = None
             if full:
                 for t in ("sources", "documents", "sections", "chunks", "refs", "mentions", "cooccur", "aliases",
-                          "communities", "community_members"):
+                          "communities", "community_members", "summaries", "term_vectors"):
                     con.execute(f"DELETE FROM {t}")
             else:
                 touched = knowledge.touched_by_documents(self, removed_doc_ids)
@@ -193,7 +205,7 @@ class DuckStore:
                     if collections is not None:
                         collections |= {r[0] for r in con.execute(
                             "SELECT DISTINCT collection FROM documents WHERE id IN (SELECT id FROM gone)").fetchall()}
-                    for t in ("chunks", "refs", "mentions", "cooccur", "aliases", "sections"):
+                    for t in ("chunks", "refs", "mentions", "cooccur", "aliases", "sections", "summaries"):
                         con.execute(f"DELETE FROM {t} WHERE document_id IN (SELECT id FROM gone)")
                     con.execute("DELETE FROM documents WHERE id IN (SELECT id FROM gone)")
             if removed_sources:
@@ -218,6 +230,10 @@ class DuckStore:
             self._insert("aliases", entities.aliases)
             self._resolve()
             self._vocabulary()
+            if embed is not None:
+                run["summary"]["term_vectors"] = self._term_vectors(embed)
+            run["summary"]["tree"] = self._tree(documents, sections, chunks, chunk_vectors, summarize_node, embed) \
+                if tree else self._no_tree()
             if full or removed_doc_ids or documents:
                 run["summary"]["knowledge"] = knowledge.refresh(self, touched, collections, embed, chunk_vectors, summarize)
             run_id = (con.execute("SELECT coalesce(max(id), 0) + 1 FROM runs").fetchone()[0])
@@ -256,6 +272,49 @@ class DuckStore:
         self.con.execute(
             "INSERT INTO vocab SELECT w, count(DISTINCT id) FROM (SELECT id, unnest(regexp_extract_all("
             f"lower(header || ' ' || text), '{WORD}')) AS w FROM chunks) GROUP BY w")
+
+    def _term_vectors(self, embed) -> int:
+        """Embed the expansion terms not embedded yet (words that left the vocabulary lose theirs)."""
+        from ragkit.text import STOPWORDS
+
+        stop = sorted(STOPWORDS)
+        self.con.execute(f"DELETE FROM term_vectors WHERE term NOT IN ({EXPANSION_TERMS})", [stop])
+        new = [r[0] for r in self.con.execute(
+            f"SELECT term FROM ({EXPANSION_TERMS}) WHERE term NOT IN (SELECT term FROM term_vectors) ORDER BY term",
+            [stop]).fetchall()]
+        if new:
+            self._insert("term_vectors", [{"term": t, "vector": v} for t, v in zip(new, embed(new))])
+        return len(new)
+
+    def _tree(self, documents, sections, chunks, chunk_vectors, summarize_node, embed) -> dict[str, int]:
+        """Summary-tree nodes of this run's new documents (older documents keep theirs)."""
+        from ragkit.extract.summaries import build_nodes, rewrite_with
+
+        if not documents:
+            return {"nodes": 0}
+        t = time.perf_counter()
+        df = dict(self.con.execute("SELECT term, df FROM vocab").fetchall())
+        n_chunks = self.con.execute("SELECT count(*) FROM chunks").fetchone()[0]
+        secs: dict[str, list[Section]] = {}
+        for s in sections:
+            secs.setdefault(s.document_id, []).append(s)
+        by_doc: dict[str, list[Chunk]] = {}
+        for c in chunks:
+            by_doc.setdefault(c.document_id, []).append(c)
+        multi = [c.id for d in documents if len(by_doc.get(d.id, [])) > 1 for c in by_doc[d.id]]
+        vectors = chunk_vectors(multi) if chunk_vectors is not None and multi else {}
+        nodes = [n for d in documents
+                 for n in build_nodes(d, secs.get(d.id, []), by_doc.get(d.id, []), df, n_chunks, vectors)]
+        if summarize_node is not None and nodes:
+            text = {c.id: c.text for c in chunks}
+            rewrite_with(nodes, lambda n: [text[i] for i in n.chunk_ids], summarize_node, embed)
+        self._insert("summaries", [asdict(n) for n in nodes])
+        return {"nodes": len(nodes), "sections": sum(n.level == 1 for n in nodes),
+                "documents": sum(n.level == 2 for n in nodes), "seconds": round(time.perf_counter() - t, 3)}
+
+    def _no_tree(self) -> dict[str, int]:
+        self.con.execute("DELETE FROM summaries")
+        return {"nodes": 0}
 
     def relation_rows(self, pairs: list[tuple[str, str]]) -> list[dict[str, Any]]:
         """The relations rows (every collection) of these entity pairs."""

@@ -9,7 +9,7 @@ from typing import Any
 
 from ragkit.errors import IndexCorrupt, IndexNotFound
 
-FORMAT_VERSION = 2  # 2: canonical entities/relations, per-collection communities
+FORMAT_VERSION = 3  # 2: canonical entities/relations, per-collection communities; 3: summary tree
 NAME = "manifest.json"
 
 

@@ -86,13 +86,15 @@ class IndexReader:
         return self._knowledge
 
     def facts(self) -> dict:
-        """What the committed run holds that planning needs: doc types, entity and community counts (cached)."""
+        """What the committed run holds that planning needs: doc types, entity, community and tree-node counts
+        (cached)."""
         if self._facts is None:
             with self.duck() as store:
                 self._facts = {
                     "doc_types": set(store.doc_types()),
                     "entities": store.con.execute("SELECT count(*) FROM entities").fetchone()[0],
                     "communities": store.con.execute("SELECT count(*) FROM communities").fetchone()[0],
+                    "tree": store.con.execute("SELECT count(*) FROM summaries").fetchone()[0],
                 }
         return self._facts
 

@@ -1,9 +1,9 @@
-"""LanceDB vector tables of entities, relations and community reports.
+"""LanceDB vector tables of entities, relations, community reports and summary-tree nodes.
 
 Derived state, like the graphs: after each committed run the rows of the
 DuckDB ``entities``, ``relations`` and ``communities`` tables (the source of
 truth, vectors included) are written to LanceDB tables named after the run
-(``entities_r7`` …) and older runs' tables are dropped. A reader opens the
+(``entities_r7``, ``summaries_r7`` …) and older runs' tables are dropped. A reader opens the
 tables of the run it reads; when they are missing (a crash right after the
 commit) it searches the DuckDB rows in memory instead, with the same result.
 """
@@ -25,6 +25,9 @@ QUERIES = {
                  "FROM relations WHERE vector IS NOT NULL",
     "communities": "SELECT id, collection, level, parent_id, title, report, size, top_entities, source_documents, "
                    "vector FROM communities WHERE vector IS NOT NULL",
+    "terms": "SELECT term, NULL::VARCHAR AS collection, vector FROM term_vectors WHERE vector IS NOT NULL",
+    "summaries": "SELECT id, level, document_id, section_id, parent_id, collection, title, text, chunk_ids, "
+                 "line_start, line_end, vector FROM summaries WHERE vector IS NOT NULL",
 }
 
 

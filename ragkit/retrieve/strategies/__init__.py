@@ -6,7 +6,7 @@ from typing import Callable
 
 from ragkit.records import Hit
 from ragkit.retrieve.context import SearchContext
-from ragkit.retrieve.strategies import global_, hippo, hybrid, lexical, light, local, naive
+from ragkit.retrieve.strategies import global_, hierarchical, hippo, hybrid, lexical, light, local, naive
 
 Strategy = Callable[[SearchContext], list[Hit]]
 
@@ -18,4 +18,5 @@ STRATEGIES: dict[str, Strategy] = {
     "global": global_.search,
     "local": local.search,
     "light": light.search,
+    "hierarchical": hierarchical.search,
 }

@@ -1,0 +1,207 @@
+"""RAPTOR-lite summary tree (build, incremental upkeep), hierarchical search, vocabulary expansion."""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pytest
+
+from ragkit import api
+from ragkit.config import IndexConfig, QueryConfig
+from ragkit.extract.summaries import centroid_sentences
+from ragkit.records import Hit
+from ragkit.retrieve import expansion
+from ragkit.retrieve.strategies.hierarchical import expand
+from tests.conftest import write
+
+CFG = IndexConfig(chunk_tokens=40, chunk_min_tokens=5)
+
+GUIDE = """
+# Field Guide
+
+The guide describes animals of the savanna and how rangers count them each season.
+
+## Zebras
+
+Zebras live in large herds and graze on the open grassland of the savanna all year, moving with the rains.
+
+Zebra stripes confuse biting flies and lions alike, and every single zebra has a stripe pattern of its own.
+
+## Birds
+
+Birds of the savanna nest in acacia trees and follow the herds for insects.
+
+### Ostriches
+
+Ostriches are the largest living birds and can run at seventy kilometres an hour when a predator chases them.
+
+Ostrich eggs weigh more than a kilogram each and are guarded by both parents in turn through day and night.
+"""
+
+
+def _tree(reader):
+    with reader.duck() as store:
+        return store.rows("SELECT id, level, document_id, section_id, parent_id, title, text, chunk_ids, method "
+                          "FROM summaries ORDER BY id")
+
+
+@pytest.fixture
+def guide(tmp_path):
+    root = tmp_path / "g"
+    write(root, "guide.md", GUIDE)
+    write(root, "note.txt", "A one-line note about the ranger schedule.\n")
+    return root
+
+
+def test_tree_has_a_node_wherever_it_covers_several_chunks(guide, index_with):
+    summary, reader = index_with(guide, cfg=CFG)
+    nodes = _tree(reader)
+    with reader.duck() as store:
+        chunks = store.rows("SELECT c.id, c.document_id, s.breadcrumb FROM chunks c JOIN sections s "
+                            "ON s.id = c.section_id ORDER BY c.chunk_index")
+    guide_chunks = [c["id"] for c in chunks if c["breadcrumb"].startswith("Field Guide")]
+    assert len(guide_chunks) == 6
+    by_title = {n["title"]: n for n in nodes}
+    # one document node over all chunks; the root section covers the same chunks and is not repeated
+    assert by_title["Field Guide"]["level"] == 2 and by_title["Field Guide"]["chunk_ids"] == guide_chunks
+    assert sorted(n["title"] for n in nodes if n["level"] == 1) == [
+        "Field Guide > Birds", "Field Guide > Birds > Ostriches", "Field Guide > Zebras"]
+    birds, ostriches = by_title["Field Guide > Birds"], by_title["Field Guide > Birds > Ostriches"]
+    assert ostriches["parent_id"] == birds["id"] and birds["parent_id"] == by_title["Field Guide"]["id"]
+    assert set(ostriches["chunk_ids"]) < set(birds["chunk_ids"]) and len(birds["chunk_ids"]) == 3
+    assert len({tuple(n["chunk_ids"]) for n in nodes}) == len(nodes)  # no node repeats another
+    assert all(n["method"] == "extractive" and n["text"] for n in nodes)
+    assert "stripe" in by_title["Field Guide > Zebras"]["text"].lower()
+    assert {k: summary.tree[k] for k in ("nodes", "sections", "documents")} == {"nodes": 4, "sections": 3,
+                                                                               "documents": 1}  # note: no node
+
+
+def test_tree_is_kept_incrementally(guide, index_with):
+    _, reader = index_with(guide, cfg=CFG)
+    before = {n["id"]: n for n in _tree(reader)}
+    write(guide, "second.md", "# Lions\n\nLions hunt at night in prides of up to twenty animals, and the "
+                              "lionesses do most of the hunting for the group.\n\nCubs stay with the pride for "
+                              "about two years before the young males are driven out to find a pride.\n")
+    summary, reader = index_with(guide, cfg=CFG)
+    after = {n["id"]: n for n in _tree(reader)}
+    assert summary.tree["nodes"] == 1 and set(before) < set(after)  # only the new document was summarised
+    assert all(after[i] == before[i] for i in before)
+    (guide / "guide.md").unlink()
+    _, reader = index_with(guide, cfg=CFG)
+    assert [n["title"] for n in _tree(reader)] == ["Lions"]  # a removed document takes its nodes along
+    _, reader = index_with(guide, cfg=IndexConfig(chunk_tokens=40, chunk_min_tokens=5, tree=False))
+    write(guide, "third.md", "# Hyenas\n\nHyenas laugh.\n\nThey also hunt.\n")
+    _, reader = index_with(guide, cfg=IndexConfig(chunk_tokens=40, chunk_min_tokens=5, tree=False))
+    assert _tree(reader) == []
+
+
+def test_centroid_sentences_pick_central_sentences_once_in_order():
+    texts = ["Overtime is limited to ten hours per week. Overtime is limited to ten hours per week!",
+             "The cafeteria opens at noon. Overtime must be approved by the team lead in advance.",
+             "Approved overtime is paid at 125 % of the hourly rate or taken as time off."]
+    df = {"overtime": 1, "cafeteria": 1, "hours": 5, "week": 5}
+    out = centroid_sentences(texts, df, n_chunks=100, sentences=3, max_chars=400)
+    assert out.count("limited to ten hours") == 1  # near-duplicates are skipped
+    assert "cafeteria" not in out and "approved by the team lead" in out
+    assert out.index("limited") < out.index("team lead") < out.index("125")
+    assert len(centroid_sentences(texts, df, 100, max_chars=60)) <= 60
+
+
+@dataclass
+class _Ctx:
+    """What ``expand`` uses of a SearchContext."""
+    hits: dict
+    qvec: np.ndarray
+    cfg: QueryConfig = field(default_factory=lambda: QueryConfig(tree_children=2))
+
+    def hits_for(self, ranked):
+        return [self.hits[i] for i, _ in ranked if i in self.hits]
+
+    def query_vector(self):
+        return self.qvec
+
+
+def _hit(cid: str, vec, score=0.0) -> Hit:
+    return Hit(chunk_id=cid, document_id="d", section_id="s", chunk_index=0, text=cid, header="", path="p",
+               title="t", doc_type="", collection="default", line_start=1, line_end=1, token_count=1,
+               score=score, vector=np.asarray(vec, dtype=np.float32))
+
+
+def test_expansion_discounts_children_keeps_best_score_and_dedupes():
+    q = np.array([1.0, 0.0])
+    own = {"a": [1, 0], "b": [0.9, 0.44], "c": [0.5, 0.87], "d": [0.0, 1.0], "e": [0.3, 0.95]}
+    hits = {i: _hit(i, v) for i, v in own.items()}
+    direct = {"a": _hit("a", own["a"], 0.95), "e": _hit("e", own["e"], 0.3)}
+    nodes = [{"id": "n1", "similarity": 0.9, "chunk_ids": ["a", "b", "c", "d"]},
+             {"id": "n2", "similarity": 0.5, "chunk_ids": ["c", "e"]}]
+    out = expand(_Ctx(hits, q), nodes, 0.8, direct)
+    scores = {h.chunk_id: h.score for h in out}
+    assert [h.chunk_id for h in out] == ["a", "b", "c", "e"]  # d: not among n1's two best children
+    assert scores["a"] == 0.95  # a direct match better than its node's discounted score keeps its own
+    assert scores["b"] == pytest.approx(0.72, abs=2e-3)  # node similarity × discount
+    assert scores["c"] == pytest.approx(0.40, abs=2e-3) and scores["e"] == pytest.approx(0.40, abs=2e-3)
+    assert scores["c"] > scores["e"]  # among one node's children the more similar comes first
+
+
+def test_hierarchical_strategy_modes_context_scope_and_fallback(guide, tmp_path, index_with):
+    write(guide, "policy.md", "---\ndoc_type: policy\n---\n# Ranger Policy\n\nRangers count zebras and "
+                              "ostriches every season.\n\nCounts are reported to the park office.\n")
+    _, reader = index_with(guide, cfg=CFG)
+    for mode in ("tree", "collapsed"):
+        r = api.query(reader, "how fast do ostriches run", QueryConfig(strategy="hierarchical", tree_mode=mode, k=3))
+        assert r.strategy == "hierarchical" and r.plan["tree_nodes"] and "fallback" not in r.plan
+        assert r.context_items and r.context_items[0]["type"] == "summary"
+        assert "Ostriches" in r.passages[0].section
+        assert len({c for p in r.passages for c in p.chunk_ids}) == sum(len(p.chunk_ids) for p in r.passages)
+    scoped = api.query(reader, "ostriches zebras", QueryConfig(strategy="hierarchical", filters={"doc_type": "policy"}))
+    assert {i["title"] for i in scoped.context_items} <= {"Ranger Policy"}
+    assert all(p.path.endswith("policy.md") for p in scoped.passages)
+    flat = tmp_path / "flat"
+    write(flat, "a.txt", "Zebras graze.\n")
+    write(flat, "b.txt", "Ostriches run.\n")
+    _, flat_reader = index_with(flat, name="flat")
+    r = api.query(flat_reader, "ostriches", QueryConfig(strategy="hierarchical"))
+    assert r.plan["fallback"].startswith("no summary-tree node") and r.passages
+
+
+class _Knowledge:
+    def __init__(self, rows):
+        self.rows = rows
+
+    def search(self, kind, vector, limit, collections=None):
+        assert kind == "terms"
+        return self.rows[:limit]
+
+
+class _Reader:
+    def __init__(self, rows):
+        self.knowledge = _Knowledge(rows)
+
+
+def test_related_terms_skip_query_words_variants_and_weak_neighbours():
+    rows = [{"term": t, "similarity": s} for t, s in [
+        ("overtime", 0.9), ("overtimes", 0.85), ("hours", 0.8), ("workload", 0.7), ("workloads", 0.69),
+        ("compensation", 0.6), ("shift", 0.5), ("cafeteria", 0.2)]]
+    got = expansion.related_terms(_Reader(rows), None, "limits on overtime hours", max_terms=3, min_similarity=0.45)
+    assert got == [("workload", 0.7), ("compensation", 0.6), ("shift", 0.5)]
+    assert expansion.related_terms(_Reader(rows), None, "overtime", min_similarity=0.95) == []
+
+
+def test_expansion_terms_are_embedded_once_and_fused(tmp_path, index_with, fake):
+    root = tmp_path / "e"
+    for i in range(12):
+        write(root, f"d{i}.md", f"# Doc {i}\n\nOvertime rules {i}: compensation and workload apply to shift "
+                                f"{'workers' if i % 2 else 'staff'} in zone{i}.\n")
+    _, reader = index_with(root)
+    with reader.duck() as store:
+        terms = {r[0] for r in store.con.execute("SELECT term FROM term_vectors").fetchall()}
+    assert {"overtime", "compensation", "workload", "workers", "staff"} <= terms
+    assert not any(len(t) < 4 for t in terms)
+    before = fake.encoded
+    write(root, "d0.md", "# Doc 0\n\nOvertime rules: compensation applies.\n")
+    index_with(root)
+    assert fake.encoded - before < 10  # one chunk, its names; no term is embedded again
+    r = api.query(reader, "overtime workload", QueryConfig(strategy="hybrid", expand=True))
+    assert isinstance(r.plan["related_terms"], list)
+    if r.plan["related_terms"]:
+        assert any(k.startswith("related_") for k in r.timings_ms)
+    assert api.query(reader, "overtime", QueryConfig(strategy="hybrid")).plan["related_terms"] == []
