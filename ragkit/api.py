@@ -87,6 +87,8 @@ def retrieve(reader, text: str, cfg: QueryConfig, limit: int | None = None):
         raise BadQuery(f"--alpha must be within 0..1, not {cfg.alpha}")
     if cfg.k < 1:
         raise BadQuery(f"-k must be at least 1, not {cfg.k}")
+    if cfg.tree_mode not in ("collapsed", "tree"):
+        raise BadQuery(f"unknown tree mode {cfg.tree_mode!r}", hint="Choose collapsed or tree")
     if cfg.planner not in ("rules", "llm"):
         raise BadQuery(f"unknown planner {cfg.planner!r}", hint="Choose rules or llm")
     if cfg.rerank not in ("none", "features", "cross"):

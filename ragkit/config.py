@@ -53,8 +53,8 @@ class QueryConfig:
     ppr_weight: float = 0.25  # hippo: PPR list weight in the fusion; dense and BM25 share the rest (alpha)
     entity_weight: float = 0.6  # light: entity side vs relation side in the fusion of their chunk rankings
     overfetch: int = 4
-    tree_mode: str = "tree"  # hierarchical: tree (levels searched, children discounted) | collapsed (one ranking)
-    tree_nodes: int = 5  # hierarchical: nodes searched per level
+    tree_mode: str = "collapsed"  # hierarchical: collapsed (nodes and chunks in one ranking) | tree (levels, discount)
+    tree_nodes: int = 5  # hierarchical: nodes kept per level (tree), twice this over all levels (collapsed)
     tree_children: int = 3  # hierarchical: best children a node expands to
     tree_discount: float = 0.8  # hierarchical (tree mode): a child's score = its node's similarity × this
     budget: int = 1024  # tokens per assembled passage

@@ -7,6 +7,7 @@ import pytest
 
 from ragkit import api
 from ragkit.config import IndexConfig, QueryConfig
+from ragkit.errors import BadQuery
 from ragkit.extract.summaries import centroid_sentences
 from ragkit.records import Hit
 from ragkit.retrieve import expansion
@@ -155,6 +156,8 @@ def test_hierarchical_strategy_modes_context_scope_and_fallback(guide, tmp_path,
     scoped = api.query(reader, "ostriches zebras", QueryConfig(strategy="hierarchical", filters={"doc_type": "policy"}))
     assert {i["title"] for i in scoped.context_items} <= {"Ranger Policy"}
     assert all(p.path.endswith("policy.md") for p in scoped.passages)
+    with pytest.raises(BadQuery):
+        api.query(reader, "ostriches", QueryConfig(strategy="hierarchical", tree_mode="sideways"))
     flat = tmp_path / "flat"
     write(flat, "a.txt", "Zebras graze.\n")
     write(flat, "b.txt", "Ostriches run.\n")
@@ -205,3 +208,25 @@ def test_expansion_terms_are_embedded_once_and_fused(tmp_path, index_with, fake)
     if r.plan["related_terms"]:
         assert any(k.startswith("related_") for k in r.timings_ms)
     assert api.query(reader, "overtime", QueryConfig(strategy="hybrid")).plan["related_terms"] == []
+
+
+def test_llm_summaries_replace_extractive_ones_in_the_tree(guide, tmp_path, fake):
+    class Writer:
+        def __init__(self):
+            self.prompts = []
+
+        def complete(self, prompt, max_tokens=256, stop=None, temperature=0.0):
+            self.prompts.append(prompt)
+            if "Title: Field Guide > Zebras" in prompt:
+                return " Zebras graze in herds; their stripes confuse flies."
+            return ""  # the model says nothing: the extractive summary stays
+
+    writer = Writer()
+    api.index([guide], tmp_path / "idx", IndexConfig(chunk_tokens=40, chunk_min_tokens=5, summaries="llm"),
+              embedder_factory=lambda c: fake, generator_factory=lambda c: writer)
+    reader = api.open_index(tmp_path / "idx", embedder=fake)
+    nodes = {n["title"]: n for n in _tree(reader)}
+    zebras = nodes["Field Guide > Zebras"]
+    assert zebras["method"] == "llm" and zebras["text"] == "Zebras graze in herds; their stripes confuse flies."
+    assert nodes["Field Guide"]["method"] == "extractive" and nodes["Field Guide"]["text"]
+    assert sum("Summarise the following text" in p for p in writer.prompts) == len(nodes)

@@ -16,7 +16,8 @@ def records():
 
 def test_labelled_set_is_big_enough_and_covers_two_datasets():
     recs = records()
-    assert len(recs) >= 60 and len({r["dataset"] for r in recs}) >= 2
+    assert len(recs) >= 60 and len({r["dataset"] for r in recs}) >= 3
+    assert {"hierarchical", "hippo", "hybrid"} <= {r["routed"] for r in recs}  # every route is exercised
     assert all(r["best"] and set(r["best"]) <= set(r["scores"]) for r in recs)
 
 

@@ -36,7 +36,7 @@ def query_cmd(
     no_spelling: bool = typer.Option(False, "--no-spelling", help="Do not correct words unknown to the index."),
     decompose: bool = typer.Option(False, "--decompose", help="Also retrieve the sub-queries of comparisons."),
     no_retry: bool = typer.Option(False, "--no-retry", help="No corrective retry when the first results look poor."),
-    tree_mode: Optional[str] = typer.Option(None, "--tree-mode", help="hierarchical: tree (levels, then children) | collapsed (one ranking)."),
+    tree_mode: Optional[str] = typer.Option(None, "--tree-mode", help="hierarchical: collapsed (default: nodes and chunks in one ranking) | tree (levels, then children)."),
 ):
     """Retrieve passages for a question (the router picks the strategy unless --strategy says)."""
     from ragkit import api

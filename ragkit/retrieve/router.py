@@ -42,14 +42,14 @@ def route(plan: QueryPlan, known_entities: list[str], has_entities: bool, has_co
     rules = load_rules(rules_path).get("router", {})
     overview = _has_any(plan.text, rules.get("overview", []))
     summary = _has_any(plan.text, rules.get("summary", []))
-    for cues, first, second in ((overview, "global", "hierarchical"), (summary, "hierarchical", "global")):
-        have = {"global": has_communities, "hierarchical": has_tree}
-        for strategy in (first, second) if cues else ():
-            if have[strategy]:
-                kind = "overview" if cues is overview else "summary"
-                return Route(strategy, f"{kind} question ({', '.join(cues)})" +
-                             ("" if strategy == first else f": no {'community' if first == 'global' else 'tree'} "
-                              f"in the index"))
+    have = {"global": has_communities, "hierarchical": has_tree}
+    missing = {"global": "community reports", "hierarchical": "summary tree"}
+    for kind, cues, order in (("overview", overview, ("global", "hierarchical")),
+                              ("summary", summary, ("hierarchical", "global"))):
+        usable = [s for s in order if have[s]] if cues else []
+        if usable:
+            note = "" if usable[0] == order[0] else f": the index has no {missing[order[0]]}"
+            return Route(usable[0], f"{kind} question ({', '.join(cues)}){note}")
     if plan.identifiers or plan.constraints.must_include:
         rest = plan.text
         for ident in plan.identifiers:
