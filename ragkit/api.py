@@ -179,7 +179,7 @@ def _candidates(ctx, qplan, searchable: bool):
         hits = _with_queries(ctx, hits, qplan.expanded_queries, STRATEGIES[cfg.strategy], "expansion", 0.5)
     if cfg.expand and searchable:
         hits = _with_related_terms(ctx, qplan, hits)
-    if qplan.sub_queries and (cfg.decompose or qplan.planner == "llm") and searchable:
+    if qplan.sub_queries and cfg.decompose and searchable:
         hits = _with_queries(ctx, hits, qplan.sub_queries, STRATEGIES[cfg.strategy], "sub_query", SUB_QUERY_SHARE)
     return hits
 

@@ -4,9 +4,9 @@ The rule-based plan is made first and stays the fallback: the model's
 output only adds to it. The default model is a small base model without a
 chat template, so the prompt is a plain few-shot completion. The output is
 checked before use: the rewrite must be one line of reasonable length that
-keeps at least one content word of the query and does not repeat an example
-of the prompt, each sub-question likewise (a model that drifts off the query
-is not followed); at most
+keeps 60 % of the query's content words and does not repeat an example of the
+prompt, each sub-question likewise with 30 % (a model that drifts off the
+query is not followed; small models do: measured in the README); at most
 ``MAX_SUB_QUERIES``. Anything unusable, a missing model or a generation error
 leaves the rule plan as it is, with a note saying why.
 """
@@ -18,6 +18,8 @@ from typing import Callable
 from ragkit.text import content_words
 
 MAX_SUB_QUERIES = 4
+REWRITE_KEEPS = 0.6  # share of the query's content words a rewrite must keep
+SUB_QUERY_KEEPS = 0.3  # … and a sub-question
 MAX_TOKENS = 96
 PROMPT = """Rewrite each search query as one clear question. If it asks about several things, list simpler sub-questions.
 
@@ -48,26 +50,27 @@ def parse(output: str, query: str) -> tuple[str | None, list[str]]:
     """The rewrite and the sub-questions the completion holds, each kept only if it stays on the query."""
     words = set(content_words(query))
 
-    def on_topic(line: str) -> bool:
+    def on_topic(line: str, keep: float) -> bool:
         own = set(content_words(line))
-        return bool(words & own) and not (_copied(own) and not _copied(words)) \
+        return len(words & own) >= max(1.0, keep * len(words)) and not (_copied(own) and not _copied(words)) \
             and 3 <= len(line) <= max(200, 3 * len(query))
 
     lines = [ln.strip() for ln in output.split("\n")]
-    rewrite = lines[0] if lines and on_topic(lines[0]) else None
+    rewrite = lines[0] if lines and on_topic(lines[0], REWRITE_KEEPS) else None
     subs: list[str] = []
     for line in lines[1:]:
         if line.lower().startswith(("query:", "rewritten:")):
             break
         if line.startswith(("-", "*")):
             sub = line.lstrip("-* ").strip()
-            if on_topic(sub) and sub not in subs and sub != rewrite:
+            if on_topic(sub, SUB_QUERY_KEEPS) and sub not in subs and sub != rewrite:
                 subs.append(sub)
     return rewrite, subs[:MAX_SUB_QUERIES] if len(subs) >= 2 else []
 
 
 def refine(plan, generator_factory: Callable[[], object]) -> None:
-    """Add the model's rewrite (an expanded query) and sub-questions (replacing the rule ones) to ``plan``."""
+    """Add the model's rewrite (an expanded query) and sub-questions (replacing the rule ones, retrieved with
+    ``--decompose`` like those) to ``plan``."""
     from ragkit.errors import RagkitError
 
     plan.planner = "llm"
@@ -85,7 +88,7 @@ def refine(plan, generator_factory: Callable[[], object]) -> None:
         plan.notes.append("llm planner gave no usable rewrite: rule plan used")
         return
     plan.rewritten = rewrite
-    if rewrite and rewrite.lower() != plan.text.lower():
+    if rewrite and set(content_words(rewrite)) != set(content_words(plan.text)):  # a copy adds nothing
         plan.expanded_queries.append(rewrite)
     if subs:
         plan.sub_queries = subs
