@@ -194,8 +194,6 @@ def _with_related_terms(ctx, qplan, hits):
         with ctx.timed("expansion"):
             terms = expansion.related_terms(ctx.reader, vec, ctx.query.text)
         qplan.related_terms = [{"term": t, "similarity": s} for t, s in terms]
-        if terms:
-            qplan.expanded_queries.append(ctx.query.text + " " + " ".join(t for t, _ in terms))
     if not qplan.related_terms:
         return hits
     query = ctx.query.text + " " + " ".join(t["term"] for t in qplan.related_terms)
