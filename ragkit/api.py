@@ -266,6 +266,24 @@ def query(reader, text: str, cfg: QueryConfig | None = None) -> QueryResult:
                        context_items=items)
 
 
+def answer(result: QueryResult, cfg: QueryConfig, on_text=None):
+    """A cited answer to ``result.query`` from its passages (``ragkit.answer.Answer``).
+
+    ``ModelUnavailable`` when llama-cpp-python or the model file is missing, ``GenerationFailed`` when the
+    model fails while writing; the result and its passages are untouched either way.
+    """
+    from ragkit.answer import answer as write
+    from ragkit.errors import GenerationFailed
+    from ragkit.generate import load_generator
+
+    generator = load_generator(cfg.model, n_ctx=cfg.answer_context)
+    try:
+        return write(generator, result.query, result.passages, cfg.max_tokens, cfg.temperature, on_text)
+    except (ValueError, RuntimeError, OSError) as exc:
+        raise GenerationFailed(f"the model failed while answering: {exc}",
+                               hint="The passages above are complete; try a shorter --budget or -k.") from exc
+
+
 def stats(reader) -> dict[str, Any]:
     with reader.duck() as store:
         counts = store.counts()

@@ -71,7 +71,11 @@ class QueryConfig:
     expand: bool = False  # add related index words (nearest to the query vector) in a BM25 query fused at 0.3
     spelling: bool = True  # correct words unknown to the index to a frequent index word one edit away
     planner: str = "rules"  # rules | llm (a GGUF model rewrites and decomposes; rules stay the fallback)
-    model: str | None = None  # GGUF file for --planner llm (None: the bundled model)
+    model: str | None = None  # GGUF file for --planner llm and --answer (None: the bundled model)
+    answer: bool = False  # write a cited answer with the GGUF model
+    max_tokens: int = 512  # answer budget
+    temperature: float = 0.3  # answer sampling temperature
+    answer_context: int = 4096  # the model's context window for answers (prompt + answer)
     planner_rules: str | None = None  # a copy of ragkit/retrieve/planner_rules.toml to use instead
 
 

@@ -59,3 +59,8 @@ class IndexBusy(RagkitError):
 class Cancelled(RagkitError):
     exit_code = 10
     hint = "Nothing was written; the index is as it was."
+
+
+class GenerationFailed(RagkitError):
+    """The model failed while writing an answer (the passages are still printed)."""
+    exit_code = 11

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
+from typing import Iterator
 
 from ragkit.errors import ModelUnavailable
 
@@ -91,6 +92,18 @@ class Generator:
         out = self.llm.create_completion(prompt, max_tokens=min(max_tokens, room), temperature=temperature,
                                          stop=stop or [], echo=False)
         return out["choices"][0]["text"]
+
+    def stream(self, prompt: str, max_tokens: int = 512, stop: list[str] | None = None,
+               temperature: float = 0.3) -> Iterator[str]:
+        """The completion piece by piece as the model writes it."""
+        room = self.n_ctx - self.count_tokens(prompt) - 8
+        if room <= 0:
+            raise ValueError(f"prompt too long for the {self.n_ctx}-token context")
+        for part in self.llm.create_completion(prompt, max_tokens=min(max_tokens, room), temperature=temperature,
+                                               stop=stop or [], echo=False, stream=True):
+            text = part["choices"][0]["text"]
+            if text:
+                yield text
 
     def timed(self, prompts: list[str], max_tokens: int) -> float:
         """Seconds per prompt, measured on these prompts (for estimates before long jobs)."""

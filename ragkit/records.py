@@ -164,3 +164,5 @@ class QueryResult:
     timings_ms: dict[str, float]
     context: Any = None  # ragkit.assemble.ContextPack when packing was asked for
     context_items: list[dict[str, Any]] = field(default_factory=list)  # graph strategies' entities, reports…
+    answer: Any = None  # ragkit.answer.Answer when one was written
+    answer_error: str | None = None  # why no answer was written (the passages are still there)

@@ -47,7 +47,21 @@ def result_dict(r: QueryResult, explain: bool = False) -> dict[str, Any]:
         out["context"] = r.context_items
     if r.context is not None:
         out["packed_context"] = r.context.to_dict()
+    if r.answer is not None:
+        out["answer"] = answer_dict(r.answer)
+    if r.answer_error is not None:
+        out["answer_error"] = r.answer_error
     return out
+
+
+def answer_dict(a) -> dict[str, Any]:
+    return {"text": a.text, "model": a.model,
+            "citations": [{"source": c.number, "rank": c.rank, "path": c.path, "lines": list(c.lines)}
+                          for c in a.citations],
+            "dropped_citations": a.dropped_citations, "sources": a.sources,
+            "prompt_tokens": a.prompt_tokens, "completion_tokens": a.completion_tokens,
+            "seconds": a.seconds, "first_token_seconds": a.first_token_seconds,
+            "tokens_per_second": a.tokens_per_second}
 
 
 def query_terms(text: str) -> list[str]:

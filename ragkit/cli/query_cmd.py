@@ -32,7 +32,10 @@ def query_cmd(
     context_budget: int = typer.Option(8000, "--context-budget", help="Token budget of --context."),
     expand: Optional[bool] = typer.Option(None, "--expand/--no-expand", help="Add related words from the index vocabulary (BM25, lower weight)."),
     planner: Optional[str] = typer.Option(None, "--planner", help="rules (default) | llm (a GGUF model rewrites and splits the query)."),
-    model: Optional[str] = typer.Option(None, "--model", help="GGUF file for --planner llm (default: the bundled model)."),
+    model: Optional[str] = typer.Option(None, "--model", help="GGUF file for --answer and --planner llm (default: the bundled model)."),
+    answer: bool = typer.Option(False, "--answer", "-a", help="Write a cited answer with the local GGUF model."),
+    max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help="Answer budget in tokens (default 512)."),
+    temperature: Optional[float] = typer.Option(None, "--temperature", help="Answer sampling temperature (default 0.3)."),
     no_spelling: bool = typer.Option(False, "--no-spelling", help="Do not correct words unknown to the index."),
     decompose: bool = typer.Option(False, "--decompose", help="Also retrieve the sub-queries of comparisons."),
     no_retry: bool = typer.Option(False, "--no-retry", help="No corrective retry when the first results look poor."),
@@ -47,17 +50,23 @@ def query_cmd(
     flt = {**qcfg.filters, **parse_filters(filters or [])}
     qcfg = override(qcfg, strategy=strategy, k=k, alpha=alpha, budget=budget, filters=flt, rerank=rerank,
                     mode=mode, all_versions=all_versions or None, spelling=False if no_spelling else None,
-                    decompose=decompose or None, expand=expand, planner=planner, model=model, retry=False if no_retry else None, tree_mode=tree_mode,
+                    decompose=decompose or None, expand=expand, planner=planner, model=model,
+                    answer=answer or None, max_tokens=max_tokens, temperature=temperature, retry=False if no_retry else None, tree_mode=tree_mode,
                     context_budget=context_budget if context else None)
     if query is None and sys.stdin.isatty():
         raise BadQuery("no query given", hint='ragkit query "your question" (or pipe queries, one per line, with -)')
     reader = api.open_index(index)
-    if query is not None and query != "-":
-        _emit(_run(reader, query, qcfg, trace), as_json, as_jsonl, explain, batch=False)
-        return
-    for line in sys.stdin:
-        if line.strip():
-            _emit(_run(reader, line.strip(), qcfg, trace), as_json, as_jsonl, explain, batch=True)
+    failed = None
+    texts = [query] if query is not None and query != "-" else (ln.strip() for ln in sys.stdin if ln.strip())
+    batch = query is None or query == "-"
+    for text in texts:
+        result = _run(reader, text, qcfg, trace)
+        streamed = qcfg.answer and not (as_json or as_jsonl or batch)
+        if qcfg.answer:
+            failed = _answer(result, qcfg, streamed) or failed
+        _emit(result, as_json, as_jsonl, explain, batch=batch)
+    if failed is not None:  # the passages are out; now say why the answer is missing
+        raise failed
 
 
 def _run(reader, text, qcfg, trace):
@@ -72,8 +81,48 @@ def _run(reader, text, qcfg, trace):
     return result
 
 
+def _answer(result, qcfg, stream: bool):
+    """Write the answer into ``result`` (streaming it to the terminal); returns the error instead of raising."""
+    from ragkit import api
+    from ragkit.errors import RagkitError
+
+    if not result.passages:
+        result.answer_error = "no passages to answer from"
+        return None
+    started = []
+
+    def show(text: str) -> None:
+        if not started:  # the header only once the model writes (a model that fails to load prints nothing)
+            console.print("[bold]Answer[/]")
+            started.append(True)
+        console.out(text, end="", highlight=False)
+
+    try:
+        result.answer = api.answer(result, qcfg, on_text=show if stream else None)
+    except RagkitError as exc:
+        result.answer_error = str(exc)
+        return exc
+    finally:
+        if started:
+            console.out("")
+    if stream:
+        _print_sources(result.answer)
+    return None
+
+
+def _print_sources(a) -> None:
+    for c in a.citations:
+        console.print(f"  [cyan][{c.number}][/] {c.path}:{c.lines[0]}-{c.lines[1]}  (passage {c.rank})",
+                      highlight=False)
+    if a.dropped_citations:
+        console.print(f"  [yellow]{a.dropped_citations} citation(s) named no source and were removed[/]")
+    console.print(f"[dim]{a.model} · {a.prompt_tokens} prompt + {a.completion_tokens} answer tokens · "
+                  f"{a.seconds:.1f} s · {a.tokens_per_second:.1f} tokens/s[/]")
+    console.rule()
+
+
 def _emit(result, as_json: bool, as_jsonl: bool, explain: bool, batch: bool) -> None:
-    from ragkit.render import passage_dict, print_result, result_dict
+    from ragkit.render import answer_dict, passage_dict, print_result, result_dict
 
     if result.context is not None and not (as_json or as_jsonl):
         sys.stdout.write(result.context.text + "\n")
@@ -82,6 +131,9 @@ def _emit(result, as_json: bool, as_jsonl: bool, explain: bool, batch: bool) -> 
     elif as_jsonl:
         for p in result.passages:
             print_json({"query": result.query, **passage_dict(p, explain)})
+        if result.answer is not None or result.answer_error is not None:  # the answer is the last line
+            print_json({"query": result.query, "answer": answer_dict(result.answer) if result.answer else None,
+                        "answer_error": result.answer_error})
     else:
         if batch:
             console.rule(f"[bold]{result.query}")

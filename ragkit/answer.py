@@ -1,0 +1,149 @@
+"""Grounded answers: numbered sources in the prompt, citations [n] mapped back to passages.
+
+The default model is a small base model without a chat template, so the
+prompt is plain text the model completes: instructions, the numbered sources
+(passages in rank order while they fit the model's context window minus the
+answer budget; a passage that does not fit whole is cut to what fits when
+it is the first), the question, "Answer:". Citations in the answer that name
+no source are removed from the text and counted.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Iterable
+
+from ragkit.records import Passage
+
+PROMPT = """Answer the question using only the numbered sources below. After each fact, cite its source as [n]. \
+If the sources do not contain the answer, say that they do not.
+
+{sources}
+
+Question: {question}
+Answer:"""
+MARGIN_TOKENS = 16
+_CITE = re.compile(r"\[(\d+(?:\s*[,;]\s*\d+)*)\]")
+
+
+@dataclass
+class Source:
+    number: int
+    passage: Passage
+
+    def block(self, text: str | None = None) -> str:
+        p = self.passage
+        return f"[{self.number}] {p.section} ({p.path}:{p.line_start}-{p.line_end})\n{text or p.text}"
+
+
+@dataclass
+class Citation:
+    number: int
+    rank: int  # the passage's rank in the result
+    path: str
+    lines: tuple[int, int]
+
+
+@dataclass
+class Answer:
+    text: str
+    citations: list[Citation]
+    dropped_citations: int
+    model: str
+    prompt_tokens: int
+    completion_tokens: int
+    seconds: float
+    first_token_seconds: float | None
+    sources: list[int] = field(default_factory=list)  # passage ranks given to the model, by source number
+
+    @property
+    def tokens_per_second(self) -> float:
+        gen = self.seconds - (self.first_token_seconds or 0.0)
+        return round(self.completion_tokens / gen, 2) if gen > 0 else 0.0
+
+
+def build_prompt(question: str, passages: list[Passage], count_tokens: Callable[[str], int], n_ctx: int,
+                 answer_tokens: int) -> tuple[str, list[Source]]:
+    """The prompt and the sources in it: passages by rank while they fit ``n_ctx - answer_tokens``."""
+    room = n_ctx - answer_tokens - count_tokens(PROMPT.format(sources="", question=question)) - MARGIN_TOKENS
+    sources: list[Source] = []
+    blocks: list[str] = []
+    for p in sorted(passages, key=lambda p: p.rank):
+        src = Source(len(sources) + 1, p)
+        block = src.block()
+        cost = count_tokens(block) + 2
+        if cost > room:
+            if sources:
+                continue  # a later, shorter passage may still fit
+            block = _cut_to(src, room, count_tokens)
+            if block is None:
+                break
+            cost = count_tokens(block) + 2
+        sources.append(src)
+        blocks.append(block)
+        room -= cost
+    return PROMPT.format(sources="\n\n".join(blocks), question=question), sources
+
+
+def _cut_to(src: Source, room: int, count_tokens: Callable[[str], int]) -> str | None:
+    words = src.passage.text.split()
+    lo, hi, best = 1, len(words), None
+    while lo <= hi:  # the longest word prefix whose block fits
+        mid = (lo + hi) // 2
+        block = src.block(" ".join(words[:mid]) + " …")
+        if count_tokens(block) + 2 <= room:
+            best, lo = block, mid + 1
+        else:
+            hi = mid - 1
+    return best
+
+
+def cite(text: str, sources: list[Source]) -> tuple[str, list[Citation], int]:
+    """``text`` without citations to no source, the valid citations (first use first), and the dropped count."""
+    by_number = {s.number: s for s in sources}
+    found: dict[int, Citation] = {}
+    dropped = 0
+
+    def keep(m: re.Match) -> str:
+        nonlocal dropped
+        nums = [int(n) for n in re.split(r"\s*[,;]\s*", m.group(1))]
+        good = [n for n in nums if n in by_number]
+        dropped += len(nums) - len(good)
+        for n in good:
+            p = by_number[n].passage
+            found.setdefault(n, Citation(n, p.rank, p.path, (p.line_start, p.line_end)))
+        return "[" + ", ".join(str(n) for n in good) + "]" if good else ""
+
+    cleaned = _CITE.sub(keep, text)
+    return re.sub(r"[ \t]+([.,;:])", r"\1", cleaned).strip(), list(found.values()), dropped
+
+
+def answer(generator, question: str, passages: list[Passage], max_tokens: int = 512, temperature: float = 0.3,
+           on_text: Callable[[str], None] | None = None) -> Answer:
+    """Generate a cited answer from ``passages``; ``on_text`` receives the text as it streams."""
+    prompt, sources = build_prompt(question, passages, generator.count_tokens, generator.n_ctx, max_tokens)
+    t = time.perf_counter()
+    first = None
+    parts: list[str] = []
+    for piece in _pieces(generator, prompt, max_tokens, temperature):
+        if first is None:
+            first = time.perf_counter() - t
+        parts.append(piece)
+        if on_text:
+            on_text(piece)
+    seconds = time.perf_counter() - t
+    raw = "".join(parts)
+    text, citations, dropped = cite(raw, sources)
+    return Answer(text=text, citations=citations, dropped_citations=dropped, model=generator.name,
+                  prompt_tokens=generator.count_tokens(prompt), completion_tokens=generator.count_tokens(raw),
+                  seconds=round(seconds, 3), first_token_seconds=round(first, 3) if first is not None else None,
+                  sources=[s.passage.rank for s in sources])
+
+
+def _pieces(generator, prompt: str, max_tokens: int, temperature: float) -> Iterable[str]:
+    stop = ["\nQuestion:", "\n\n\n"]
+    if hasattr(generator, "stream"):
+        return generator.stream(prompt, max_tokens=max_tokens, stop=stop, temperature=temperature)
+    return [generator.complete(prompt, max_tokens=max_tokens, stop=stop, temperature=temperature)]

