@@ -21,9 +21,19 @@ PROMPT = """Answer the question using only the numbered sources below. After eac
 If the sources do not contain the answer, say that they do not.
 
 {sources}
-
+{notes}
 Question: {question}
 Answer:"""
+# GraphRAG global map step (seed 001): one call per community report
+MAP_PROMPT = """Community report:
+{report}
+
+Question: {question}
+Write the points of the report that help answer the question, one per line starting with "- ". \
+If nothing in the report helps, write "no relevant information".
+Points:"""
+NO_INFO = "no relevant information"
+MAP_TOKENS = 120
 MARGIN_TOKENS = 16
 _CITE = re.compile(r"\[(\d+(?:\s*[,;]\s*\d+)*)\]")
 
@@ -57,6 +67,8 @@ class Answer:
     seconds: float
     first_token_seconds: float | None
     sources: list[int] = field(default_factory=list)  # passage ranks given to the model, by source number
+    llm_calls: int = 1
+    map_notes: int = 0  # global map-reduce: reports that had something relevant
 
     @property
     def tokens_per_second(self) -> float:
@@ -65,9 +77,14 @@ class Answer:
 
 
 def build_prompt(question: str, passages: list[Passage], count_tokens: Callable[[str], int], n_ctx: int,
-                 answer_tokens: int) -> tuple[str, list[Source]]:
-    """The prompt and the sources in it: passages by rank while they fit ``n_ctx - answer_tokens``."""
-    room = n_ctx - answer_tokens - count_tokens(PROMPT.format(sources="", question=question)) - MARGIN_TOKENS
+                 answer_tokens: int, notes: list[str] = ()) -> tuple[str, list[Source]]:
+    """The prompt and the sources in it: passages by rank while they fit ``n_ctx - answer_tokens``.
+
+    ``notes``: points from the map step of a global answer, placed after the sources (they count first).
+    """
+    notes_text = ("\nNotes from the community reports:\n" + "\n".join(notes) + "\n") if notes else ""
+    room = n_ctx - answer_tokens - count_tokens(PROMPT.format(sources="", notes=notes_text, question=question)) \
+        - MARGIN_TOKENS
     sources: list[Source] = []
     blocks: list[str] = []
     for p in sorted(passages, key=lambda p: p.rank):
@@ -84,7 +101,7 @@ def build_prompt(question: str, passages: list[Passage], count_tokens: Callable[
         sources.append(src)
         blocks.append(block)
         room -= cost
-    return PROMPT.format(sources="\n\n".join(blocks), question=question), sources
+    return PROMPT.format(sources="\n\n".join(blocks), notes=notes_text, question=question), sources
 
 
 def _cut_to(src: Source, room: int, count_tokens: Callable[[str], int]) -> str | None:
@@ -121,9 +138,9 @@ def cite(text: str, sources: list[Source]) -> tuple[str, list[Citation], int]:
 
 
 def answer(generator, question: str, passages: list[Passage], max_tokens: int = 512, temperature: float = 0.3,
-           on_text: Callable[[str], None] | None = None) -> Answer:
+           on_text: Callable[[str], None] | None = None, notes: list[str] = ()) -> Answer:
     """Generate a cited answer from ``passages``; ``on_text`` receives the text as it streams."""
-    prompt, sources = build_prompt(question, passages, generator.count_tokens, generator.n_ctx, max_tokens)
+    prompt, sources = build_prompt(question, passages, generator.count_tokens, generator.n_ctx, max_tokens, notes)
     t = time.perf_counter()
     first = None
     parts: list[str] = []
@@ -147,3 +164,20 @@ def _pieces(generator, prompt: str, max_tokens: int, temperature: float) -> Iter
     if hasattr(generator, "stream"):
         return generator.stream(prompt, max_tokens=max_tokens, stop=stop, temperature=temperature)
     return [generator.complete(prompt, max_tokens=max_tokens, stop=stop, temperature=temperature)]
+
+
+def map_reduce(generator, question: str, passages: list[Passage], reports: list[str], max_tokens: int = 512,
+               temperature: float = 0.3, on_text: Callable[[str], None] | None = None) -> Answer:
+    """GraphRAG global answer (seed 001): map each community report to the points relevant to the question
+    (or "no relevant information"), then reduce: one cited answer from the passages and the kept points."""
+    notes: list[str] = []
+    for report in reports:
+        out = generator.complete(MAP_PROMPT.format(report=report[:2000], question=question), max_tokens=MAP_TOKENS,
+                                 stop=["\n\n", "Question:"], temperature=0.0)
+        points = [ln.strip() for ln in out.split("\n") if ln.strip().startswith("-")]
+        if points and NO_INFO not in out.lower():
+            notes.extend(points)
+    a = answer(generator, question, passages, max_tokens, temperature, on_text, notes)
+    a.llm_calls = len(reports) + 1
+    a.map_notes = len(notes)
+    return a

@@ -272,12 +272,16 @@ def answer(result: QueryResult, cfg: QueryConfig, on_text=None):
     ``ModelUnavailable`` when llama-cpp-python or the model file is missing, ``GenerationFailed`` when the
     model fails while writing; the result and its passages are untouched either way.
     """
-    from ragkit.answer import answer as write
+    from ragkit.answer import answer as write, map_reduce
     from ragkit.errors import GenerationFailed
     from ragkit.generate import load_generator
 
     generator = load_generator(cfg.model, n_ctx=cfg.answer_context)
+    reports = [i["report"] for i in result.context_items if i.get("type") == "community"]
     try:
+        if result.strategy == "global" and reports:  # map-reduce over the community reports
+            return map_reduce(generator, result.query, result.passages, reports, cfg.max_tokens, cfg.temperature,
+                              on_text)
         return write(generator, result.query, result.passages, cfg.max_tokens, cfg.temperature, on_text)
     except (ValueError, RuntimeError, OSError) as exc:
         raise GenerationFailed(f"the model failed while answering: {exc}",

@@ -61,7 +61,7 @@ def answer_dict(a) -> dict[str, Any]:
             "dropped_citations": a.dropped_citations, "sources": a.sources,
             "prompt_tokens": a.prompt_tokens, "completion_tokens": a.completion_tokens,
             "seconds": a.seconds, "first_token_seconds": a.first_token_seconds,
-            "tokens_per_second": a.tokens_per_second}
+            "tokens_per_second": a.tokens_per_second, "llm_calls": a.llm_calls, "map_notes": a.map_notes}
 
 
 def query_terms(text: str) -> list[str]:

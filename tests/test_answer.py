@@ -153,3 +153,46 @@ def test_cli_answer_degrades_with_passages_kept(indexed, monkeypatch, tmp_path):
     _use(monkeypatch, _Gen(error=RuntimeError("llama_decode returned -3")))
     r = runner.invoke(app, ["query", "overtime", "--index", indexed, "--answer"])
     assert r.exit_code == 11 and "failed while answering" in r.output and "Overtime Policy" in r.output
+
+
+def test_global_answer_maps_reports_then_reduces():
+    from ragkit.answer import map_reduce
+
+    class MapGen(_Streamer):
+        def __init__(self):
+            self.calls = []
+
+        def complete(self, prompt, max_tokens=256, stop=None, temperature=0.0):
+            self.calls.append(prompt)
+            if "Northwind" in prompt:
+                return "- Northwind caps overtime at ten hours a week.\n- Leave is granted instead of pay."
+            return " no relevant information"
+
+    gen = MapGen()
+    a = map_reduce(gen, "how is overtime handled?", [_passage(1, 10)],
+                   ["Community: Northwind, overtime", "Community: Mercury, planets"], max_tokens=64)
+    assert len(gen.calls) == 2 and all("Question: how is overtime handled?" in c for c in gen.calls)
+    assert a.llm_calls == 3 and a.map_notes == 2
+    assert "Notes from the community reports:\n- Northwind caps overtime" in gen.prompt  # the reduce prompt
+    assert "planets" not in gen.prompt and a.text == "Overtime is capped [1]."
+
+
+def test_api_answer_uses_map_reduce_for_global(tmp_path, index_with, monkeypatch):
+    from ragkit import api
+    from ragkit.config import QueryConfig
+    from tests.conftest import write
+
+    root = tmp_path / "band"
+    write(root, "a.md", "# Nirvana\n\nKurt Cobain, Dave Grohl and Krist Novoselic formed Nirvana in Aberdeen.\n\n"
+                        "Kurt Cobain wrote most songs of Nirvana in Aberdeen and Olympia.\n")
+    _, reader = index_with(root)
+    r = api.query(reader, "main themes of the band", QueryConfig(strategy="global", k=2))
+    assert any(i["type"] == "community" for i in r.context_items)
+
+    class Gen(_Streamer):
+        def complete(self, prompt, max_tokens=256, stop=None, temperature=0.0):
+            return "- Nirvana was formed in Aberdeen."
+
+    _use(monkeypatch, Gen())
+    a = api.answer(r, QueryConfig(answer=True))
+    assert a.llm_calls == 1 + sum(i["type"] == "community" for i in r.context_items) and a.map_notes >= 1
