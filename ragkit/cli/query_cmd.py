@@ -41,7 +41,9 @@ def query_cmd(
     no_retry: bool = typer.Option(False, "--no-retry", help="No corrective retry when the first results look poor."),
     tree_mode: Optional[str] = typer.Option(None, "--tree-mode", help="hierarchical: collapsed (default: nodes and chunks in one ranking) | tree (levels, then children)."),
 ):
-    """Retrieve passages for a question (the router picks the strategy unless --strategy says)."""
+    """Retrieve passages for a question (the router picks the strategy unless --strategy says).
+
+    Without a question on a terminal: an interactive session (:help lists its commands)."""
     from ragkit import api
     from ragkit.config import load_config, override
     from ragkit.retrieve.filters import parse_filters
@@ -53,9 +55,14 @@ def query_cmd(
                     decompose=decompose or None, expand=expand, planner=planner, model=model,
                     answer=answer or None, max_tokens=max_tokens, temperature=temperature, retry=False if no_retry else None, tree_mode=tree_mode,
                     context_budget=context_budget if context else None)
-    if query is None and sys.stdin.isatty():
-        raise BadQuery("no query given", hint='ragkit query "your question" (or pipe queries, one per line, with -)')
     reader = api.open_index(index)
+    if query is None and sys.stdin.isatty():
+        if as_json or as_jsonl:
+            raise BadQuery("no query given", hint='ragkit query --json "your question" (or pipe queries with -)')
+        from ragkit.cli.session import run
+
+        run(reader, qcfg, console, explain)
+        return
     failed = None
     texts = [query] if query is not None and query != "-" else (ln.strip() for ln in sys.stdin if ln.strip())
     batch = query is None or query == "-"
@@ -81,8 +88,10 @@ def _run(reader, text, qcfg, trace):
     return result
 
 
-def _answer(result, qcfg, stream: bool):
-    """Write the answer into ``result`` (streaming it to the terminal); returns the error instead of raising."""
+def _answer(result, qcfg, stream: bool, con=None):
+    """Write the answer into ``result`` (streaming it to ``con``, the terminal by default); returns the error
+    instead of raising."""
+    con = con or console
     from ragkit import api
     from ragkit.errors import RagkitError
 
@@ -93,9 +102,9 @@ def _answer(result, qcfg, stream: bool):
 
     def show(text: str) -> None:
         if not started:  # the header only once the model writes (a model that fails to load prints nothing)
-            console.print("[bold]Answer[/]")
+            con.print("[bold]Answer[/]")
             started.append(True)
-        console.out(text, end="", highlight=False)
+        con.out(text, end="", highlight=False)
 
     try:
         result.answer = api.answer(result, qcfg, on_text=show if stream else None)
@@ -104,21 +113,21 @@ def _answer(result, qcfg, stream: bool):
         return exc
     finally:
         if started:
-            console.out("")
+            con.out("")
     if stream:
-        _print_sources(result.answer)
+        _print_sources(result.answer, con)
     return None
 
 
-def _print_sources(a) -> None:
+def _print_sources(a, con) -> None:
     for c in a.citations:
-        console.print(f"  [cyan][{c.number}][/] {c.path}:{c.lines[0]}-{c.lines[1]}  (passage {c.rank})",
+        con.print(f"  [cyan][{c.number}][/] {c.path}:{c.lines[0]}-{c.lines[1]}  (passage {c.rank})",
                       highlight=False)
     if a.dropped_citations:
-        console.print(f"  [yellow]{a.dropped_citations} citation(s) named no source and were removed[/]")
-    console.print(f"[dim]{a.model} · {a.prompt_tokens} prompt + {a.completion_tokens} answer tokens · "
+        con.print(f"  [yellow]{a.dropped_citations} citation(s) named no source and were removed[/]")
+    con.print(f"[dim]{a.model} · {a.prompt_tokens} prompt + {a.completion_tokens} answer tokens · "
                   f"{a.seconds:.1f} s · {a.tokens_per_second:.1f} tokens/s[/]")
-    console.rule()
+    con.rule()
 
 
 def _emit(result, as_json: bool, as_jsonl: bool, explain: bool, batch: bool) -> None:

@@ -1,0 +1,140 @@
+"""``ragkit query`` without a question on a terminal: an interactive session.
+
+The index, the embedder and (on the first answer) the GGUF model are loaded
+once, so every query after the first is warm. Input comes from a
+prompt_toolkit prompt with history kept in the index folder
+(``.query_history``). Ctrl-C cancels the running query or answer, not the
+session; Ctrl-D or ``:quit`` ends it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+HELP = """Commands:
+  :strategy NAME        auto, naive, lexical, hybrid, local, global, light, hippo, hierarchical
+  :k N                  passages per query
+  :answer on|off        write a cited answer with the GGUF model
+  :explain on|off       show the plan and scoring details
+  :filter KEY=VALUE     add a filter (doc_type, collection, path=GLOB, front-matter keys); :filter clear
+  :open N               the full section of passage N of the last result
+  :json                 the last result as JSON
+  :help, :quit          this help; leave (Ctrl-D works too)
+Anything else is a query. Ctrl-C cancels a running query or answer."""
+
+
+class Session:
+    def __init__(self, reader, cfg, console, explain: bool = False):
+        self.reader, self.cfg, self.console, self.explain = reader, cfg, console, explain
+        self.last = None
+
+    # ------------------------------------------------------------ commands
+
+    def command(self, line: str) -> bool:
+        """Run a ``:command``; False when the session should end."""
+        from ragkit.errors import BadQuery
+        from ragkit.retrieve.filters import parse_filters
+
+        name, _, arg = line[1:].strip().partition(" ")
+        arg = arg.strip()
+        if name in ("quit", "q", "exit"):
+            return False
+        if name == "help":
+            self.console.print(HELP, highlight=False)
+        elif name == "strategy" and arg:
+            from ragkit.retrieve.strategies import STRATEGIES
+
+            if arg != "auto" and arg not in STRATEGIES:
+                raise BadQuery(f"unknown strategy {arg!r}", hint=f"Choose auto or one of: {', '.join(STRATEGIES)}")
+            self.cfg = replace(self.cfg, strategy=arg)
+        elif name == "k" and arg.isdigit() and int(arg) > 0:
+            self.cfg = replace(self.cfg, k=int(arg))
+        elif name in ("answer", "explain") and arg in ("on", "off"):
+            if name == "answer":
+                self.cfg = replace(self.cfg, answer=arg == "on")
+            else:
+                self.explain = arg == "on"
+        elif name == "filter" and arg == "clear":
+            self.cfg = replace(self.cfg, filters={})
+        elif name == "filter" and arg:
+            self.cfg = replace(self.cfg, filters={**self.cfg.filters, **parse_filters([arg])})
+        elif name == "open" and arg.isdigit():
+            self.open(int(arg))
+        elif name == "json":
+            from ragkit.render import result_dict
+
+            if self.last is not None:
+                self.console.print_json(data=result_dict(self.last, self.explain))
+        else:
+            raise BadQuery(f"unknown or incomplete command {line!r}", hint="Type :help for the commands")
+        self.console.print(f"[dim]strategy {self.cfg.strategy} · k {self.cfg.k} · answer "
+                           f"{'on' if self.cfg.answer else 'off'} · filters {self.cfg.filters or 'none'}[/]")
+        return True
+
+    def open(self, rank: int) -> None:
+        """Print the whole section passage ``rank`` of the last result comes from."""
+        passage = next((p for p in self.last.passages if p.rank == rank), None) if self.last else None
+        if passage is None:
+            self.console.print(f"[yellow]no passage {rank} in the last result[/]")
+            return
+        section = next(h.section_id for h in self.last.hits if h.chunk_id in passage.chunk_ids)
+        with self.reader.duck() as store:
+            texts = [r[0] for r in store.con.execute(
+                "SELECT text FROM chunks WHERE section_id = ? ORDER BY chunk_index", [section]).fetchall()]
+        self.console.rule(f"{passage.path} · {passage.section}")
+        self.console.print("\n\n".join(texts), highlight=False)
+
+    # ------------------------------------------------------------ queries
+
+    def ask(self, text: str) -> None:
+        from ragkit import api
+        from ragkit.cli.query_cmd import _answer
+        from ragkit.render import print_result
+
+        result = api.query(self.reader, text, self.cfg)
+        if self.cfg.answer:
+            error = _answer(result, self.cfg, stream=True, con=self.console)
+            if error is not None:
+                self.console.print(f"[red]no answer:[/] {error}")
+        self.last = result
+        if self.explain:
+            self.console.print_json(data=result.plan)
+        print_result(self.console, result, self.explain)
+
+    def handle(self, line: str) -> bool:
+        """One input line; False when the session should end. Errors are shown, never fatal."""
+        from ragkit.errors import RagkitError
+
+        line = line.strip()
+        if not line:
+            return True
+        try:
+            if line.startswith(":"):
+                return self.command(line)
+            self.ask(line)
+        except KeyboardInterrupt:
+            self.console.print("[yellow]cancelled[/]")
+        except RagkitError as exc:
+            self.console.print(f"[red]error:[/] {exc}" + (f"\n[dim]hint: {exc.hint}[/]" if exc.hint else ""))
+        return True
+
+
+def run(reader, cfg, console, explain: bool = False, input=None, output=None) -> None:
+    """The prompt loop (``input``/``output``: prompt_toolkit pipes for tests)."""
+    from prompt_toolkit import PromptSession
+    from prompt_toolkit.history import FileHistory
+
+    session = Session(reader, cfg, console, explain)
+    prompt = PromptSession(history=FileHistory(str(reader.index_dir / ".query_history")), input=input,
+                           output=output)
+    console.print(f"[bold]ragkit[/] · {reader.index_dir} · {reader.manifest['counts']['documents']} documents · "
+                  "type a question, :help for commands, Ctrl-D to leave")
+    while True:
+        try:
+            line = prompt.prompt("ragkit> ")
+        except KeyboardInterrupt:
+            continue  # Ctrl-C on an empty prompt clears the line
+        except EOFError:
+            break
+        if not session.handle(line):
+            break

@@ -1,0 +1,64 @@
+"""The interactive session, driven through prompt_toolkit's pipe input (fake embedder, fake generator)."""
+
+import io
+
+from prompt_toolkit.input import create_pipe_input
+from prompt_toolkit.output import DummyOutput
+from rich.console import Console
+
+from ragkit.cli import session
+from ragkit.config import QueryConfig
+
+
+def _run(reader, lines: str, cfg=None) -> str:
+    buf = io.StringIO()
+    console = Console(file=buf, width=120, force_terminal=False, color_system=None)
+    with create_pipe_input() as inp:
+        inp.send_text(lines)
+        session.run(reader, cfg or QueryConfig(strategy="hybrid", k=2), console, input=inp, output=DummyOutput())
+    return buf.getvalue()
+
+
+def test_session_queries_commands_and_history(corpus, index_with):
+    _, reader = index_with(corpus)
+    out = _run(reader, "rollback container\n:k 1\n:strategy lexical\n:filter doc_type=policy\novertime\n"
+                       ":open 1\n:json\n:filter clear\n:strategy nonsense\n:help\n:quit\n")
+    assert "deploy.rst" in out and "Deployment > Rollbacks" in out  # the first query, k 2
+    assert "strategy lexical · k 1" in out and "filters {'doc_type': 'policy'}" in out
+    assert "Overtime is limited to ten hours per week" in out  # :open 1 prints the whole section
+    assert '"strategy": "lexical"' in out  # :json of the last result
+    assert "unknown strategy 'nonsense'" in out and ":answer on|off" in out  # errors do not end the session
+    history = (reader.index_dir / ".query_history").read_text()
+    assert "rollback container" in history and ":open 1" in history
+
+
+def test_session_ends_on_ctrl_d_and_answers_when_asked(corpus, index_with, monkeypatch):
+    _, reader = index_with(corpus)
+
+    class Gen:
+        name, n_ctx = "fake.gguf", 2048
+
+        def count_tokens(self, text):
+            return len(text.split())
+
+        def stream(self, prompt, max_tokens=512, stop=None, temperature=0.3):
+            yield from [" Ten hours", " a week [1]."]
+
+    monkeypatch.setattr("ragkit.generate.load_generator", lambda spec=None, n_ctx=2048: Gen())
+    out = _run(reader, ":answer on\nhow is overtime limited?\n\x04")
+    assert "answer on" in out and "Ten hours a week [1]." in out and "fake.gguf" in out
+
+
+def test_session_survives_a_cancelled_query(corpus, index_with, monkeypatch):
+    _, reader = index_with(corpus)
+    calls = []
+
+    def interrupted(*a, **k):
+        calls.append(1)
+        raise KeyboardInterrupt
+
+    s = session.Session(reader, QueryConfig(k=1), Console(file=io.StringIO()))
+    monkeypatch.setattr("ragkit.api.query", interrupted)
+    assert s.handle("overtime") is True and calls  # Ctrl-C cancels the query, the session goes on
+    assert s.handle(":quit") is False
+
