@@ -38,10 +38,20 @@ def trace_line(r: QueryResult) -> str:
     }, ensure_ascii=False)
 
 
+def metadata(r: QueryResult) -> dict[str, Any]:
+    """Seed 001's QueryMetadata: strategy, latency per stage, tokens used, context count, LLM calls."""
+    a = r.answer
+    return {"strategy": r.strategy, "timings_ms": r.timings_ms, "passages": len(r.passages),
+            "context_count": len(a.sources) if a else 0,
+            "tokens": {"prompt": a.prompt_tokens, "completion": a.completion_tokens} if a else None,
+            "llm_calls": a.llm_calls if a else 0}
+
+
 def result_dict(r: QueryResult, explain: bool = False) -> dict[str, Any]:
     out = {
         "schema": SCHEMA, "query": r.query, "strategy": r.strategy, "plan": r.plan,
         "passages": [passage_dict(p, explain) for p in r.passages], "timings_ms": r.timings_ms,
+        "metadata": metadata(r),
     }
     if r.context_items:
         out["context"] = r.context_items

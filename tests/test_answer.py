@@ -128,6 +128,9 @@ def test_cli_answer_streams_then_sources(indexed, monkeypatch):
     assert a["text"] == "Overtime is limited to ten hours [1]." and a["dropped_citations"] == 1
     assert a["citations"][0]["rank"] == 1 and a["citations"][0]["path"].endswith(".md")
     assert {"prompt_tokens", "completion_tokens", "seconds", "tokens_per_second", "model"} <= set(a)
+    meta = json.loads(r.output)["metadata"]
+    assert meta["llm_calls"] == 1 and meta["context_count"] == 2 and meta["tokens"]["completion"] == 8
+    assert meta["strategy"] and "dense" in meta["timings_ms"]
 
 
 def test_cli_answer_degrades_with_passages_kept(indexed, monkeypatch, tmp_path):

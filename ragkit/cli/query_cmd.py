@@ -147,5 +147,8 @@ def _emit(result, as_json: bool, as_jsonl: bool, explain: bool, batch: bool) -> 
         if batch:
             console.rule(f"[bold]{result.query}")
         if explain:
+            from ragkit.render import metadata
+
             console.print_json(data=result.plan)
+            console.print_json(data=metadata(result))
         print_result(console, result, explain)
