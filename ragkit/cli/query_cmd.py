@@ -68,7 +68,7 @@ def query_cmd(
     batch = query is None or query == "-"
     for text in texts:
         result = _run(reader, text, qcfg, trace)
-        streamed = qcfg.answer and not (as_json or as_jsonl or batch)
+        streamed = qcfg.answer and not (as_json or as_jsonl)
         if qcfg.answer:
             failed = _answer(result, qcfg, streamed) or failed
         _emit(result, as_json, as_jsonl, explain, batch=batch)
