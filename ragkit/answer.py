@@ -1,11 +1,15 @@
 """Grounded answers: numbered sources in the prompt, citations [n] mapped back to passages.
 
 The default model is a small base model without a chat template, so the
-prompt is plain text the model completes: instructions, the numbered sources
-(passages in rank order while they fit the model's context window minus the
-answer budget; a passage that does not fit whole is cut to what fits when
-it is the first), the question, "Answer:". Citations in the answer that name
-no source are removed from the text and counted.
+prompt is plain text the model completes: instructions, one worked example,
+the numbered sources (passages in rank order while they fit the model's
+context window minus the answer budget; a passage that does not fit whole is
+cut to what fits when it is the first), the question, "Answer:". A plain
+completion model also gets the answer's first words, "According to [", so
+that it starts by naming a source: the 270M default model follows the
+example's style but hardly ever cites on its own (measured on hotpotqa-100,
+see the README). Citations in the answer that name no source are removed
+from the text and counted.
 """
 
 from __future__ import annotations
@@ -13,17 +17,32 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
+from typing import Callable
 
 from ragkit.records import Passage
 
-PROMPT = """Answer the question using only the numbered sources below. After each fact, cite its source as [n]. \
+PROMPT = """Answer the question using only the numbered sources. After each fact, cite its source as [n]. \
 If the sources do not contain the answer, say that they do not.
 
+Sources:
+[1] Eiffel Tower (landmarks.md:1-3)
+The Eiffel Tower in Paris was completed in 1889 for the World's Fair.
+
+[2] Gustave Eiffel (people.md:4-6)
+Gustave Eiffel's engineering company designed and built the tower.
+
+Question: Who built the Eiffel Tower, and when was it finished?
+Answer: According to [2], Gustave Eiffel's company built the Eiffel Tower. According to [1], it was completed in 1889.
+
+Sources:
 {sources}
 {notes}
 Question: {question}
 Answer:"""
+# the answer's first words for plain completion models when there are sources (see the module docstring)
+ANSWER_PREFIX = " According to ["
+STOP = ["\nQuestion:", "\nSources:", "\n\n\n"]
+REPEAT_PENALTY = 1.15  # the small default model loops without it (hotpotqa-100: more gold answers, fewer bad marks)
 # GraphRAG global map step (seed 001): one call per community report
 MAP_PROMPT = """Community report:
 {report}
@@ -141,10 +160,14 @@ def answer(generator, question: str, passages: list[Passage], max_tokens: int = 
            on_text: Callable[[str], None] | None = None, notes: list[str] = ()) -> Answer:
     """Generate a cited answer from ``passages``; ``on_text`` receives the text as it streams."""
     prompt, sources = build_prompt(question, passages, generator.count_tokens, generator.n_ctx, max_tokens, notes)
+    prefix = ANSWER_PREFIX if sources and getattr(generator, "chat", None) is None else ""
+    if on_text and prefix:
+        on_text(prefix.lstrip())
     t = time.perf_counter()
     first = None
     parts: list[str] = []
-    for piece in _pieces(generator, prompt, max_tokens, temperature):
+    for piece in generator.stream(prompt + prefix, max_tokens=max_tokens, stop=STOP, temperature=temperature,
+                                  repeat_penalty=REPEAT_PENALTY):
         if first is None:
             first = time.perf_counter() - t
         parts.append(piece)
@@ -152,18 +175,11 @@ def answer(generator, question: str, passages: list[Passage], max_tokens: int = 
             on_text(piece)
     seconds = time.perf_counter() - t
     raw = "".join(parts)
-    text, citations, dropped = cite(raw, sources)
+    text, citations, dropped = cite(prefix.lstrip() + raw, sources)
     return Answer(text=text, citations=citations, dropped_citations=dropped, model=generator.name,
-                  prompt_tokens=generator.count_tokens(prompt), completion_tokens=generator.count_tokens(raw),
+                  prompt_tokens=generator.prompt_tokens(prompt + prefix), completion_tokens=generator.count_tokens(raw),
                   seconds=round(seconds, 3), first_token_seconds=round(first, 3) if first is not None else None,
                   sources=[s.passage.rank for s in sources])
-
-
-def _pieces(generator, prompt: str, max_tokens: int, temperature: float) -> Iterable[str]:
-    stop = ["\nQuestion:", "\n\n\n"]
-    if hasattr(generator, "stream"):
-        return generator.stream(prompt, max_tokens=max_tokens, stop=stop, temperature=temperature)
-    return [generator.complete(prompt, max_tokens=max_tokens, stop=stop, temperature=temperature)]
 
 
 def map_reduce(generator, question: str, passages: list[Passage], reports: list[str], max_tokens: int = 512,

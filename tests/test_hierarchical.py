@@ -13,6 +13,7 @@ from ragkit.records import Hit
 from ragkit.retrieve import expansion
 from ragkit.retrieve.strategies.hierarchical import expand
 from tests.conftest import write
+from tests.fakes import FakeGenerator
 
 CFG = IndexConfig(chunk_tokens=40, chunk_min_tokens=5)
 
@@ -211,17 +212,9 @@ def test_expansion_terms_are_embedded_once_and_fused(tmp_path, index_with, fake)
 
 
 def test_llm_summaries_replace_extractive_ones_in_the_tree(guide, tmp_path, fake):
-    class Writer:
-        def __init__(self):
-            self.prompts = []
-
-        def complete(self, prompt, max_tokens=256, stop=None, temperature=0.0):
-            self.prompts.append(prompt)
-            if "Title: Field Guide > Zebras" in prompt:
-                return " Zebras graze in herds; their stripes confuse flies."
-            return ""  # the model says nothing: the extractive summary stays
-
-    writer = Writer()
+    # the model says nothing for other sections: their extractive summary stays
+    writer = FakeGenerator(lambda p: " Zebras graze in herds; their stripes confuse flies."
+                           if "Title: Field Guide > Zebras" in p else "")
     api.index([guide], tmp_path / "idx", IndexConfig(chunk_tokens=40, chunk_min_tokens=5, summaries="llm"),
               embedder_factory=lambda c: fake, generator_factory=lambda c: writer)
     reader = api.open_index(tmp_path / "idx", embedder=fake)

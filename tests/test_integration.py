@@ -93,3 +93,43 @@ def test_eval_hotpotqa_subset(tmp_path):
     assert res["documents"] == 994 and res["queries"] == 25
     by = {r["strategy"]: r for r in res["results"]}
     assert by["hybrid"]["recall@5"] > 0.4 and by["lexical"]["recall@5"] > 0.4
+
+
+def test_interactive_session_in_a_pseudo_terminal(sample_index):
+    """The real session on a terminal: warm queries, commands, Ctrl-C cancels the answer, Ctrl-D leaves."""
+    import os
+    import sys
+
+    pexpect = pytest.importorskip("pexpect")
+    _, reader = sample_index
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "NO_COLOR": "1", "COLUMNS": "120", "TERM": "dumb"}
+    child = pexpect.spawn(sys.executable, ["-m", "ragkit", "query", "--index", str(reader.index_dir)], env=env,
+                          encoding="utf-8", timeout=120, dimensions=(50, 120))
+    try:
+        child.expect("Ctrl-D to leave")
+        child.expect("ragkit> ")
+        child.sendline("how are overtime hours limited?")
+        child.expect("overtime")
+        child.expect("ragkit> ")
+        child.sendline(":k 1")
+        child.expect("k 1")
+        child.expect("ragkit> ")
+        child.sendline(":answer on")
+        child.expect("answer on")
+        child.expect("ragkit> ")
+        child.sendline("how are overtime hours limited?")
+        child.expect("According to")  # the answer starts streaming ...
+        child.sendintr()  # ... and Ctrl-C stops it, not the session
+        child.expect("cancelled")
+        child.expect("ragkit> ")
+        child.sendline(":answer off")
+        child.expect("answer off")
+        child.expect("ragkit> ")
+        for _ in range(20):  # Ctrl-D; a ^D that lands before the prompt switched the terminal to raw mode is lost
+            child.sendeof()
+            if child.expect([pexpect.EOF, pexpect.TIMEOUT], timeout=3) == 0:
+                break
+    finally:
+        child.close()
+    assert child.exitstatus == 0
+    assert "how are overtime hours limited?" in (reader.index_dir / ".query_history").read_text()

@@ -80,12 +80,9 @@ def test_llm_summaries_are_written_above_the_extractive_report(tmp_path, fake):
     root = tmp_path / "d"
     write(root, "a.md", "# Band\n\nKurt Cobain, Dave Grohl and Krist Novoselic formed Nirvana in Aberdeen.\n")
 
-    class Summariser(FakeGenerator):
-        def complete(self, prompt, max_tokens=256, stop=None, temperature=0.0):
-            return " Three musicians who formed a band." if "Summary:" in prompt else "no"
-
     api.index([root], tmp_path / "idx", IndexConfig(summaries="llm"), embedder_factory=lambda c: fake,
-              generator_factory=lambda c: Summariser({}))
+              generator_factory=lambda c: FakeGenerator(
+                  lambda p: " Three musicians who formed a band." if "Summary:" in p else "no"))
     with api.open_index(tmp_path / "idx", embedder=fake).duck() as store:
         reports = [r[0] for r in store.con.execute("SELECT report FROM communities").fetchall()]
     assert reports and all(r.startswith("Three musicians who formed a band.\n\nCommunity: ") for r in reports)

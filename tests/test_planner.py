@@ -8,6 +8,7 @@ from ragkit.errors import BadQuery
 from ragkit.retrieve.planner import plan_query
 from ragkit.retrieve.router import route
 from tests.conftest import write
+from tests.fakes import FakeGenerator
 
 
 def test_operators_phrases_and_negations_are_lifted_out():
@@ -200,17 +201,6 @@ def test_llm_planner_output_is_checked_before_use():
     assert parse("Overtime limits?\n- overtime limits per week\n", "overtime limits")[1] == []  # one part: no split
 
 
-class _FakeGenerator:
-    def __init__(self, text=None, error=None):
-        self.text, self.error, self.prompts = text, error, []
-
-    def complete(self, prompt, max_tokens=256, stop=None, temperature=0.0):
-        self.prompts.append(prompt)
-        if self.error:
-            raise self.error
-        return self.text
-
-
 def test_llm_planner_adds_rewrite_and_sub_queries_and_falls_back_to_rules(monkeypatch, tmp_path, index_with):
     import ragkit.generate
     from ragkit.errors import ModelUnavailable
@@ -222,7 +212,7 @@ def test_llm_planner_adds_rewrite_and_sub_queries_and_falls_back_to_rules(monkey
     ]) + "\n")
     _, reader = index_with(root)
     q = "derrickson wood nationality"
-    gen = _FakeGenerator("What nationality were Scott Derrickson and Ed Wood?\nSub-questions:\n"
+    gen = FakeGenerator("What nationality were Scott Derrickson and Ed Wood?\nSub-questions:\n"
                          "- What nationality was Scott Derrickson?\n- What nationality was Ed Wood?")
     monkeypatch.setattr(ragkit.generate, "load_generator", lambda spec=None, n_ctx=2048: gen)
     r = api.query(reader, q, QueryConfig(strategy="hybrid", planner="llm", decompose=True))
@@ -230,7 +220,7 @@ def test_llm_planner_adds_rewrite_and_sub_queries_and_falls_back_to_rules(monkey
     assert r.plan["rewritten"] in r.plan["expanded_queries"] and len(r.plan["sub_queries"]) == 2
     assert any(k.startswith("sub_query_") for k in r.timings_ms)  # with --decompose the sub-questions are retrieved
     assert "Query: derrickson wood nationality\nRewritten:" in gen.prompts[0]
-    for broken in (_FakeGenerator(error=ModelUnavailable("no model")), _FakeGenerator("Nothing to say.")):
+    for broken in (FakeGenerator(error=ModelUnavailable("no model")), FakeGenerator("Nothing to say.")):
         monkeypatch.setattr(ragkit.generate, "load_generator", lambda spec=None, n_ctx=2048, g=broken: g)
         r = api.query(reader, q, QueryConfig(strategy="hybrid", planner="llm"))
         assert r.plan["planner"] == "rules" and "rule plan used" in r.plan["planner_notes"][-1] and r.passages

@@ -8,6 +8,7 @@ from rich.console import Console
 
 from ragkit.cli import session
 from ragkit.config import QueryConfig
+from tests.fakes import FakeGenerator
 
 
 def _run(reader, lines: str, cfg=None) -> str:
@@ -35,18 +36,10 @@ def test_session_queries_commands_and_history(corpus, index_with):
 def test_session_ends_on_ctrl_d_and_answers_when_asked(corpus, index_with, monkeypatch):
     _, reader = index_with(corpus)
 
-    class Gen:
-        name, n_ctx = "fake.gguf", 2048
-
-        def count_tokens(self, text):
-            return len(text.split())
-
-        def stream(self, prompt, max_tokens=512, stop=None, temperature=0.3):
-            yield from [" Ten hours", " a week [1]."]
-
-    monkeypatch.setattr("ragkit.generate.load_generator", lambda spec=None, n_ctx=2048: Gen())
+    gen = FakeGenerator(pieces=["1], ten hours", " a week."])
+    monkeypatch.setattr("ragkit.generate.load_generator", lambda spec=None, n_ctx=2048: gen)
     out = _run(reader, ":answer on\nhow is overtime limited?\n\x04")
-    assert "answer on" in out and "Ten hours a week [1]." in out and "fake.gguf" in out
+    assert "answer on" in out and "According to [1], ten hours a week." in out and "fake.gguf" in out
 
 
 def test_session_survives_a_cancelled_query(corpus, index_with, monkeypatch):
