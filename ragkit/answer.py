@@ -41,7 +41,7 @@ Question: {question}
 Answer:"""
 # the answer's first words for plain completion models when there are sources (see the module docstring)
 ANSWER_PREFIX = " According to ["
-STOP = ["\nQuestion:", "\nSources:", "\n\n\n"]
+STOP = ["\nQuestion:", "\nSources:", "\n\n[", "\n\n\n"]  # the model moves on: a new question, copied sources
 REPEAT_PENALTY = 1.15  # the small default model loops without it (hotpotqa-100: more gold answers, fewer bad marks)
 # GraphRAG global map step (seed 001): one call per community report
 MAP_PROMPT = """Community report:
