@@ -161,8 +161,9 @@ def answer(generator, question: str, passages: list[Passage], max_tokens: int = 
     """Generate a cited answer from ``passages``; ``on_text`` receives the text as it streams."""
     prompt, sources = build_prompt(question, passages, generator.count_tokens, generator.n_ctx, max_tokens, notes)
     prefix = ANSWER_PREFIX if sources and getattr(generator, "chat", None) is None else ""
-    if on_text and prefix:
-        on_text(prefix.lstrip())
+    lead = prefix.lstrip()  # the prompt's words that begin the answer's text
+    if on_text and lead:
+        on_text(lead)
     t = time.perf_counter()
     first = None
     parts: list[str] = []
@@ -175,7 +176,7 @@ def answer(generator, question: str, passages: list[Passage], max_tokens: int = 
             on_text(piece)
     seconds = time.perf_counter() - t
     raw = "".join(parts)
-    text, citations, dropped = cite(prefix.lstrip() + raw, sources)
+    text, citations, dropped = cite(lead + raw, sources)
     return Answer(text=text, citations=citations, dropped_citations=dropped, model=generator.name,
                   prompt_tokens=generator.prompt_tokens(prompt + prefix), completion_tokens=generator.count_tokens(raw),
                   seconds=round(seconds, 3), first_token_seconds=round(first, 3) if first is not None else None,

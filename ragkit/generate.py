@@ -83,7 +83,6 @@ class Generator:
         except ValueError as exc:  # llama.cpp could not read the file
             raise ModelUnavailable(f"cannot load the GGUF model {model_path}: {exc}",
                                    hint="Pass the path of a readable .gguf file.") from exc
-        self.chat = None
         self.use_template(self.llm.metadata.get("tokenizer.chat_template"))
 
     def use_template(self, template: str | None) -> None:
