@@ -85,5 +85,7 @@ def index_with(tmp_path: Path, fake: FakeEmbedder):
 
 
 def needs_shared(name: str):
+    """Marks a test ``data`` and skips it, saying why, when ``../shared/data/NAME`` is absent."""
     path = SHARED_DATA / name
-    return pytest.mark.skipif(not path.exists(), reason=f"{path} is absent (shared evaluation data)")
+    skip = pytest.mark.skipif(not path.exists(), reason=f"{path} is absent (shared evaluation data)")
+    return lambda test: pytest.mark.data(skip(test))

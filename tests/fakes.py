@@ -14,8 +14,12 @@ def _bucket(word: str, dim: int) -> int:
 
 
 class FakeEmbedder:
-    def __init__(self, dim: int = 64, name: str = "fake", fingerprint: str = "fake-0001", max_tokens: int = 256):
+    """Hashed bag of words; ``synonyms`` maps a word to another whose vector it takes (a known "meaning")."""
+
+    def __init__(self, dim: int = 64, name: str = "fake", fingerprint: str = "fake-0001", max_tokens: int = 256,
+                 synonyms: dict[str, str] | None = None):
         self.name, self.dimension, self.fingerprint, self.max_tokens = name, dim, fingerprint, max_tokens
+        self.synonyms = synonyms or {}
         self.encoded = 0  # texts embedded so far (tests check incremental work)
 
     def count_tokens(self, texts: list[str]) -> list[int]:
@@ -24,7 +28,7 @@ class FakeEmbedder:
     def _vec(self, text: str) -> np.ndarray:
         v = np.zeros(self.dimension, dtype=np.float32)
         for w in re.findall(r"\w+", text.lower()):
-            v[_bucket(w, self.dimension)] += 1.0
+            v[_bucket(self.synonyms.get(w, w), self.dimension)] += 1.0
         n = np.linalg.norm(v)
         return v / n if n else v + 1.0 / np.sqrt(self.dimension)
 

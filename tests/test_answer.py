@@ -1,7 +1,6 @@
 """Prompt building within the context budget, citation parsing and mapping, streaming answers."""
 
 import json
-import re
 
 import pytest
 from typer.testing import CliRunner
@@ -55,7 +54,8 @@ def test_answer_streams_and_reports_tokens_and_citations():
     assert "".join(got) == "According to [1], overtime is capped. See [5]."  # the answer's first words stream too
     assert gen.prompts[0].endswith("Question: how is overtime limited?\nAnswer: According to [")
     assert a.text == "According to [1], overtime is capped. See." and a.dropped_citations == 1
-    assert a.citations[0].rank == 1 and a.model == "fake.gguf" and a.prompt_tokens > 20
+    assert a.citations[0].rank == 1 and a.model == "fake.gguf"
+    assert a.prompt_tokens == gen.prompt_tokens(gen.prompts[0])  # what the model read, the prefix included
     assert a.completion_tokens == 6 and a.first_token_seconds is not None and a.sources == [1]
 
 
@@ -68,15 +68,25 @@ def test_answer_without_sources_or_through_a_chat_template_gets_no_prefix():
     assert chat.prompts[0].endswith("Answer:") and a.text == "Capped [1]." and a.citations[0].rank == 1
 
 
-def test_real_answer_with_the_bundled_model():
-    from ragkit.generate import load_generator
+def test_real_answer_with_the_bundled_model_states_the_fact_it_was_given():
+    """The bundled 270M base model at temperature 0: the generated part, after the forced "According to [",
+    names the source and states the limit it was given ("10" is in neither the question nor the prefix).
+
+    A fresh model instance: llama-cpp-python reuses the KV cache of the previous prompt's shared prefix,
+    and the same prompt can then come out differently. What the 270M model can do sets the case: one
+    source with one fact (given "10 hours per week and 40 hours per calendar month" it states the 40)."""
+    from ragkit.generate import Generator, resolve_model
 
     p = _passage(1, 0)
-    p.text = "Overtime is limited to 10 hours per week and 40 hours per calendar month."
-    a = answer(load_generator(), "How many hours of overtime are allowed per week?", [p], max_tokens=40,
-               temperature=0.0)
-    assert a.text.startswith("According to [") and a.completion_tokens > 0 and a.seconds > 0
-    assert all(m in ("1",) for m in re.findall(r"\[(\d+)\]", a.text))  # only citations of real sources remain
+    p.text = "Overtime is limited to 10 hours per week."
+    got = []
+    a = answer(Generator(resolve_model(None)), "What is the limit on overtime?", [p], max_tokens=40,
+               temperature=0.0, on_text=got.append)
+    assert a.text.startswith("According to [")
+    generated = a.text.removeprefix("According to [")
+    assert generated.startswith("1], ") and "10 hours per week" in generated
+    assert "".join(got).strip() == a.text  # what streamed is the answer
+    assert [c.rank for c in a.citations] == [1] and a.dropped_citations == 0 and a.sources == [1]
 
 
 # ---- --answer through the CLI: success and the degradation paths (passages always out)
@@ -171,6 +181,9 @@ def test_api_answer_uses_map_reduce_for_global(tmp_path, index_with, monkeypatch
     r = api.query(reader, "main themes of the band", QueryConfig(strategy="global", k=2))
     assert any(i["type"] == "community" for i in r.context_items)
 
-    _use(monkeypatch, FakeGenerator("- Nirvana was formed in Aberdeen."))
+    gen = FakeGenerator("- Nirvana was formed in Aberdeen.")
+    _use(monkeypatch, gen)
     a = api.answer(r, QueryConfig(answer=True))
-    assert a.llm_calls == 1 + sum(i["type"] == "community" for i in r.context_items) and a.map_notes >= 1
+    reports = sum(i["type"] == "community" for i in r.context_items)
+    assert a.llm_calls == len(gen.prompts) == reports + 1  # one map call per report, one reduce
+    assert a.map_notes == reports  # every report gave a point

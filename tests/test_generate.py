@@ -30,7 +30,7 @@ def test_a_model_with_a_chat_template_gets_prompts_as_a_user_turn(monkeypatch):
         "<bos><start_of_turn>user\nName a colour.<end_of_turn>\n<start_of_turn>model\n"
     assert stop == ["<eos>"] and gen.prompt_tokens("Name a colour.") > gen.count_tokens("Name a colour.") + 5
     out = "".join(gen.stream("Name a colour.", max_tokens=8, temperature=0.0))
-    assert isinstance(out, str) and "<start_of_turn>" not in out  # generation runs on the rendered turn
+    assert out.strip() and "<start_of_turn>" not in out  # the model wrote on after the rendered turn
 
     gen.use_template(None)  # a base model: the prompt is completed as it is
     tokens, stop = gen.encode("Name a colour.")

@@ -13,7 +13,7 @@ from ragkit.records import Hit
 from ragkit.retrieve import expansion
 from ragkit.retrieve.strategies.hierarchical import expand
 from tests.conftest import write
-from tests.fakes import FakeGenerator
+from tests.fakes import FakeEmbedder, FakeGenerator
 
 CFG = IndexConfig(chunk_tokens=40, chunk_min_tokens=5)
 
@@ -146,7 +146,10 @@ def test_expansion_discounts_children_keeps_best_score_and_dedupes():
 
 def test_hierarchical_strategy_modes_context_scope_and_fallback(guide, tmp_path, index_with):
     write(guide, "policy.md", "---\ndoc_type: policy\n---\n# Ranger Policy\n\nRangers count zebras and "
-                              "ostriches every season.\n\nCounts are reported to the park office.\n")
+                              "ostriches every season, walking the same transects at dawn so that the numbers "
+                              "can be compared from one year to the next.\n\nCounts are reported to the park "
+                              "office, which keeps the records of every herd and every nest since the park "
+                              "was founded.\n")
     _, reader = index_with(guide, cfg=CFG)
     for mode in ("tree", "collapsed"):
         r = api.query(reader, "how fast do ostriches run", QueryConfig(strategy="hierarchical", tree_mode=mode, k=3))
@@ -155,8 +158,8 @@ def test_hierarchical_strategy_modes_context_scope_and_fallback(guide, tmp_path,
         assert "Ostriches" in r.passages[0].section
         assert len({c for p in r.passages for c in p.chunk_ids}) == sum(len(p.chunk_ids) for p in r.passages)
     scoped = api.query(reader, "ostriches zebras", QueryConfig(strategy="hierarchical", filters={"doc_type": "policy"}))
-    assert {i["title"] for i in scoped.context_items} <= {"Ranger Policy"}
-    assert all(p.path.endswith("policy.md") for p in scoped.passages)
+    assert {i["title"] for i in scoped.context_items} == {"Ranger Policy"}  # its document node, no other
+    assert scoped.passages and all(p.path.endswith("policy.md") for p in scoped.passages)
     with pytest.raises(BadQuery):
         api.query(reader, "ostriches", QueryConfig(strategy="hierarchical", tree_mode="sideways"))
     flat = tmp_path / "flat"
@@ -190,7 +193,7 @@ def test_related_terms_skip_query_words_variants_and_weak_neighbours():
     assert expansion.related_terms(_Reader(rows), None, "overtime", min_similarity=0.95) == []
 
 
-def test_expansion_terms_are_embedded_once_and_fused(tmp_path, index_with, fake):
+def test_expansion_terms_are_embedded_once(tmp_path, index_with, fake):
     root = tmp_path / "e"
     for i in range(12):
         write(root, f"d{i}.md", f"# Doc {i}\n\nOvertime rules {i}: compensation and workload apply to shift "
@@ -204,11 +207,27 @@ def test_expansion_terms_are_embedded_once_and_fused(tmp_path, index_with, fake)
     write(root, "d0.md", "# Doc 0\n\nOvertime rules: compensation applies.\n")
     index_with(root)
     assert fake.encoded - before < 10  # one chunk, its names; no term is embedded again
-    r = api.query(reader, "overtime workload", QueryConfig(strategy="hybrid", expand=True))
-    assert isinstance(r.plan["related_terms"], list)
-    if r.plan["related_terms"]:
-        assert any(k.startswith("related_") for k in r.timings_ms)
-    assert api.query(reader, "overtime", QueryConfig(strategy="hybrid")).plan["related_terms"] == []
+
+
+def test_expansion_fuses_a_bm25_run_of_the_related_terms(tmp_path):
+    """An embedder that knows "remuneration" means "overtime": a query for overtime gets the word added, and
+    the BM25 run of the expanded query is fused with the strategy's own lists."""
+    fake = FakeEmbedder(dim=256, synonyms={"remuneration": "overtime"})
+    root = tmp_path / "e"
+    for i in range(4):
+        write(root, f"o{i}.md", f"# Overtime {i}\n\nOvertime in team {i} needs approval.\n")
+        write(root, f"r{i}.md", f"# Pay {i}\n\nRemuneration in branch {i} is paid monthly.\n")
+        write(root, f"f{i}.md", f"# Garden {i}\n\nTomatoes in greenhouse {i} ripen slowly.\n")
+    api.index([root], tmp_path / "idx", embedder_factory=lambda c: fake)
+    reader = api.open_index(tmp_path / "idx", embedder=fake)
+    r = api.query(reader, "overtime", QueryConfig(strategy="hybrid", expand=True, k=8))
+    assert r.plan["related_terms"] == [{"term": "remuneration", "similarity": 1.0}]
+    assert "related_lexical" in r.timings_ms
+    fused = [h for h in r.hits if "related0" in h.ranks]
+    assert fused and all(set(h.ranks) == {"original", "related0"} for h in fused)
+    assert {h.path.split("/")[-1][0] for h in fused} == {"o", "r"}  # BM25 of "overtime remuneration"
+    plain = api.query(reader, "overtime", QueryConfig(strategy="hybrid", k=8))
+    assert plain.plan["related_terms"] == [] and not any("related0" in h.ranks for h in plain.hits)
 
 
 def test_llm_summaries_replace_extractive_ones_in_the_tree(guide, tmp_path, fake):

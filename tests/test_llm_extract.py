@@ -40,7 +40,7 @@ def test_rows_keep_only_names_found_in_the_chunk():
     assert {m["entity"] for m in rows.mentions} == {"marie curie", "sorbonne"}
     assert stats.dropped_entities == 1  # "Atlantis Institute" is not in the text
     assert {m["type"] for m in rows.mentions} == {"person", "organisation"}
-    assert rows.mentions[0]["sent_start"] == 0 and rows.mentions[0]["sent_end"] > 0
+    assert (rows.mentions[0]["sent_start"], rows.mentions[0]["sent_end"]) == (0, 35)  # the first sentence
     (rel,) = rows.cooccur
     assert (rel["a"], rel["b"]) == ("marie curie", "sorbonne") and "taught at" in rel["description"]
 
@@ -88,15 +88,19 @@ def test_llm_summaries_are_written_above_the_extractive_report(tmp_path, fake):
     assert reports and all(r.startswith("Three musicians who formed a band.\n\nCommunity: ") for r in reports)
 
 
-def test_bundled_gguf_model_generates():
+def test_bundled_gguf_model_writes_json_and_names_not_in_the_text_are_dropped():
+    """The bundled 270M model at temperature 0 (a fresh instance: a reused KV-cache prefix can change the
+    output) answers the extraction prompt with valid JSON; what it invents is dropped and counted."""
     from ragkit.extract.llm import MAX_TOKENS, STOP, prompt_for
-    from ragkit.generate import load_generator
+    from ragkit.generate import Generator, resolve_model
 
-    gen = load_generator()
-    out = gen.complete(prompt_for("Kurt Cobain founded Nirvana in Aberdeen."), max_tokens=MAX_TOKENS, stop=STOP)
-    assert out.strip()  # the model really ran; whether it wrote valid JSON is the extractor's business
-    stats = LlmStats()
+    text = "Kurt Cobain founded Nirvana in Aberdeen."
+    out = Generator(resolve_model(None)).complete(prompt_for(text), max_tokens=MAX_TOKENS, stop=STOP)
     obj = parse_output(out)
-    if obj is not None:
-        rows = rows_from_output(obj, chunk("Kurt Cobain founded Nirvana in Aberdeen."), "d1", stats)
-        assert all(m["surface"].lower() in "kurt cobain founded nirvana in aberdeen." for m in rows.mentions)
+    assert obj is not None and obj["entities"], out
+    stats = LlmStats()
+    rows = rows_from_output(obj, chunk(text), "d1", stats)
+    kept = {m["entity"] for m in rows.mentions}
+    assert "kurt cobain" in kept and all(m["surface"].lower() in text.lower() for m in rows.mentions)
+    named = {e["name"] for e in obj["entities"]}
+    assert stats.dropped_entities == sum(name.lower() not in text.lower() for name in named)

@@ -50,8 +50,10 @@ def test_session_survives_a_cancelled_query(corpus, index_with, monkeypatch):
         calls.append(1)
         raise KeyboardInterrupt
 
-    s = session.Session(reader, QueryConfig(k=1), Console(file=io.StringIO()))
+    out = io.StringIO()
+    s = session.Session(reader, QueryConfig(k=1), Console(file=out))
     monkeypatch.setattr("ragkit.api.query", interrupted)
-    assert s.handle("overtime") is True and calls  # Ctrl-C cancels the query, the session goes on
+    assert s.handle("overtime") is True and calls == [1]  # Ctrl-C cancels the query, the session goes on
+    assert out.getvalue().strip() == "cancelled"
     assert s.handle(":quit") is False
 

@@ -1,0 +1,111 @@
+"""The quality gate's measurements and floors, shared by tests/test_quality.py and scripts/quality_report.py.
+
+The floors live in tests/data/quality_floors.toml: the figures measured with the default settings and the
+real bundled model, and the tolerance a run may lose before the gate fails.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from ragkit import api
+from ragkit.config import QueryConfig
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED_DATA = REPO.parent / "shared" / "data"
+FLOORS = REPO / "tests" / "data" / "quality_floors.toml"
+LEGAL_QUERIES = REPO / "tests" / "data" / "legal_ref_queries.jsonl"
+HOTPOTQA = SHARED_DATA / "hotpotqa-100"
+GERMAN_LAWS = SHARED_DATA / "german-laws" / "laws"
+
+
+def floors() -> dict:
+    return tomllib.loads(FLOORS.read_text())
+
+
+@dataclass
+class Check:
+    """One measured figure against its recorded value: it fails below ``recorded - tolerance``."""
+
+    name: str
+    got: float
+    recorded: float
+    tolerance: float
+
+    @property
+    def floor(self) -> float:
+        return round(self.recorded - self.tolerance, 4)
+
+    @property
+    def ok(self) -> bool:
+        return self.got >= self.floor - 1e-9
+
+    def __str__(self) -> str:
+        return f"{self.name}: {self.got:.4f} (recorded {self.recorded:.4f}, floor {self.floor:.4f})"
+
+
+def hotpotqa_eval(index_dir: Path, k: int, strategies: list[str], cfg: QueryConfig | None = None) -> dict:
+    """``ragkit eval`` on hotpotqa-100 (all 100 questions): ``{strategy: metrics}``."""
+    res = api.evaluate(HOTPOTQA, strategies, index_dir=index_dir, k=k, qcfg=cfg)
+    return {r["strategy"]: r for r in res["results"]}
+
+
+def hotpotqa_checks(results: dict, table: dict, tolerance: float) -> list[Check]:
+    """One check per strategy and recall cut-off named in the floors file's ``[hotpotqa.recorded]`` table."""
+    return [Check(f"hotpotqa {strategy} {metric}", results[strategy][metric], value, tolerance)
+            for strategy, recorded in table.items() for metric, value in recorded.items()]
+
+
+def legal_queries() -> list[dict]:
+    return [json.loads(line) for line in LEGAL_QUERIES.read_text().splitlines() if line.strip()]
+
+
+def legal_misses(reader, queries: list[dict]) -> list[tuple[str, str]]:
+    """The queries naming a § / Art. whose cited section (in the right law) is not the first passage."""
+    misses = []
+    for q in queries:
+        top = api.query(reader, q["query"], QueryConfig(k=3)).passages[0]
+        expected = q["section"] if isinstance(q["section"], list) else [q["section"]]
+        if top.section.split(" > ")[-1] not in expected or q["law"] not in top.path:
+            misses.append((q["query"], top.section))
+    return misses
+
+
+ROUTER_LABELS = REPO / "tests" / "data" / "router_labels.jsonl"
+
+
+def router_records() -> list[dict]:
+    return [json.loads(line) for line in ROUTER_LABELS.read_text().splitlines() if line.strip()]
+
+
+def routed(record: dict) -> str:
+    """The strategy the rules choose for a labelled query, from what the router saw when it was labelled."""
+    from ragkit.retrieve.planner import plan_query
+    from ragkit.retrieve.router import route
+
+    plan = plan_query(record["planned"], syntax=False)  # the text after spelling correction
+    return route(plan, record["known_entities"], True, record.get("has_communities", True),
+                 has_tree=record.get("has_tree", True)).strategy
+
+
+def router_accuracy(records: list[dict]) -> dict[str, tuple[int, int, int]]:
+    """Per dataset and overall (``all``): (queries, routed to a best strategy, best includes hybrid)."""
+    out: dict[str, list[int]] = {}
+    for r in records:
+        right, hybrid = routed(r) in r["best"], "hybrid" in r["best"]
+        for key in (r["dataset"], "all"):
+            row = out.setdefault(key, [0, 0, 0])
+            row[0] += 1
+            row[1] += right
+            row[2] += hybrid
+    return {k: (n, right, hybrid) for k, (n, right, hybrid) in out.items()}
+
+
+def router_checks(recorded: dict) -> list[Check]:
+    """Router accuracy (share of labelled queries routed to a strategy that reaches the best nDCG@10)."""
+    acc = router_accuracy(router_records())
+    return [Check(f"router accuracy {name}", round(acc[name][1] / acc[name][0], 4), value, 0)
+            for name, value in recorded.items()]

@@ -1,0 +1,69 @@
+"""The quality gate: retrieval quality with the real bundled model on the shared data, held at the floors recorded
+in tests/data/quality_floors.toml (re-measure with scripts/quality_report.py).
+
+hotpotqa-100 and the German laws are indexed once per session; every strategy runs on all 100 questions.
+"""
+
+import pytest
+
+from ragkit import api
+from ragkit.config import QueryConfig
+from ragkit.retrieve.strategies import STRATEGIES
+from tests import quality
+from tests.conftest import needs_shared
+
+pytestmark = [pytest.mark.quality, pytest.mark.integration]
+
+FLOORS = quality.floors()
+HOTPOTQA = FLOORS["hotpotqa"]
+
+
+@pytest.fixture(scope="session")
+def hotpotqa_index(tmp_path_factory):
+    return tmp_path_factory.mktemp("quality") / "hotpotqa"
+
+
+@pytest.fixture(scope="session")
+def hotpotqa_results(hotpotqa_index):
+    return quality.hotpotqa_eval(hotpotqa_index, HOTPOTQA["k"], list(HOTPOTQA["recorded"]))
+
+
+@pytest.fixture(scope="session")
+def laws_reader(tmp_path_factory):
+    idx = tmp_path_factory.mktemp("quality") / "laws"
+    api.index([quality.GERMAN_LAWS], idx)
+    return api.open_index(idx)
+
+
+def failures(checks: list[quality.Check]) -> list[str]:
+    return [str(c) for c in checks if not c.ok]
+
+
+def test_every_strategy_has_a_floor():
+    assert set(HOTPOTQA["recorded"]) == set(STRATEGIES) | {"auto"}
+    assert all(set(r) == {"recall@2", "recall@5"} for r in HOTPOTQA["recorded"].values())
+
+
+@needs_shared("hotpotqa-100")
+@pytest.mark.parametrize("strategy", list(HOTPOTQA["recorded"]))
+def test_hotpotqa_recall_stays_at_the_floor(hotpotqa_results, strategy):
+    checks = quality.hotpotqa_checks(hotpotqa_results, {strategy: HOTPOTQA["recorded"][strategy]},
+                                     FLOORS["tolerance"])
+    assert len(checks) == 2 and failures(checks) == []
+
+
+@needs_shared("hotpotqa-100")
+def test_the_gate_fails_when_hybrid_loses_its_dense_half(hotpotqa_results, hotpotqa_index):
+    """The floors have teeth: hybrid with the dense list weighted 0 (BM25 alone) falls below them."""
+    broken = quality.hotpotqa_eval(hotpotqa_index, HOTPOTQA["k"], ["hybrid"], QueryConfig(alpha=0.0))
+    checks = quality.hotpotqa_checks(broken, {"hybrid": HOTPOTQA["recorded"]["hybrid"]}, FLOORS["tolerance"])
+    assert failures(checks)
+    assert broken["hybrid"]["recall@2"] < hotpotqa_results["hybrid"]["recall@2"]
+
+
+@needs_shared("german-laws")
+def test_legal_reference_queries_find_their_section_first(laws_reader):
+    queries = quality.legal_queries()
+    misses = quality.legal_misses(laws_reader, queries)
+    assert misses == []
+    assert len(queries) - len(misses) >= FLOORS["legal"]["top1_hits"]
