@@ -9,9 +9,8 @@ import pytest
 from ragkit import api
 from ragkit.config import IndexConfig
 from tests.fakes import FakeEmbedder
+from tests.quality import REPO, SHARED_DATA  # noqa: F401 (the paths live with the quality gate)
 
-REPO = Path(__file__).resolve().parent.parent
-SHARED_DATA = REPO.parent / "shared" / "data"
 SAMPLES = REPO / "ragkit" / "samples" / "handbook"
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
