@@ -112,7 +112,11 @@ def test_interactive_session_in_a_pseudo_terminal(sample_index):
         child.sendline("how are overtime hours limited?")
         child.expect_exact("According to [")  # the answer's forced first words (sent before the model runs) ...
         child.expect(r"\d+\], overtime hours")  # ... then what only the model writes: a source number and words
-        child.sendintr()  # Ctrl-C while it streams stops the answer, not the session
+        child.expect(r"gemma-3-270m-q4_k_m\.gguf · \d+ prompt \+ [1-9]\d* answer tokens")
+        child.expect("ragkit> ")
+        child.sendline("what must remote workers do to keep company data secure?")
+        child.expect_exact("According to [")  # the model starts reading the new sources ...
+        child.sendintr()  # ... and Ctrl-C stops the answer, not the session
         child.expect("cancelled")
         child.expect("ragkit> ")
         child.sendline(":answer off")
