@@ -3,6 +3,7 @@
 import json
 import os
 import shutil
+import signal
 import sys
 
 import pexpect
@@ -90,13 +91,19 @@ def test_rust_book_section_tree():
     assert headings >= 500  # the book has 531 headings (some H1s are folded into the root)
 
 
+def _default_sigint() -> None:
+    """A shell without job control starts background jobs with SIGINT ignored, and children inherit that:
+    the session must get Ctrl-C as a terminal user does."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_interactive_session_in_a_pseudo_terminal(sample_index):
     """The real session on a terminal: warm queries, commands, Ctrl-C cancels the answer, Ctrl-D leaves."""
     _, reader = sample_index
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "NO_COLOR": "1", "COLUMNS": "120", "TERM": "dumb"}
     child = pexpect.spawn(sys.executable, ["-m", "ragkit", "query", "--index", str(reader.index_dir),
                                            "--temperature", "0"], env=env, encoding="utf-8", timeout=120,
-                          dimensions=(50, 120))
+                          dimensions=(50, 120), preexec_fn=_default_sigint)
     try:
         child.expect("Ctrl-D to leave")
         child.expect("ragkit> ")
