@@ -34,6 +34,7 @@ class IndexConfig:
     extract: str = "rules"  # entities and relations: rules | llm | none
     summaries: str = "extractive"  # community reports and summary-tree nodes: extractive | llm
     tree: bool = True  # RAPTOR-lite summary tree (section and document nodes) for --strategy hierarchical
+    expand: bool = False  # embed the vocabulary for --expand after each run (else on the first --expand query)
     llm_model: str | None = None  # GGUF file for --extract llm / --summaries llm (None: the bundled model)
 
     def to_dict(self) -> dict[str, Any]:

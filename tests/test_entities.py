@@ -28,16 +28,32 @@ def test_acronym_alias_merges_into_long_form():
     assert normalize("Faversham’s  Abbey!") == "faversham abbey"
 
 
-def test_context_entities_and_relation_weights():
+def test_context_entities_link_the_chunk_but_relate_to_nothing():
     r = extract("Lester Smith designed the game with Tim Brown. Much later, after many years of work and "
                 "very many other things happened, Fast Forward Games published it.", ["Demon Dice"])
     w = {(a, b): weight for a, b, weight, _ in r.relations}
-    near = w[("lester smith", "tim brown")]
-    assert near > 0.5  # same sentence, close together
-    assert w[("demon dice", "lester smith")] == 0.2  # the title entity links to all, weakly
-    assert ("fast forward games", "lester smith") not in w  # different sentences, no direct relation
-    desc = {(a, b): d for a, b, _, d in r.relations}
-    assert desc[("lester smith", "tim brown")].startswith("Lester Smith designed")
+    assert w[("lester smith", "tim brown")] > 0.5  # same sentence, close together
+    assert ("demon dice", -1) in {(m.key, m.sentence) for m in r.mentions}  # the title: a mention of the chunk
+    assert not any("demon dice" in pair for pair in w)  # no heading × everything product
+    assert ("fast forward games", "lester smith") not in w  # different sentences, no relation
+    assert {n for *_, n in r.relations} == {0}  # described by its sentence
+
+
+def test_relations_are_bounded_per_mention_and_by_distance():
+    from ragkit.extract.entities import PAIR_FLOOR, PAIRS_PER_MENTION
+
+    names = [f"{first} {last}" for first, last in zip(
+        "Anna Berta Carla Dora Emil Frida Gustav Hanna Ida Jonas Karl Lena".split(),
+        "Adams Brown Clark Dalton Evans Fisher Grant Hughes Irving Jones Keller Lewis".split())]
+    r = extract("The committee met " + ", ".join(names) + " in Geneva.")
+    assert len({m.key for m in r.mentions}) == 13
+    degree = {}
+    for a, b, weight, _ in r.relations:
+        assert weight >= PAIR_FLOOR
+        degree[a] = degree.get(a, 0) + 1
+        degree[b] = degree.get(b, 0) + 1
+    assert len(r.relations) <= 13 * PAIRS_PER_MENTION < 13 * 12 / 2  # not every pair of a long list
+    assert ("anna adams", "lena lewis") not in {(a, b) for a, b, *_ in r.relations}  # too far apart
 
 
 def test_query_entities_include_ngrams():
@@ -121,7 +137,7 @@ def test_show_entity_and_graph_stats_cli(bridge, tmp_path, monkeypatch):
 
 
 def test_leiden_finds_known_clusters_and_reports():
-    from ragkit.extract.communities import detect, leiden
+    from ragkit.extract.communities import detect, leiden, report
 
     def clique(names, w=1.0):
         return [(a, b, w) for i, a in enumerate(names) for b in names[i + 1:]]
@@ -136,7 +152,9 @@ def test_leiden_finds_known_clusters_and_reports():
     top = [c for c in found if c.level == 0]
     assert len(top) == 2 and {len(c.members) for c in top} == {5}
     assert all(c.level == 1 and c.parent_id in {t.id for t in top} for c in found if c.level)
-    assert top[0].report.startswith("Community: ") and "meets" in top[0].report
+    assert top[0].title == ", ".join(top[0].top_entities[:3])
+    report(top[0], [r for r in rels if r["a"] in top[0].members and r["b"] in top[0].members])
+    assert top[0].report.startswith(f"Community: {top[0].title}\nEntities: ") and "meets" in top[0].report
 
 
 def test_communities_stored_and_follow_updates(bridge, index_with):

@@ -193,20 +193,27 @@ def test_related_terms_skip_query_words_variants_and_weak_neighbours():
     assert expansion.related_terms(_Reader(rows), None, "overtime", min_similarity=0.95) == []
 
 
-def test_expansion_terms_are_embedded_once(tmp_path, index_with, fake):
+def test_expansion_terms_are_embedded_on_first_use_once(tmp_path, index_with, fake):
     root = tmp_path / "e"
     for i in range(12):
         write(root, f"d{i}.md", f"# Doc {i}\n\nOvertime rules {i}: compensation and workload apply to shift "
                                 f"{'workers' if i % 2 else 'staff'} in zone{i}.\n")
-    _, reader = index_with(root)
-    with reader.duck() as store:
-        terms = {r[0] for r in store.con.execute("SELECT term FROM term_vectors").fetchall()}
-    assert {"overtime", "compensation", "workload", "workers", "staff"} <= terms
-    assert not any(len(t) < 4 for t in terms)
+    summary, reader = index_with(root)
+    cache = reader.index_dir / "cache" / "terms.npz"
+    assert fake.encoded == summary.chunks and not cache.exists()  # indexing embeds chunks, no words
+    terms = reader.term_vectors()
+    assert {"overtime", "compensation", "workload", "workers", "staff"} <= set(terms.terms)
+    assert not any(len(t) < 4 for t in terms.terms) and terms.embedded == len(terms.terms) and cache.exists()
     before = fake.encoded
-    write(root, "d0.md", "# Doc 0\n\nOvertime rules: compensation applies.\n")
-    index_with(root)
-    assert fake.encoded - before < 10  # one chunk, its names; no term is embedded again
+    again = api.open_index(reader.index_dir, embedder=fake).term_vectors()
+    assert fake.encoded == before and again.terms == terms.terms  # the cache of this run
+    write(root, "d0.md", "# Doc 0\n\nOvertime rules: compensation applies to zebras, zebras and zebras.\n")
+    write(root, "d1.md", "# Doc 1\n\nZebras rest.\n")
+    write(root, "d2.md", "# Doc 2\n\nZebras rest too.\n")
+    _, reader = index_with(root)
+    assert reader.term_vectors().embedded == 1  # only the new word ("zebras")
+    summary, reader = index_with(root, cfg=IndexConfig(expand=True), name="eager")
+    assert (reader.index_dir / "cache" / "terms.npz").exists() and "term_vectors" in summary.seconds
 
 
 def test_expansion_fuses_a_bm25_run_of_the_related_terms(tmp_path):

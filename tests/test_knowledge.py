@@ -41,28 +41,32 @@ def test_alias_declared_in_one_document_merges_mentions_in_another(tmp_path, ind
     assert orphans == 0
 
 
-def test_vector_tables_written_per_run_and_searched(tmp_path, index_with, fake):
+def test_knowledge_vectors_are_derived_from_chunk_vectors_not_stored(tmp_path, index_with, fake):
     root = tmp_path / "d"
     write(root, "corpus.jsonl", jsonl(("a", "Kurt Cobain", "Kurt Cobain was the frontman of Nirvana."),
                                       ("b", "Nirvana", "Nirvana was formed in Aberdeen in 1987 by Kurt Cobain.")))
     _, reader = index_with(root)
-    run = reader.manifest["last_run"]["id"]
     import lancedb
+    import numpy as np
 
-    tables = set(lancedb.connect(str(reader.index_dir / "lance")).list_tables().tables)
-    assert {f"entities_r{run}", f"relations_r{run}", f"communities_r{run}"} <= tables
-    q = fake.encode_query("Nirvana")
-    via_lance = reader.knowledge.search("entities", q, 3)
-    assert via_lance and via_lance[0]["key"] == "nirvana" and via_lance[0]["chunk_ids"]
-    for name in tables - {"chunks"}:  # a crash right after the commit: same answers from DuckDB
-        lancedb.connect(str(reader.index_dir / "lance")).drop_table(name)
-    fresh = api.open_index(reader.index_dir, embedder=fake)
-    in_memory = fresh.knowledge.search("entities", q, 3)
-    assert [r["key"] for r in in_memory] == [r["key"] for r in via_lance]
-    write(root, "more.md", "# Extra\n\nDave Grohl joined Nirvana in 1990.\n")
-    _, reader = index_with(root)
-    tables = set(lancedb.connect(str(reader.index_dir / "lance")).list_tables().tables)
-    assert f"entities_r{run}" not in tables and f"entities_r{reader.manifest['last_run']['id']}" in tables
+    assert set(lancedb.connect(str(reader.index_dir / "lance")).list_tables().tables) == {"chunks"}
+    with reader.duck() as store:
+        columns = {t: {r[1] for r in store.con.execute(f"PRAGMA table_info('{t}')").fetchall()}
+                   for t in ("entities", "relations", "communities")}
+        chunk_ids = [r[0] for r in store.con.execute(
+            "SELECT DISTINCT chunk_id FROM mentions WHERE entity = 'nirvana' ORDER BY chunk_id").fetchall()]
+    assert not any("vector" in c or "description" in c for c in columns.values())
+    ids, mat = reader.chunks.all_vectors()
+    mean = mat[[ids.index(c) for c in chunk_ids]].mean(axis=0)
+    rows, vectors = reader.knowledge.matrix("entities")
+    got = vectors[[r["key"] for r in rows].index("nirvana")]
+    assert np.allclose(got, mean / np.linalg.norm(mean), atol=1e-6)  # the mean of the chunks that mention it
+    found = reader.knowledge.search("entities", mean, 3)
+    assert found[0]["key"] == "nirvana" and found[0]["chunk_ids"] == chunk_ids and len(chunk_ids) == 2
+    assert found[0]["similarity"] > 0.999 and "Nirvana was formed in Aberdeen" in found[0]["description"]
+    rel = reader.knowledge.search("relations", fake.encode_query("Nirvana Aberdeen"), 50)
+    pair = next(r for r in rel if {r["a"], r["b"]} == {"aberdeen", "nirvana"})
+    assert pair["description"] == "Nirvana was formed in Aberdeen in 1987 by Kurt Cobain."
 
 
 @pytest.fixture
@@ -75,7 +79,8 @@ def two_collections(tmp_path, index_with):
         ("p2", "Venus", "Venus is the hottest planet. NASA and Mercury missions studied the Sun.")))
     write(chem, "corpus.jsonl", jsonl(
         ("m1", "Mercury", "Mercury is a toxic liquid metal. Thermo Labs used Mercury in thermometers until 2004."),
-        ("m2", "Thermometer", "A Thermometer from Thermo Labs measures heat. Mercury expands when warm.")))
+        ("m2", "Thermometer", "A Thermometer from Thermo Labs measures heat. Mercury expands when warm. "
+                              "Thermo Labs filled each Thermometer with Mercury.")))
     index_with(astro, cfg=IndexConfig(collection="astro"))
     _, reader = index_with(chem, cfg=IndexConfig(collection="chem"))
     return reader
@@ -117,21 +122,21 @@ def test_communities_recomputed_only_where_documents_changed(tmp_path, index_wit
     write(root, "space.jsonl", jsonl(*space))
     _, reader = index_with(root)
     with reader.duck() as store:
-        before = dict(store.con.execute("SELECT id, report FROM communities").fetchall())
+        before = dict(store.con.execute("SELECT id, title FROM communities").fetchall())
         first = store.last_run()["summary"]["knowledge"]
     assert len(before) >= 2 and first["communities"] == len(before)
     band[1] = ("b", "Nirvana", "Nirvana with Kurt Cobain and Dave Grohl recorded Bleach for Sub Pop Records.")
     write(root, "band.jsonl", jsonl(*band))
     _, reader = index_with(root)
     with reader.duck() as store:
-        after = dict(store.con.execute("SELECT id, report FROM communities").fetchall())
+        after = dict(store.con.execute("SELECT id, title FROM communities").fetchall())
         second = store.last_run()["summary"]["knowledge"]
         space_ids = {r[0] for r in store.con.execute(
             "SELECT DISTINCT community_id FROM community_members WHERE entity = 'neil armstrong'").fetchall()}
-    assert space_ids and space_ids <= set(before) & set(after)  # untouched: same ids, same reports
+    assert space_ids and space_ids <= set(before) & set(after)  # untouched: same ids, same titles
     assert all(after[i] == before[i] for i in space_ids)
-    assert 0 < second["communities"] < len(after)
-    assert second["entities"] < first["entities"]
+    assert 0 < second["communities"] < len(after)  # only the band's communities were recomputed
+    assert second["entities"] == first["entities"]  # the same names: Bleach for Nevermind, Sub Pop for Geffen
 
 
 def test_light_returns_entities_relations_and_chunks(tmp_path, index_with):

@@ -42,7 +42,7 @@ def test_rows_keep_only_names_found_in_the_chunk():
     assert {m["type"] for m in rows.mentions} == {"person", "organisation"}
     assert (rows.mentions[0]["sent_start"], rows.mentions[0]["sent_end"]) == (0, 35)  # the first sentence
     (rel,) = rows.cooccur
-    assert (rel["a"], rel["b"]) == ("marie curie", "sorbonne") and "taught at" in rel["description"]
+    assert (rel["a"], rel["b"]) == ("marie curie", "sorbonne") and "taught at" in rel["note"]
 
 
 @pytest.fixture
@@ -83,9 +83,11 @@ def test_llm_summaries_are_written_above_the_extractive_report(tmp_path, fake):
     api.index([root], tmp_path / "idx", IndexConfig(summaries="llm"), embedder_factory=lambda c: fake,
               generator_factory=lambda c: FakeGenerator(
                   lambda p: " Three musicians who formed a band." if "Summary:" in p else "no"))
+    from ragkit.store.knowledge import community_reports
+
     with api.open_index(tmp_path / "idx", embedder=fake).duck() as store:
-        reports = [r[0] for r in store.con.execute("SELECT report FROM communities").fetchall()]
-    assert reports and all(r.startswith("Three musicians who formed a band.\n\nCommunity: ") for r in reports)
+        rows = community_reports(store, store.rows("SELECT * FROM communities"))
+    assert rows and all(r["report"].startswith("Three musicians who formed a band.\n\nCommunity: ") for r in rows)
 
 
 def test_bundled_gguf_model_writes_json_and_names_not_in_the_text_are_dropped():

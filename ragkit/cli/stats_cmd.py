@@ -22,7 +22,7 @@ def stats_cmd(
     index: Optional[str] = typer.Option(None, "--index", "-i", help="Index name (under ./indexes) or directory."),
     as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
 ):
-    """Show what an index holds: documents, sections, chunks, doc_types, size, embedder."""
+    """Show what an index holds: documents, sections, chunks, doc_types, size per component, embedder."""
     from ragkit import api
 
     st = api.stats(api.open_index(index))
@@ -39,7 +39,10 @@ def stats_cmd(
     t.add_row("chunks", str(st["chunks"]))
     t.add_row("doc_types", ", ".join(f"{k} {v}" for k, v in st["doc_types"].items()))
     t.add_row("collections", ", ".join(f"{k} {v}" for k, v in st["collections"].items()))
-    t.add_row("size on disk", human_size(st["size_bytes"]))
+    ratio = f" = {st['size_ratio']}× the source ({human_size(st['source_bytes'])})" if st["size_ratio"] else ""
+    t.add_row("size on disk", human_size(st["size_bytes"]) + ratio)
+    for part, n in sorted(st["bytes"].items(), key=lambda kv: -kv[1]):
+        t.add_row(f"  {part}", human_size(n))
     e = st["embedder"]
     t.add_row("embedder", f"{e['name']} ({e['dimension']}d, fingerprint {e['fingerprint']})")
     if st["last_run"]:

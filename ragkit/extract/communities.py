@@ -2,8 +2,9 @@
 
 Level 0 clusters the entity–entity relation graph by modularity; a level-0
 community larger than ``max_size`` is clustered again into level-1 children.
-Each community gets an extractive report: a title from its most connected
-entities, its key relations with their connecting sentences.
+Each community gets a title from its most connected entities; its
+extractive report (those entities, its key relations with their connecting
+sentences) is written when it is shown (``report``).
 """
 
 from __future__ import annotations
@@ -56,9 +57,8 @@ def leiden(edges: list[tuple[str, str, float]], seed: int = 7, resolution: float
 
 def detect(relations: list[dict], min_size: int = 3, max_size: int = 50,
            initial: dict[str, int] | None = None) -> list[Community]:
-    """``relations``: rows with a, b, weight, description, source_document (one per entity pair)."""
+    """``relations``: rows with a, b, weight (one per entity pair)."""
     edges = [(r["a"], r["b"], float(r["weight"])) for r in relations]
-    desc = {(r["a"], r["b"]): (r.get("description") or "", r.get("source_document")) for r in relations}
     parts = [m for m in leiden(edges, initial=initial) if len(m) >= min_size]
     out = [Community(f"c{i}", 0, None, members) for i, members in enumerate(parts)]
     inner = _inner_edges(out, edges)
@@ -69,7 +69,7 @@ def detect(relations: list[dict], min_size: int = 3, max_size: int = 50,
                     out.append(Community(f"{top.id}.{j}", 1, top.id, part, parent_members=top.members))
     inner.update(_inner_edges([c for c in out if c.level == 1], edges))
     for c in out:
-        _report(c, inner[c.id], desc)
+        _rank(c, inner[c.id])
     return out
 
 
@@ -83,25 +83,29 @@ def _inner_edges(communities: list[Community], edges) -> dict[str, list[tuple[st
     return inner
 
 
-def _report(c: Community, edges, desc, n_entities: int = 5, n_relations: int = 5) -> None:
-    """``edges``: the relations between the community's members."""
+def _rank(c: Community, edges, n_entities: int = 5) -> None:
+    """Top entities (by relation strength inside the community) and the title they make."""
     strength: dict[str, float] = {}
-    rels = []
     for a, b, w in edges:
         strength[a] = strength.get(a, 0.0) + w
         strength[b] = strength.get(b, 0.0) + w
-        rels.append((w, a, b))
     c.top_entities = sorted(c.members, key=lambda e: (-strength.get(e, 0.0), e))[:n_entities]
     c.title = ", ".join(c.top_entities[:3])
+
+
+def report(c: Community, relations: list[dict], n_relations: int = 5) -> None:
+    """The extractive report: title, top entities, the strongest relations between members with their
+    sentences. ``relations``: rows with a, b, weight, description, source_document."""
+    if not c.top_entities:
+        _rank(c, [(r["a"], r["b"], float(r["weight"])) for r in relations])
     lines = [f"Community: {c.title}", f"Entities: {', '.join(c.top_entities)}"]
     seen = set()
-    for w, a, b in sorted(rels, reverse=True)[:n_relations]:
-        sentence, doc = desc.get((a, b), ("", None))
-        sentence = sentence.strip()
+    for r in sorted(relations, key=lambda r: (-float(r["weight"]), r["a"], r["b"]))[:n_relations]:
+        sentence = " ".join((r.get("description") or "").split())
         quoted = bool(sentence) and sentence not in seen
-        lines.append(f"- {a} — {b} ({w:.2f})" + (f": {sentence}" if quoted else ""))
-        if quoted and doc:
-            c.source_documents.add(doc)
+        lines.append(f"- {r['a']} — {r['b']} ({float(r['weight']):.2f})" + (f": {sentence}" if quoted else ""))
+        if quoted and r.get("source_document"):
+            c.source_documents.add(r["source_document"])
         seen.add(sentence)
     c.report = "\n".join(lines)
 

@@ -1,13 +1,16 @@
 """Rule-based entity and relation extraction (no LLM).
 
 Entities per chunk: the document title and section headings the chunk sits
-under, capitalised (multi-)word names ("Scott Derrickson", "Haymo of
-Faversham"), acronyms ("WHO", "BetrVG"), link texts, years, legal citations.
+under, and in the text, by language: for English (and Swedish, which also
+capitalises only names) capitalised (multi-)word names ("Scott Derrickson",
+"Haymo of Faversham"), acronyms ("WHO"), years and legal citations; for German,
+where every noun is capitalised, what marks a name there (citations, law
+abbreviations and names, institutions, defined terms: ragkit/extract/german.py).
 Names are normalised (case, punctuation, possessives) into keys; an acronym
 written right after its long form ("World Health Organization (WHO)") becomes
-an alias of it. Relations are pairs of entities in one sentence (weight 1 /
-(1 + token distance / 10)) or, more weakly, in one chunk (0.2), described by
-the connecting sentence.
+an alias of it. Relations are pairs of entities close together in one
+sentence (weight 1 / (1 + token distance / 10), at least ``PAIR_FLOOR``, each
+mention with its nearest few), described by that sentence.
 """
 
 from __future__ import annotations
@@ -58,7 +61,7 @@ class Mention:
 class ChunkEntities:
     mentions: list[Mention] = field(default_factory=list)
     aliases: dict[str, str] = field(default_factory=dict)  # alias key → canonical key
-    relations: list[tuple[str, str, float, str]] = field(default_factory=list)  # a, b, weight, description
+    relations: list[tuple[str, str, float, int]] = field(default_factory=list)  # a, b, weight, sentence
     sentences: list[tuple[int, int]] = field(default_factory=list)  # character spans of the chunk's sentences
 
 
@@ -116,18 +119,11 @@ def _name_spans(text: str) -> list[tuple[int, int, str]]:
     return spans
 
 
-def extract(text: str, context: list[str] | None = None) -> ChunkEntities:
-    """Entities and relations of one chunk; ``context`` = title and headings it sits under."""
-    out = ChunkEntities()
-    sentences = split_sentences(text) or [(0, len(text))]
-    out.sentences = sentences
+PAIR_FLOOR = 0.3  # a pair further apart than ~23 tokens in its sentence is not a relation
+PAIRS_PER_MENTION = 4  # a mention relates to its nearest few, not to every name of a long sentence
 
-    def sentence_of(pos: int) -> int:
-        for n, (a, b) in enumerate(sentences):
-            if pos < b + 1:
-                return n
-        return len(sentences) - 1
 
+def _english_mentions(text: str, sentences, sentence_of, out: ChunkEntities) -> None:
     seen_spans: list[tuple[int, int]] = []
     for m in _LAW.finditer(text):
         out.mentions.append(Mention(normalize(m.group(0)), m.group(0), "law", m.start(), sentence_of(m.start())))
@@ -155,42 +151,88 @@ def extract(text: str, context: list[str] | None = None) -> ChunkEntities:
             initials = "".join(w[0] for w in words if w.lower() not in _CONNECT).upper()
             if initials == tail.group(1).upper().rstrip("S") or tail.group(1).isupper():
                 out.aliases[normalize(tail.group(1))] = key
-    for n, name in enumerate(context or []):
+
+
+def _german_mentions(text: str, sentences, sentence_of, out: ChunkEntities, own_law: str | None) -> None:
+    from ragkit.extract import german
+
+    taken: list[tuple[int, int]] = []
+    for a, b, surface, key in german.citation_spans(text, own_law):
+        out.mentions.append(Mention(normalize(key), surface, "law", a, sentence_of(a)))
+        taken.append((a, b))
+    for a, b, surface, key_surface, kind in german.name_spans(text, {s for s, _ in sentences}):
+        if not any(x <= a < y for x, y in taken):
+            out.mentions.append(Mention(normalize(key_surface), surface, kind, a, sentence_of(a)))
+
+
+def _context_mentions(context: list[str], language: str, own_law: str | None, out: ChunkEntities) -> None:
+    """Title and headings the chunk sits under: mentions without a sentence (they link the chunk to the
+    entity in the graph, and relate to nothing: a heading paired with every name below it is noise)."""
+    if language == "de":
+        from ragkit.extract import german
+
+        for surface, key_surface, kind in german.context_entities(context, own_law):
+            out.mentions.append(Mention(normalize(key_surface), surface, kind, -1, -1))
+        if own_law and context:  # "Arbeitszeitgesetz (ArbZG)", "Grundgesetz für die …": the long forms
+            long_form = re.sub(r"\([^)]*\)", "", context[0])
+            for name in {normalize(long_form), normalize(german.law_name(long_form) or "")} - {"", normalize(own_law)}:
+                out.aliases[name] = normalize(own_law)
+        return
+    for name in context:
         if name:
             kind = _type_of(name)  # a title or heading is rarely a person, whatever its capitals say
             out.mentions.append(Mention(normalize(name), name, "title" if kind in ("person", "name") else kind, -1, -1))
-    # canonical keys
-    for m in out.mentions:
+
+
+def extract(text: str, context: list[str] | None = None, language: str = "en",
+            own_law: str | None = None) -> ChunkEntities:
+    """Entities and relations of one chunk; ``context`` = title and headings it sits under; ``language``
+    chooses the name rules ("de": ragkit/extract/german.py; others: capitalised names); ``own_law`` is the
+    abbreviation of the law the text belongs to (citations without a law cite it)."""
+    out = ChunkEntities()
+    sentences = split_sentences(text) or [(0, len(text))]
+    out.sentences = sentences
+
+    def sentence_of(pos: int) -> int:
+        for n, (a, b) in enumerate(sentences):
+            if pos < b + 1:
+                return n
+        return len(sentences) - 1
+
+    if language == "de":
+        _german_mentions(text, sentences, sentence_of, out, own_law)
+    else:
+        _english_mentions(text, sentences, sentence_of, out)
+    _context_mentions([c for c in context or [] if c], language, own_law, out)
+    for m in out.mentions:  # canonical keys
         m.key = out.aliases.get(m.key, m.key)
-    # relations: pairs in one sentence (by distance), and context entities with everything in the chunk
-    by_sentence: dict[int, list[Mention]] = {}
-    for m in out.mentions:
-        by_sentence.setdefault(m.sentence, []).append(m)
-    pairs: dict[tuple[str, str], tuple[float, str]] = {}
-    for n, ms in by_sentence.items():
-        desc = text[sentences[n][0]:sentences[n][1]] if n >= 0 else ""
-        for i, x in enumerate(ms):
-            for y in ms[i + 1:]:
-                if x.key == y.key:
-                    continue
-                if n < 0:
-                    w = 0.2
-                else:
-                    dist = len(text[min(x.start, y.start): max(x.start, y.start)].split())
-                    w = 1.0 / (1.0 + dist / 10)
-                a, b = sorted((x.key, y.key))
-                if w > pairs.get((a, b), (0.0, ""))[0]:
-                    pairs[(a, b)] = (w, desc[:300])
-    ctx = [m for m in out.mentions if m.sentence < 0]
-    body = [m for m in out.mentions if m.sentence >= 0]
-    for c in ctx:
-        for m in body:
-            if c.key != m.key:
-                a, b = sorted((c.key, m.key))
-                if (a, b) not in pairs:
-                    pairs[(a, b)] = (0.2, text[sentences[m.sentence][0]:sentences[m.sentence][1]][:300])
-    out.relations = [(a, b, w, d) for (a, b), (w, d) in pairs.items()]
+    out.relations = _sentence_pairs(text, out.mentions)
     return out
+
+
+def _sentence_pairs(text: str, mentions: list[Mention]) -> list[tuple[str, str, float, int]]:
+    """(a, b, weight, sentence) for entities close together in one sentence: weight 1 / (1 + token distance
+    / 10), at least ``PAIR_FLOOR``, each mention paired with its ``PAIRS_PER_MENTION`` nearest."""
+    by_sentence: dict[int, list[Mention]] = {}
+    for m in mentions:
+        if m.sentence >= 0:
+            by_sentence.setdefault(m.sentence, []).append(m)
+    pairs: dict[tuple[str, str], tuple[float, int]] = {}
+    for n, ms in by_sentence.items():
+        ms.sort(key=lambda m: m.start)
+        for i, x in enumerate(ms):
+            near = []
+            for y in ms[:i] + ms[i + 1:]:
+                if x.key != y.key:
+                    dist = len(text[min(x.start, y.start): max(x.start, y.start)].split())
+                    near.append((1.0 / (1.0 + dist / 10), y.key))
+            for w, other in sorted(near, reverse=True)[:PAIRS_PER_MENTION]:
+                if w < PAIR_FLOOR:
+                    break
+                a, b = sorted((x.key, other))
+                if w > pairs.get((a, b), (0.0, -1))[0]:
+                    pairs[(a, b)] = (w, n)
+    return [(a, b, w, n) for (a, b), (w, n) in pairs.items()]
 
 
 def query_entities(query: str) -> list[tuple[str, str]]:
@@ -207,16 +249,16 @@ def query_entities(query: str) -> list[tuple[str, str]]:
     return list(keys.items())
 
 
-def entity_rows(chunks, document_id: str) -> EntityRows:
+def entity_rows(chunks, document_id: str, language: str = "en", own_law: str | None = None) -> EntityRows:
     """Mention, co-occurrence and alias rows of one document's chunks (context: its breadcrumb parts).
 
-    A mention keeps the character span of its sentence (entity descriptions are
-    built from those sentences); ``raw`` is the key as extracted, ``entity`` the
-    canonical key (the store re-maps it when another document declares an alias).
+    A mention, and a co-occurring pair, keeps the character span of its sentence (descriptions are read
+    from those sentences of the chunk text when they are shown); ``raw`` is the key as extracted,
+    ``entity`` the canonical key (the store re-maps it when another document declares an alias).
     """
     mentions, cooccur, aliases = [], [], {}
     for c in chunks:
-        found = extract(c.text, c.header.split(" > ") if c.header else [])
+        found = extract(c.text, c.header.split(" > ") if c.header else [], language, own_law)
         seen = set()
         for m in found.mentions:
             if (m.key, m.start) in seen:
@@ -225,9 +267,10 @@ def entity_rows(chunks, document_id: str) -> EntityRows:
             a, b = found.sentences[m.sentence] if m.sentence >= 0 else (None, None)
             mentions.append({"chunk_id": c.id, "document_id": document_id, "entity": m.key, "raw": m.key,
                              "surface": m.surface, "type": m.type, "sent_start": a, "sent_end": b})
-        for a, b, w, d in found.relations:
+        for a, b, w, n in found.relations:
+            start, end = found.sentences[n]
             cooccur.append({"chunk_id": c.id, "document_id": document_id, "a": a, "b": b, "weight": w,
-                            "description": d})
+                            "sent_start": start, "sent_end": min(end, start + 300)})
         for alias, key in found.aliases.items():
             aliases[alias] = key
     return EntityRows(mentions, cooccur, [{"document_id": document_id, "alias": a, "entity": k}

@@ -119,7 +119,7 @@ def rows_from_output(obj: dict, chunk, document_id: str, stats: LlmStats) -> Ent
             pairs.add((a, b))
             desc = str(r.get("description") or "")[:300]
             out.cooccur.append({"chunk_id": chunk.id, "document_id": document_id, "a": a, "b": b, "weight": 1.0,
-                                "description": f"{names[a]} — {names[b]}: {desc}" if desc else ""})
+                                "note": f"{names[a]} — {names[b]}: {desc}" if desc else None})
     return out
 
 

@@ -88,7 +88,7 @@ def centroid_sentences(texts: list[str], df: dict[str, int], n_chunks: int,
     return text if len(text) <= max_chars else text[: max_chars - 1].rsplit(" ", 1)[0] + "…"
 
 
-def _unit(v: np.ndarray) -> np.ndarray:
+def unit(v: np.ndarray) -> np.ndarray:
     n = float(np.linalg.norm(v))
     return v / n if n else v
 
@@ -139,14 +139,14 @@ def build_nodes(doc: Document, sections: list[Section], chunks: list[Chunk], df:
 
 def _node(node_id, level, doc, section, parent_id, title, ids, chunk_by_id, df, n_chunks, vectors) -> SummaryNode:
     members = [chunk_by_id[i] for i in ids]
-    vecs = [_unit(np.asarray(vectors[i], dtype=np.float32)) for i in ids if vectors.get(i) is not None]
+    vecs = [unit(np.asarray(vectors[i], dtype=np.float32)) for i in ids if vectors.get(i) is not None]
     return SummaryNode(
         id=node_id, level=level, document_id=doc.id, section_id=section.id if section else None,
         parent_id=parent_id, collection=doc.collection, title=title,
         text=centroid_sentences([c.text for c in members], df, n_chunks), chunk_ids=list(ids),
         method="extractive", line_start=min(c.line_start for c in members),
         line_end=max(c.line_end for c in members),
-        vector=_unit(np.mean(vecs, axis=0)).astype(np.float32) if vecs else None)
+        vector=unit(np.mean(vecs, axis=0)).astype(np.float32) if vecs else None)
 
 
 def llm_summarize(generator, node: SummaryNode, texts: list[str], max_tokens: int = 120) -> str:
@@ -169,4 +169,4 @@ def rewrite_with(nodes: list[SummaryNode], texts_of: Callable[[SummaryNode], lis
         vecs = embed([f"{n.title}\n{n.text}" for n in written])
         for node, v in zip(written, vecs):
             base = node.vector if node.vector is not None else np.zeros_like(v)
-            node.vector = _unit(_unit(np.asarray(base, dtype=np.float32)) + _unit(np.asarray(v, dtype=np.float32)))
+            node.vector = unit(unit(np.asarray(base, dtype=np.float32)) + unit(np.asarray(v, dtype=np.float32)))

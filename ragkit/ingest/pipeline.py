@@ -31,6 +31,7 @@ from ragkit.ingest.refs import find_refs
 from ragkit.ingest.resolve import ref_rows
 from ragkit.extract import llm as llm_extract
 from ragkit.extract.entities import entity_rows
+from ragkit.extract.german import document_law
 from ragkit.records import Chunk, Document, EntityRows, ParsedDocument
 from ragkit.store.duck import DuckStore
 from ragkit.store.lance import ChunkWriter, FtsSettings, chunk_rows
@@ -38,7 +39,7 @@ from ragkit.store.manifest import FORMAT_VERSION, NAME as MANIFEST, manifest_for
 from ragkit.store.entity_graph import EntityGraph
 from ragkit.store.graph import EvidenceGraph
 from ragkit.store.reader import DUCK_NAME, GRAPH_DIR, LANCE_DIR
-from ragkit.store.vectors import write_tables
+from ragkit.text import detect_language
 
 
 @dataclass
@@ -58,6 +59,7 @@ class IndexSummary:
     extract: dict[str, int] = field(default_factory=dict)  # LLM extraction: chunks, invalid outputs, dropped names
     knowledge: dict[str, int] = field(default_factory=dict)  # entities, relations, communities recomputed
     tree: dict[str, int] = field(default_factory=dict)  # summary-tree nodes written by this run
+    written: dict[str, int] = field(default_factory=dict)  # --summaries llm: nodes and reports an LLM wrote
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -123,7 +125,10 @@ class _Parser:
         sections, blocks = build_sections(raw, doc_id, title, stable_id)
         chunks = chunk_document(sections, blocks, self.max_tokens, self.embedder.count_tokens, stable_id)
         refs = [r for c in chunks for r in ref_rows(c.id, doc_id, find_refs(c.text), stable_id)]
-        entities = entity_rows(chunks, doc_id) if self.cfg.extract == "rules" else EntityRows()
+        entities = EntityRows()
+        if self.cfg.extract == "rules":
+            language = detect_language(" ".join(c.text for c in chunks[:40]))
+            entities = entity_rows(chunks, doc_id, language, document_law(title, meta) if language == "de" else None)
         return ParsedDocument(doc, sections, blocks, refs, entities), chunks
 
 
@@ -148,13 +153,34 @@ def _ticking(rep: Reporter, stage: str, fn: Callable[..., str]) -> Callable[...,
     return run
 
 
-def _summarizers(generator, rep: Reporter):
-    """LLM summaries (``--summaries llm``): community report → text, tree node + its texts → text."""
+def _write_llm_summaries(duck_path: Path, generator, embedder: Embedder, chunk_vectors, rep: Reporter) -> dict:
+    """``--summaries llm``, after the commit (no model runs inside a transaction): the GGUF model writes the
+    summaries of the tree nodes and community reports that are still extractive; a node's written text is
+    embedded and averaged into its vector. A run killed here leaves the extractive ones, which the next run
+    that commits writes."""
     from ragkit.extract.communities import summarize
-    from ragkit.extract.summaries import llm_summarize
+    from ragkit.extract.summaries import llm_summarize, rewrite_with, unit
+    from ragkit.records import SummaryNode
 
-    return (_ticking(rep, "summaries", lambda report: summarize(generator, report)),
-            _ticking(rep, "tree summaries", lambda node, texts: llm_summarize(generator, node, texts)))
+    with DuckStore(duck_path, read_only=True) as store:
+        rows, reports = store.pending_summaries()
+    nodes, texts = [], {}
+    for r in rows:
+        vecs = [v for v in chunk_vectors(r["chunk_ids"]).values()]
+        node = SummaryNode(id=r["id"], level=0, document_id="", section_id=None, parent_id=None, collection="",
+                           title=r["title"], text=r["text"], chunk_ids=r["chunk_ids"], method="extractive",
+                           line_start=0, line_end=0, vector=unit(np.mean(vecs, axis=0)) if vecs else None)
+        nodes.append(node)
+        texts[node.id] = r["texts"]
+    write_node = _ticking(rep, "tree summaries", lambda node, t: llm_summarize(generator, node, t))
+    rewrite_with(nodes, lambda n: texts[n.id], write_node, embedder.encode)
+    write_report = _ticking(rep, "summaries", lambda report: summarize(generator, report))
+    written = {r["id"]: text for r in reports if (text := write_report(r["report"]))}
+    rep.finish("tree summaries")
+    rep.finish("summaries")
+    with DuckStore(duck_path, read_only=False) as store:
+        store.write_summaries({n.id: (n.text, n.vector) for n in nodes if n.method == "llm"}, written)
+    return {"tree_nodes": sum(n.method == "llm" for n in nodes), "communities": len(written)}
 
 
 def _clear_index(index_dir: Path) -> None:
@@ -367,7 +393,6 @@ def run_index(
         run = {"started_at": time.time() - (time.perf_counter() - t0), "finished_at": time.time(),
                "lance_table": table, "lance_version": version,
                "summary": {k: v for k, v in summary.to_dict().items() if k not in ("warnings",)}}
-        summarize, summarize_node = _summarizers(generator, rep) if cfg.summaries == "llm" else (None, None)
         with DuckStore(duck_path, read_only=False) as store:
             run_id = store.commit_run(
                 removed_doc_ids=removed_ids, removed_sources=gone + [str(f.path) for f, *_ in todo] + [s["source_path"] for s in unchanged_sources],
@@ -375,19 +400,26 @@ def run_index(
                 sections=[s for pd in parsed for s in pd.sections], chunks=chunks,
                 refs=[r for pd in parsed for r in pd.refs], run=run, full=full,
                 entities=functools.reduce(lambda acc, pd: acc.extend(pd.entities), parsed, EntityRows()),
-                embed=embedder.encode, chunk_vectors=writer.vectors_lookup({c.id: v for c, v in zip(chunks, vectors)}),
-                summarize=summarize, tree=cfg.tree, summarize_node=summarize_node,
+                tree=cfg.tree,
             )
-            rep.finish("tree summaries")
-            rep.finish("summaries")
             summary.knowledge = run["summary"].get("knowledge", {})
             summary.tree = run["summary"].get("tree", {})
             counts = store.counts()
             t2 = time.perf_counter()
             EvidenceGraph.from_store(store, run_id).save(index_dir / GRAPH_DIR)
             EntityGraph.from_store(store, run_id).save(index_dir / GRAPH_DIR)
-            write_tables(index_dir / LANCE_DIR, store, run_id)
             summary.seconds["graph"] = round(time.perf_counter() - t2, 3)
+        if cfg.summaries == "llm":
+            t2 = time.perf_counter()
+            chunk_vectors = writer.vectors_lookup({c.id: v for c, v in zip(chunks, vectors)})
+            summary.written = _write_llm_summaries(duck_path, generator, embedder, chunk_vectors, rep)
+            summary.seconds["llm_summaries"] = round(time.perf_counter() - t2, 3)
+        if cfg.expand:
+            from ragkit.store.terms import TermVectors
+
+            t2 = time.perf_counter()
+            TermVectors(index_dir, run_id, lambda: DuckStore(duck_path, read_only=True), embedder.encode).load()
+            summary.seconds["term_vectors"] = round(time.perf_counter() - t2, 3)
         summary.total_documents, summary.total_chunks = counts["documents"], counts["chunks"]
         write_manifest(index_dir, {
             "index_config": cfg.to_dict(),

@@ -38,7 +38,7 @@ def _sources(kind: str, row: dict) -> list[str]:
         return [row["source_document"]]
     if kind == "summaries":
         return [row["document_id"]]
-    return row["source_documents"]
+    return row.get("source_documents", [])
 
 
 @dataclass
@@ -58,12 +58,14 @@ class SearchContext:
     def visible(self, collection: str | None, source_documents) -> bool:
         return self.scope is None or self.scope.allows(collection, source_documents)
 
-    def knowledge_search(self, kind: str, limit: int) -> list[dict]:
-        """Entities, relations or communities most similar to the query, within the scope."""
+    def knowledge_search(self, kind: str, limit: int, describe: bool = True) -> list[dict]:
+        """Entities, relations or communities most similar to the query, within the scope; ``describe``
+        False skips writing entity descriptions and community reports (a caller that only ranks)."""
         vec = self.query_vector()
         with self.timed(kind):
             rows = self.reader.knowledge.search(kind, vec, limit * 2 if self.scope else limit,
-                                                self.scope.collections if self.scope else None)
+                                                self.scope.collections if self.scope else None,
+                                                describe=describe or self.scope is not None)
         rows = [r for r in rows if self.visible(r["collection"], _sources(kind, r))]
         return rows[:limit]
 
@@ -122,7 +124,7 @@ class SearchContext:
             seeds = graph.seeds([k for k, _ in query_entities(self.query.text)])
             seeds = {k: w for k, w in seeds.items() if not any(k != o and f" {k} " in f" {o} " for o in seeds)}
         if vector_seeds:
-            for row in self.knowledge_search("entities", vector_seeds):
+            for row in self.knowledge_search("entities", vector_seeds, describe=False):
                 if row["similarity"] < VECTOR_SEED_MIN:
                     break
                 idf = graph.seeds([row["key"]]).get(row["key"], 0.0)

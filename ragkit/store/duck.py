@@ -40,7 +40,6 @@ CREATE TABLE IF NOT EXISTS refs (
     resolved_document_id VARCHAR, resolved_section_id VARCHAR
 );
 CREATE TABLE IF NOT EXISTS vocab (term VARCHAR, df INTEGER);
-CREATE TABLE IF NOT EXISTS term_vectors (term VARCHAR PRIMARY KEY, vector FLOAT[]);
 CREATE TABLE IF NOT EXISTS summaries (
     id VARCHAR PRIMARY KEY, level INTEGER, document_id VARCHAR, section_id VARCHAR, parent_id VARCHAR,
     collection VARCHAR, title VARCHAR, text VARCHAR, chunk_ids VARCHAR[], method VARCHAR,
@@ -54,8 +53,9 @@ CREATE TABLE IF NOT EXISTS runs (
 
 
 WORD = "[a-zà-öø-ÿß]{3,}"  # a vocabulary word: three or more letters
-# words embedded for query expansion: four or more letters, in at least 3 chunks, not stop words
-EXPANSION_TERMS = "SELECT term FROM vocab WHERE length(term) >= 4 AND df >= 3 AND NOT list_contains(?, term)"
+# DuckDB's default 256 KiB blocks give every table and column a quarter megabyte at least (an index of
+# a 36 KB folder took 5.8 MB); 16 KiB blocks keep small indexes small (fixed when the file is created)
+BLOCK_SIZE = 16_384
 
 
 def _connect(path: Path, read_only: bool):
@@ -63,7 +63,7 @@ def _connect(path: Path, read_only: bool):
 
     for attempt in range(20):
         try:
-            return duckdb.connect(str(path), read_only=read_only)
+            return duckdb.connect(str(path), read_only=read_only, config={"default_block_size": str(BLOCK_SIZE)})
         except duckdb.IOException as exc:
             if "lock" not in str(exc).lower():
                 raise IndexCorrupt(f"cannot open {path}: {exc}") from exc
@@ -74,6 +74,10 @@ def _connect(path: Path, read_only: bool):
 
 
 class DuckStore:
+    # paths of the stores with an open write transaction in this process: no model may run then
+    # (tests/test_lean.py fails any encoder call inside one)
+    IN_TRANSACTION: set[str] = set()
+
     def __init__(self, path: Path, read_only: bool = True):
         self.path = path
         self.con = _connect(path, read_only)
@@ -169,32 +173,24 @@ class DuckStore:
         full: bool,
         refs: list[Any] = (),
         entities: EntityRows | None = None,
-        embed=None,
-        chunk_vectors=None,
-        summarize=None,
         tree: bool = True,
-        summarize_node=None,
     ) -> int:
         """Apply one run's changes atomically; returns the run id.
 
-        ``embed`` (texts → vectors) embeds entity names and community summaries; ``chunk_vectors``
-        (chunk ids → {id: vector}) gives entity and relation vectors their context.
-        The run's knowledge counts (recomputed entities, relations, communities) go into its summary.
-        ``summarize`` (report → text) writes community summaries with an LLM (``--summaries llm``),
-        ``summarize_node`` (node, its chunk texts → text) the summaries of the new tree nodes; ``tree``
-        False keeps no summary tree.
+        Pure data work: nothing is embedded or generated inside the transaction. The run's knowledge
+        counts (entities, relations, recomputed communities) go into its summary; ``tree`` False keeps no
+        summary tree.
         """
         from ragkit.store import knowledge
 
         entities = entities or EntityRows()
         con = self.con
-        con.execute("BEGIN TRANSACTION")
-        try:
+        with self.transaction():
             touched: set[str] | None = None
             collections: set[str] | None = None
             if full:
                 for t in ("sources", "documents", "sections", "chunks", "refs", "mentions", "cooccur", "aliases",
-                          "communities", "community_members", "summaries", "term_vectors"):
+                          "communities", "community_members", "summaries"):
                     con.execute(f"DELETE FROM {t}")
             else:
                 touched = knowledge.touched_by_documents(self, removed_doc_ids)
@@ -226,27 +222,36 @@ class DuckStore:
             ])
             self._insert("refs", [asdict(r) for r in refs])
             self._insert("mentions", entities.mentions)
-            self._insert("cooccur", entities.cooccur)
+            collection_of = {d.id: d.collection for d in documents}
+            self._insert("cooccur", [{**r, "collection": collection_of.get(r["document_id"]), "raw_a": r["a"],
+                                      "raw_b": r["b"]} for r in entities.cooccur])
             self._insert("aliases", entities.aliases)
             self._resolve()
             self._vocabulary()
-            if embed is not None:
-                run["summary"]["term_vectors"] = self._term_vectors(embed)
-            run["summary"]["tree"] = self._tree(documents, sections, chunks, chunk_vectors, summarize_node, embed) \
-                if tree else self._no_tree()
+            run["summary"]["tree"] = self._tree(documents, sections, chunks) if tree else self._no_tree()
             if full or removed_doc_ids or documents:
-                run["summary"]["knowledge"] = knowledge.refresh(self, touched, collections, embed, chunk_vectors, summarize)
+                run["summary"]["knowledge"] = knowledge.refresh(self, touched, collections)
             run_id = (con.execute("SELECT coalesce(max(id), 0) + 1 FROM runs").fetchone()[0])
             con.execute(
                 "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?)",
                 [run_id, run["started_at"], run["finished_at"], run["lance_table"], run["lance_version"],
                  json.dumps(run["summary"])],
             )
-            con.execute("COMMIT")
-        except BaseException:
-            con.execute("ROLLBACK")
-            raise
         return run_id
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One write transaction: committed when the block ends, rolled back when it raises."""
+        self.con.execute("BEGIN TRANSACTION")
+        DuckStore.IN_TRANSACTION.add(str(self.path))
+        try:
+            yield
+            self.con.execute("COMMIT")
+        except BaseException:
+            self.con.execute("ROLLBACK")
+            raise
+        finally:
+            DuckStore.IN_TRANSACTION.discard(str(self.path))
 
     def _resolve(self) -> None:
         """Re-resolve every reference and version link against the whole index."""
@@ -273,22 +278,11 @@ class DuckStore:
             "INSERT INTO vocab SELECT w, count(DISTINCT id) FROM (SELECT id, unnest(regexp_extract_all("
             f"lower(header || ' ' || text), '{WORD}')) AS w FROM chunks) GROUP BY w")
 
-    def _term_vectors(self, embed) -> int:
-        """Embed the expansion terms not embedded yet (words that left the vocabulary lose theirs)."""
-        from ragkit.text import STOPWORDS
-
-        stop = sorted(STOPWORDS)
-        self.con.execute(f"DELETE FROM term_vectors WHERE term NOT IN ({EXPANSION_TERMS})", [stop])
-        new = [r[0] for r in self.con.execute(
-            f"SELECT term FROM ({EXPANSION_TERMS}) WHERE term NOT IN (SELECT term FROM term_vectors) ORDER BY term",
-            [stop]).fetchall()]
-        if new:
-            self._insert("term_vectors", [{"term": t, "vector": v} for t, v in zip(new, embed(new))])
-        return len(new)
-
-    def _tree(self, documents, sections, chunks, chunk_vectors, summarize_node, embed) -> dict[str, int]:
-        """Summary-tree nodes of this run's new documents (older documents keep theirs)."""
-        from ragkit.extract.summaries import build_nodes, rewrite_with
+    def _tree(self, documents, sections, chunks) -> dict[str, int]:
+        """Summary-tree nodes of this run's new documents (older documents keep theirs), extractive; their
+        vectors are derived from the chunks' when a query needs them (an LLM rewrites them after the commit
+        with ``--summaries llm``)."""
+        from ragkit.extract.summaries import build_nodes
 
         if not documents:
             return {"nodes": 0}
@@ -301,13 +295,8 @@ class DuckStore:
         by_doc: dict[str, list[Chunk]] = {}
         for c in chunks:
             by_doc.setdefault(c.document_id, []).append(c)
-        multi = [c.id for d in documents if len(by_doc.get(d.id, [])) > 1 for c in by_doc[d.id]]
-        vectors = chunk_vectors(multi) if chunk_vectors is not None and multi else {}
         nodes = [n for d in documents
-                 for n in build_nodes(d, secs.get(d.id, []), by_doc.get(d.id, []), df, n_chunks, vectors)]
-        if summarize_node is not None and nodes:
-            text = {c.id: c.text for c in chunks}
-            rewrite_with(nodes, lambda n: [text[i] for i in n.chunk_ids], summarize_node, embed)
+                 for n in build_nodes(d, secs.get(d.id, []), by_doc.get(d.id, []), df, n_chunks, {})]
         self._insert("summaries", [asdict(n) for n in nodes])
         return {"nodes": len(nodes), "sections": sum(n.level == 1 for n in nodes),
                 "documents": sum(n.level == 2 for n in nodes), "seconds": round(time.perf_counter() - t, 3)}
@@ -316,21 +305,45 @@ class DuckStore:
         self.con.execute("DELETE FROM summaries")
         return {"nodes": 0}
 
+    def pending_summaries(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """Tree nodes and community reports still extractive (for ``--summaries llm`` after a commit)."""
+        nodes = self.rows("SELECT s.id, s.title, s.text, s.chunk_ids, list(c.text ORDER BY c.chunk_index) AS texts "
+                          "FROM summaries s, unnest(s.chunk_ids) AS u(cid) JOIN chunks c ON c.id = u.cid "
+                          "WHERE s.method = 'extractive' GROUP BY ALL ORDER BY s.id")
+        from ragkit.store.knowledge import community_reports
+
+        reports = community_reports(self, self.rows(
+            "SELECT id, collection, level, parent_id, title, top_entities, written FROM communities "
+            "WHERE written IS NULL ORDER BY id"))
+        return nodes, reports
+
+    def write_summaries(self, nodes: dict[str, tuple[str, Any]], reports: dict[str, str]) -> None:
+        """Store LLM-written summaries: node id → (text, vector), community id → text (above its report)."""
+        with self.transaction():
+            for node_id, (text, vector) in nodes.items():
+                self.con.execute("UPDATE summaries SET text = ?, method = 'llm', vector = ? WHERE id = ?",
+                                 [text, [float(x) for x in vector] if vector is not None else None, node_id])
+            for cid, text in reports.items():
+                self.con.execute("UPDATE communities SET written = ? WHERE id = ?", [text, cid])
+
     def relation_rows(self, pairs: list[tuple[str, str]]) -> list[dict[str, Any]]:
         """The relations rows (every collection) of these entity pairs."""
         if not pairs:
             return []
-        with self.registered("pairs", {"a": [a for a, _ in pairs], "b": [b for _, b in pairs]}):
-            return self.rows("SELECT r.a, r.b, r.collection, r.weight, r.description, r.source_document "
-                             "FROM relations r JOIN pairs p ON p.a = r.a AND p.b = r.b")
+        from ragkit.store.knowledge import pair_rows
+
+        with self.registered("wanted", {"a": [a for a, _ in pairs], "b": [b for _, b in pairs]}):
+            return pair_rows(self, "JOIN wanted p ON p.a = r.a AND p.b = r.b")
 
     def entity_rows(self, keys: list[str]) -> list[dict[str, Any]]:
-        """The entities rows (every collection) of these keys."""
+        """The entities rows (every collection) of these keys, with their descriptions."""
+        from ragkit.store.knowledge import with_descriptions
+
         if not keys:
             return []
         with self.registered("ekeys", {"k": keys}):
-            return self.rows("SELECT key, collection, name, type, description, source_documents FROM entities "
-                             "WHERE key IN (SELECT k FROM ekeys)")
+            rows = self.rows("SELECT key, collection, name, type FROM entities WHERE key IN (SELECT k FROM ekeys)")
+        return with_descriptions(self, rows)
 
     def community_chunks(self, community_ids: list[str], limit: int) -> list[tuple[str, int]]:
         """(chunk id, member mentions) of the chunks that mention the communities' entities, most first."""
@@ -354,6 +367,7 @@ class DuckStore:
     def entity(self, name: str, limit: int = 10) -> dict[str, Any] | None:
         """One entity (by key, alias or surface): per-collection rows, strongest relations, source chunks."""
         from ragkit.extract.entities import normalize
+        from ragkit.store.knowledge import pair_rows, with_descriptions
 
         key = normalize(name)
         found = self.con.execute(
@@ -362,15 +376,18 @@ class DuckStore:
         if not found:
             return None
         key = found[0]
-        rows = self.rows("SELECT collection, name, type, aliases, mentions, chunks, documents, description "
-                         "FROM entities WHERE key = ? ORDER BY mentions DESC", [key])
+        rows = with_descriptions(self, self.rows("SELECT key, collection, name, type, aliases, mentions, chunks, "
+                                                 "documents FROM entities WHERE key = ? ORDER BY mentions DESC", [key]))
+        for r in rows:
+            del r["key"], r["source_documents"]
         info = {"entity": key, "name": rows[0]["name"], "type": rows[0]["type"],
                 "aliases": sorted({a for r in rows for a in r["aliases"]}),
                 "mentions": sum(r["mentions"] for r in rows), "chunks": sum(r["chunks"] for r in rows),
                 "collections": rows}
-        info["relations"] = self.rows(
-            "SELECT CASE WHEN a = ? THEN b ELSE a END AS other, collection, weight, description FROM relations "
-            "WHERE a = ? OR b = ? ORDER BY weight DESC, other LIMIT ?", [key] * 3 + [limit])
+        rels = pair_rows(self, where="r.a = ? OR r.b = ?", params=[key, key])
+        info["relations"] = [{"other": r["b"] if r["a"] == key else r["a"], "collection": r["collection"],
+                              "weight": r["weight"], "description": r["description"]}
+                             for r in sorted(rels, key=lambda r: (-r["weight"], r["a"], r["b"]))[:limit]]
         info["sources"] = self.rows(
             "SELECT DISTINCT d.path, d.collection, c.header, c.line_start, c.line_end FROM mentions m "
             "JOIN chunks c ON c.id = m.chunk_id JOIN documents d ON d.id = m.document_id "

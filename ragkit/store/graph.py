@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import zlib
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -25,20 +26,18 @@ FILE = "evidence.pkl"
 
 
 def save_pickled(folder: Path, name: str, graph, run_id: int | None) -> None:
-    """Write a graph with the run id it belongs to (atomic replace)."""
+    """Write a graph with the run id it belongs to (zlib-compressed: ids repeat; atomic replace)."""
     folder.mkdir(parents=True, exist_ok=True)
     tmp = folder / f".{name}.tmp"
-    with tmp.open("wb") as fh:
-        pickle.dump({"run_id": run_id, "graph": graph}, fh, protocol=pickle.HIGHEST_PROTOCOL)
+    tmp.write_bytes(zlib.compress(pickle.dumps({"run_id": run_id, "graph": graph}, protocol=pickle.HIGHEST_PROTOCOL), 6))
     os.replace(tmp, folder / name)
 
 
 def load_pickled(folder: Path, name: str):
     """(graph, run id), or None when the file is missing or unreadable."""
     try:
-        with (folder / name).open("rb") as fh:
-            data = pickle.load(fh)
-    except (OSError, pickle.UnpicklingError, EOFError, AttributeError):
+        data = pickle.loads(zlib.decompress((folder / name).read_bytes()))
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, zlib.error):
         return None
     return data["graph"], data["run_id"]
 

@@ -1,90 +1,90 @@
-"""Canonical entities, relations and communities, derived inside the commit transaction.
+"""Canonical entities, relations and communities over the extraction rows (SQL, no inference, no copies).
 
 The extraction rows (``mentions``, ``cooccur``, ``aliases``, per chunk and
-document) are the source of truth; from them this module keeps
+document) are what is stored; over them the store defines views:
 
+- ``alias_map``: alias key → the entity most documents declare it for;
 - ``entities``: one row per entity key and collection, with its display name,
-  type, aliases (surfaces and alias keys), mention/chunk/document counts, a
-  description built from the sentences that mention it, the documents those
-  sentences come from, and a vector;
-- ``relations``: one row per entity pair and collection, with summed weight,
-  the strongest connecting sentence as description, its document, the chunks
-  where the pair co-occurs, and a vector;
-- ``communities`` / ``community_members``: Leiden communities per collection.
+  type, aliases (surfaces and alias keys), mention/chunk/document counts;
+- ``cooc`` / ``relations``: co-occurring pairs with alias keys mapped; a
+  relation is one pair per collection with summed weight, its chunk count and
+  its strongest sentence. Each entity keeps at most ``RELATIONS_PER_ENTITY``
+  relations (its strongest: a pair stays when it is among the strongest of
+  either entity), so relations grow with the text, never with the square of the
+  names in it.
 
-Descriptions, relations and reports are built per collection, so a query
-scoped to one collection never sees text from another; for other filters each
-row names the documents its text comes from and readers drop rows built from
-excluded documents.
-
-Vectors, chosen for cost (measured on hotpotqa-100: encoding runs at ~600
-names/s but ~110 sentences/s on two cores, and the whole plain index takes
-~32 s for 9,060 entities, 3,703 distinct relation sentences): an entity's
-vector is the mean of the vectors of the chunks that mention it (its
-description's context, already computed) plus, for an entity found in two or
-more chunks, the embedding of its name; a relation's vector is the mean of its
-two entities' vectors and its source chunk's vector; a community's is the mean
-of its members' vectors. Only names are encoded.
-
-Only entities touched by the run's changed or removed documents (and pairs
-that involve them) are recomputed. Communities are re-clustered per touched collection, starting from
-the previous partition; a community whose members are unchanged and untouched
-keeps its report and vector.
+Only ``communities`` / ``community_members`` are computed and stored (Leiden per
+collection, starting from the previous partition; a community whose members are
+unchanged and untouched keeps its id). Nothing here is embedded and no text is
+copied: descriptions are the sentences of the chunk text that mention an entity
+(``describe_entities``), a relation's description is its sentence, a
+community's report is written from its members' relations when it is shown
+(``community_reports``), and the vectors of entities, relations, communities
+and tree nodes are derived from the chunk vectors when a query first needs them
+(ragkit/store/derived.py). With ``--summaries llm`` a report's written summary
+is stored with it after the commit (``DuckStore.write_summaries``).
+Descriptions and reports are built per collection, so a query scoped to one
+collection never sees text from another; for other filters each row names the
+documents its text comes from and readers drop rows built from excluded
+documents.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections import defaultdict
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 DESCRIPTION_SENTENCES = 2
 DESCRIPTION_CHARS = 400
+RELATIONS_PER_ENTITY = 20
 
-SCHEMA = """
+SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS mentions (
     chunk_id VARCHAR, document_id VARCHAR, entity VARCHAR, raw VARCHAR, surface VARCHAR, type VARCHAR,
     sent_start INTEGER, sent_end INTEGER
 );
 CREATE TABLE IF NOT EXISTS cooccur (
-    chunk_id VARCHAR, document_id VARCHAR, a VARCHAR, b VARCHAR, weight DOUBLE, description VARCHAR
+    chunk_id VARCHAR, document_id VARCHAR, collection VARCHAR, a VARCHAR, b VARCHAR, raw_a VARCHAR, raw_b VARCHAR,
+    weight FLOAT, sent_start INTEGER, sent_end INTEGER, note VARCHAR
 );
 CREATE TABLE IF NOT EXISTS aliases (document_id VARCHAR, alias VARCHAR, entity VARCHAR);
-CREATE TABLE IF NOT EXISTS entities (
-    key VARCHAR, collection VARCHAR, name VARCHAR, type VARCHAR, aliases VARCHAR[], mentions INTEGER,
-    chunks INTEGER, documents INTEGER, description VARCHAR, source_documents VARCHAR[], chunk_ids VARCHAR[],
-    vector FLOAT[]
-);
-CREATE TABLE IF NOT EXISTS relations (
-    a VARCHAR, b VARCHAR, collection VARCHAR, weight DOUBLE, chunks INTEGER, description VARCHAR,
-    source_document VARCHAR, source_chunk VARCHAR, chunk_ids VARCHAR[], vector FLOAT[]
-);
 CREATE TABLE IF NOT EXISTS communities (
-    id VARCHAR PRIMARY KEY, collection VARCHAR, level INTEGER, parent_id VARCHAR, title VARCHAR, report VARCHAR,
-    size INTEGER, top_entities VARCHAR[], source_documents VARCHAR[], vector FLOAT[]
+    id VARCHAR PRIMARY KEY, collection VARCHAR, level INTEGER, parent_id VARCHAR, title VARCHAR, size INTEGER,
+    top_entities VARCHAR[], written VARCHAR
 );
 CREATE TABLE IF NOT EXISTS community_members (community_id VARCHAR, entity VARCHAR);
+CREATE OR REPLACE VIEW alias_map AS
+SELECT alias, arg_max(entity, n) AS entity FROM (SELECT alias, entity, count(DISTINCT document_id) AS n
+FROM aliases WHERE alias <> entity GROUP BY alias, entity) GROUP BY alias;
+CREATE OR REPLACE VIEW entities AS
+SELECT m.entity AS key, d.collection, mode(m.surface) AS name,
+       coalesce(mode(m.type) FILTER (WHERE m.type NOT IN ('acronym', 'name', 'term', 'title')), mode(m.type)) AS type,
+       list_sort(list_distinct(list(m.surface) || coalesce(first(al.aliases), []))) AS aliases,
+       count(*) AS mentions, count(DISTINCT m.chunk_id) AS chunks, count(DISTINCT m.document_id) AS documents
+FROM mentions m JOIN documents d ON d.id = m.document_id
+LEFT JOIN (SELECT entity, list(alias ORDER BY alias) AS aliases FROM alias_map GROUP BY entity) al ON al.entity = m.entity
+GROUP BY m.entity, d.collection;
+CREATE OR REPLACE VIEW cooc AS
+SELECT chunk_id, document_id, collection, least(a, b) AS a, greatest(a, b) AS b, weight, sent_start, sent_end, note
+FROM cooccur WHERE a <> b;
+CREATE OR REPLACE VIEW pairs AS
+SELECT a, b, collection, sum(weight) AS weight, count(DISTINCT chunk_id) AS chunks,
+       arg_max(document_id, weight) AS source_document, arg_max(chunk_id, weight) AS source_chunk,
+       arg_max(sent_start, weight) AS sent_start, arg_max(sent_end, weight) AS sent_end, arg_max(note, weight) AS note
+FROM cooc GROUP BY a, b, collection;
+CREATE OR REPLACE VIEW relations AS
+WITH ends AS (SELECT a AS e, b AS o, collection, weight FROM pairs UNION ALL SELECT b, a, collection, weight FROM pairs),
+ranked AS (SELECT e, o, collection, row_number() OVER (PARTITION BY e, collection ORDER BY weight DESC, o) AS r
+           FROM ends),
+kept AS (SELECT DISTINCT least(e, o) AS a, greatest(e, o) AS b, collection FROM ranked WHERE r <= {RELATIONS_PER_ENTITY})
+SELECT p.* FROM pairs p JOIN kept USING (a, b, collection);
 """
 
 # alias key → the entity most documents declare it for
-ALIAS_MAP = ("SELECT alias, arg_max(entity, n) AS entity FROM (SELECT alias, entity, count(DISTINCT document_id) AS n "
-             "FROM aliases WHERE alias <> entity GROUP BY alias, entity) GROUP BY alias")
-
-# the canonical view of co-occurrences: alias keys mapped to their entity, pairs ordered, per collection
-_COOC = """
-CREATE OR REPLACE TEMP VIEW cooc AS
-SELECT c.chunk_id, c.document_id, d.collection,
-       least(coalesce(x.entity, c.a), coalesce(y.entity, c.b)) AS a,
-       greatest(coalesce(x.entity, c.a), coalesce(y.entity, c.b)) AS b, c.weight, c.description
-FROM cooccur c JOIN documents d ON d.id = c.document_id
-LEFT JOIN amap x ON x.alias = c.a LEFT JOIN amap y ON y.alias = c.b
-WHERE coalesce(x.entity, c.a) <> coalesce(y.entity, c.b)
-"""
-
-Embed = Callable[[list[str]], np.ndarray]
-ChunkVectors = Callable[[list[str]], dict[str, np.ndarray]]
+ALIAS_MAP = "SELECT alias, entity FROM alias_map"
 
 
 def touched_by_documents(store, doc_ids: list[str]) -> set[str]:
@@ -96,98 +96,126 @@ def touched_by_documents(store, doc_ids: list[str]) -> set[str]:
             "SELECT DISTINCT entity FROM mentions WHERE document_id IN (SELECT id FROM touch_docs)").fetchall()}
 
 
-def refresh(store, touched: set[str] | None, collections: set[str] | None, embed: Embed | None,
-            chunk_vectors: ChunkVectors | None = None,
-            summarize: Callable[[str], str] | None = None) -> dict[str, int]:
-    """Recompute what ``touched`` entity keys affect (``None``: everything); returns counts of recomputed rows.
+def refresh(store, touched: set[str] | None, collections: set[str] | None) -> dict[str, int]:
+    """Map alias mentions to their entities and re-cluster communities (entities and relations are views).
 
-    ``collections``: collections whose documents changed (``None``: all) — their communities are re-clustered.
-    ``chunk_vectors``: chunk id → vector lookup (entity and relation vectors need them).
-    ``summarize``: extractive report → written summary (LLM), put above the report of each new community.
+    ``touched``: entity keys the run's changed or removed documents mention (``None``: everything changed);
+    communities of untouched members keep their ids. ``collections``: collections whose documents changed
+    (``None``: all) — only their communities are re-clustered. Returns row counts.
     """
     con = store.con
     remapped = _remap_aliases(store)
-    con.execute(_COOC)
     if touched is not None:
-        touched = touched | remapped | {r[0] for r in con.execute(
-            "SELECT DISTINCT m.entity FROM mentions m WHERE m.entity NOT IN (SELECT key FROM entities)").fetchall()}
-    with store.registered("touched", {"k": sorted(touched or [])}):
-        if touched is None:
-            con.execute("DELETE FROM entities")
-            con.execute("DELETE FROM relations")
-        else:
-            con.execute("DELETE FROM entities WHERE key IN (SELECT k FROM touched)")
-            con.execute("DELETE FROM relations WHERE a IN (SELECT k FROM touched) OR b IN (SELECT k FROM touched)")
-        entities = _entity_rows(store, "" if touched is None else "AND m.entity IN (SELECT k FROM touched)")
-        relations = store.rows(
-            "SELECT a, b, collection, sum(weight) AS weight, count(DISTINCT chunk_id) AS chunks, "
-            "arg_max(struct_pack(d := description, doc := document_id, c := chunk_id), weight) AS best, "
-            "list(DISTINCT chunk_id ORDER BY chunk_id) AS chunk_ids FROM cooc "
-            + ("" if touched is None else "WHERE a IN (SELECT k FROM touched) OR b IN (SELECT k FROM touched) ")
-            + "GROUP BY a, b, collection")
-    for r in relations:
-        best = r.pop("best")
-        r["description"], r["source_document"], r["source_chunk"] = best["d"] or "", best["doc"], best["c"]
-    embedded = 0
-    if embed is not None and chunk_vectors is not None:
-        embedded = _entity_vectors(entities, embed, chunk_vectors)
-        _relation_vectors(store, relations, entities, chunk_vectors)
-    store._insert("entities", entities)
-    store._insert("relations", relations)
+        touched = touched | remapped
     if collections is None or touched is None:
         collections = {r[0] for r in con.execute("SELECT DISTINCT collection FROM documents").fetchall()}
-    changed = _communities(store, collections, touched, summarize)
-    return {"entities": len(entities), "relations": len(relations), "communities": changed,
-            "names_embedded": embedded}
+    changed = _communities(store, collections, touched)
+    count = lambda t: con.execute(f"SELECT count(*) FROM {t}").fetchone()[0]  # noqa: E731
+    return {"entities": count("entities"), "relations": count("relations"), "communities": changed}
 
 
-def _unit_rows(m: np.ndarray) -> np.ndarray:
-    return (m / np.maximum(np.linalg.norm(m, axis=1, keepdims=True), 1e-12)).astype(np.float32)
+def _remap_aliases(store) -> set[str]:
+    """Map mentions of alias keys ("who") to their entity ("world health organization").
+
+    An alias declared by several documents maps to the entity most documents
+    give it. Returns the keys whose mentions moved (both sides).
+    """
+    con = store.con
+    con.execute("CREATE OR REPLACE TEMP TABLE amap AS " + ALIAS_MAP)  # fixed while mentions change
+    moved = con.execute(
+        "SELECT DISTINCT m.entity, coalesce(am.entity, m.raw) FROM mentions m LEFT JOIN amap am ON am.alias = m.raw "
+        "WHERE m.entity IS DISTINCT FROM coalesce(am.entity, m.raw)").fetchall()
+    if moved:
+        con.execute("UPDATE mentions SET entity = raw WHERE entity <> raw AND raw NOT IN (SELECT alias FROM amap)")
+        con.execute("UPDATE mentions SET entity = amap.entity FROM amap "
+                    "WHERE mentions.raw = amap.alias AND mentions.entity <> amap.entity")
+    for end in ("a", "b"):  # co-occurrences follow (their ``raw_`` keys are what was extracted)
+        con.execute(f"UPDATE cooccur SET {end} = raw_{end} WHERE {end} <> raw_{end} "
+                    f"AND raw_{end} NOT IN (SELECT alias FROM amap)")
+        con.execute(f"UPDATE cooccur SET {end} = amap.entity FROM amap "
+                    f"WHERE cooccur.raw_{end} = amap.alias AND cooccur.{end} <> amap.entity")
+    return {k for pair in moved for k in pair if k}
 
 
-def _entity_vectors(entities: list[dict[str, Any]], embed: Embed, chunk_vectors: ChunkVectors) -> int:
-    """Mean chunk vector (+ name embedding for entities in ≥ 2 chunks) per entity; returns names embedded."""
-    cvec = chunk_vectors(sorted({c for e in entities for c in e["chunk_ids"]}))
-    names = sorted({e["name"] for e in entities if e["chunks"] >= 2})
-    nvec = dict(zip(names, embed(names))) if names else {}
-    if not entities or not cvec:
-        return len(names)
-    dim = len(next(iter(cvec.values())))
-    mat = np.zeros((len(entities), dim), dtype=np.float32)
-    for i, e in enumerate(entities):
-        ctx = [cvec[c] for c in e["chunk_ids"] if c in cvec]
-        if ctx:
-            mat[i] = np.mean(ctx, axis=0)
-        if e["name"] in nvec:
-            mat[i] += nvec[e["name"]]
-    mat = _unit_rows(mat)
-    for e, v in zip(entities, mat):
-        e["vector"] = v if v.any() else None
-    return len(names)
+def describe_entities(store, keys: list[str]) -> dict[tuple[str, str], tuple[str, list[str]]]:
+    """(key, collection) → (description, its documents): the first sentences that mention the entity,
+    from the document named after it first, then in reading order (read when shown, never stored)."""
+    from ragkit.extract.entities import normalize
+
+    if not keys:
+        return {}
+    sentences: dict[tuple[str, str], list[tuple]] = defaultdict(list)
+    with store.registered("dkeys", {"k": keys}):
+        for key, coll, doc, title, idx, start, text in store.con.execute(
+            "SELECT m.entity, d.collection, m.document_id, d.title, c.chunk_index, m.sent_start, "
+            "substring(c.text, m.sent_start + 1, m.sent_end - m.sent_start) FROM mentions m "
+            "JOIN chunks c ON c.id = m.chunk_id JOIN documents d ON d.id = m.document_id "
+            "WHERE m.sent_start IS NOT NULL AND m.entity IN (SELECT k FROM dkeys)").fetchall():
+            sentences[(key, coll)].append((doc, title, idx, start, text))
+    out = {}
+    for (key, coll), found in sentences.items():
+        found.sort(key=lambda s: (normalize(s[1] or "") != key, s[0], s[2], s[3]))
+        chosen, docs = [], []
+        for doc, _, _, _, text in found:
+            text = " ".join((text or "").split())
+            if text and text not in chosen:
+                chosen.append(text)
+                docs.append(doc)
+            if len(chosen) == DESCRIPTION_SENTENCES:
+                break
+        out[(key, coll)] = ("\n".join(chosen)[:DESCRIPTION_CHARS], sorted(set(docs)))
+    return out
 
 
-def _relation_vectors(store, relations: list[dict[str, Any]], entities: list[dict[str, Any]],
-                      chunk_vectors: ChunkVectors) -> None:
-    """Mean of the two entity vectors and the source chunk's vector."""
-    evec = {(e["key"], e["collection"]): e["vector"] for e in entities if e["vector"] is not None}
-    missing = sorted({k for r in relations for k in (r["a"], r["b"])} - {k for k, _ in evec})
-    if missing:
-        with store.registered("evkeys", {"k": missing}):
-            keys, colls, mat = vector_matrix(store, "SELECT key, collection, vector FROM entities "
-                                                    "WHERE key IN (SELECT k FROM evkeys) AND vector IS NOT NULL")
-        evec.update(((k, c), v) for k, c, v in zip(keys, colls, mat))
-    cvec = chunk_vectors(sorted({r["source_chunk"] for r in relations}))
-    if not relations or not (evec or cvec):
-        return
-    dim = len(next(iter(evec.values()))) if evec else len(next(iter(cvec.values())))
-    zero = np.zeros(dim, dtype=np.float32)
-    coll = [r["collection"] for r in relations]
-    mat = (np.stack([evec.get((r["a"], c), zero) for r, c in zip(relations, coll)])
-           + np.stack([evec.get((r["b"], c), zero) for r, c in zip(relations, coll)])
-           + np.stack([cvec.get(r["source_chunk"], zero) for r in relations]))
-    mat = _unit_rows(mat)
-    for r, v in zip(relations, mat):
-        r["vector"] = v if v.any() else None
+def with_descriptions(store, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Entity rows (key, collection, …) with ``description`` and ``source_documents`` added."""
+    found = describe_entities(store, sorted({r["key"] for r in rows}))
+    for r in rows:
+        r["description"], r["source_documents"] = found.get((r["key"], r["collection"]), ("", []))
+    return rows
+
+
+def pair_rows(store, join: str = "", where: str = "true", params: list | None = None,
+              extra: str = "") -> list[dict[str, Any]]:
+    """Relations of the co-occurrences that ``join``/``where`` select (alias ``r`` is the ``cooc`` view), each
+    with its summed weight and its strongest sentence as description, read from the chunk text. Filters
+    apply before the aggregation, so a few pairs cost a few rows (the ``relations`` view ranks them all)."""
+    return store.rows(
+        f"WITH agg AS (SELECT {extra}r.a, r.b, r.collection, sum(r.weight) AS weight, "
+        "arg_max(r.document_id, r.weight) AS source_document, arg_max(r.chunk_id, r.weight) AS chunk_id, "
+        "arg_max(r.sent_start, r.weight) AS s, arg_max(r.sent_end, r.weight) AS e, arg_max(r.note, r.weight) AS note "
+        f"FROM cooc r {join} WHERE {where} GROUP BY ALL) "
+        "SELECT agg.* EXCLUDE (chunk_id, s, e, note), "
+        "coalesce(agg.note, substring(c.text, agg.s + 1, agg.e - agg.s)) AS description "
+        "FROM agg LEFT JOIN chunks c ON c.id = agg.chunk_id", params)
+
+
+def community_reports(store, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Community rows (id, collection, …) with ``report`` and ``source_documents``: the extractive report
+    written from the members' strongest relations (below an LLM's summary when one was written)."""
+    from ragkit.extract.communities import Community, report
+
+    if not rows:
+        return rows
+    with store.registered("crows", {"id": [r["id"] for r in rows]}):
+        members: dict[str, list[str]] = defaultdict(list)
+        for cid, entity in store.con.execute("SELECT community_id, entity FROM community_members "
+                                             "WHERE community_id IN (SELECT id FROM crows) ORDER BY entity").fetchall():
+            members[cid].append(entity)
+    with store.registered("cmem", {"e": sorted({e for m in members.values() for e in m})}):
+        edges = pair_rows(store, where="r.a IN (SELECT e FROM cmem) AND r.b IN (SELECT e FROM cmem)")
+    by_id: dict[str, list[dict]] = defaultdict(list)
+    for r in rows:
+        inside = set(members[r["id"]])
+        by_id[r["id"]] = [e for e in edges if e["collection"] == r["collection"] and e["a"] in inside
+                          and e["b"] in inside]
+    for r in rows:
+        c = Community(r["id"], r["level"], r["parent_id"], members[r["id"]], title=r["title"],
+                      top_entities=list(r["top_entities"] or []))
+        report(c, by_id[r["id"]])
+        r["report"] = f"{r['written']}\n\n{c.report}" if r.get("written") else c.report
+        r["source_documents"] = sorted(c.source_documents)
+    return rows
 
 
 def vector_matrix(store, sql: str, params: list | None = None) -> tuple[list, list, np.ndarray]:
@@ -200,64 +228,7 @@ def vector_matrix(store, sql: str, params: list | None = None) -> tuple[list, li
     return t.column(0).to_pylist(), t.column(1).to_pylist(), mat
 
 
-def _remap_aliases(store) -> set[str]:
-    """Map mentions of alias keys ("who") to their entity ("world health organization").
-
-    An alias declared by several documents maps to the entity most documents
-    give it. Returns the keys whose mentions moved (both sides).
-    """
-    con = store.con
-    con.execute("CREATE OR REPLACE TEMP TABLE amap AS " + ALIAS_MAP)
-    moved = con.execute(
-        "SELECT DISTINCT m.entity, coalesce(am.entity, m.raw) FROM mentions m LEFT JOIN amap am ON am.alias = m.raw "
-        "WHERE m.entity IS DISTINCT FROM coalesce(am.entity, m.raw)").fetchall()
-    if moved:
-        con.execute("UPDATE mentions SET entity = raw WHERE entity <> raw AND raw NOT IN (SELECT alias FROM amap)")
-        con.execute("UPDATE mentions SET entity = amap.entity FROM amap "
-                    "WHERE mentions.raw = amap.alias AND mentions.entity <> amap.entity")
-    return {k for pair in moved for k in pair if k}
-
-
-def _entity_rows(store, only: str) -> list[dict[str, Any]]:
-    rows = store.rows(
-        "SELECT m.entity AS key, d.collection, mode(m.surface) AS name, "
-        "coalesce(mode(m.type) FILTER (WHERE m.type NOT IN ('acronym', 'name', 'term', 'title')), mode(m.type)) AS type, "
-        "list(DISTINCT m.surface ORDER BY m.surface) AS aliases, count(*) AS mentions, "
-        "count(DISTINCT m.chunk_id) AS chunks, count(DISTINCT m.document_id) AS documents, "
-        "list(DISTINCT m.chunk_id ORDER BY m.chunk_id) AS chunk_ids "
-        f"FROM mentions m JOIN documents d ON d.id = m.document_id WHERE true {only} GROUP BY m.entity, d.collection")
-    alias_keys: dict[str, list[str]] = defaultdict(list)
-    for alias, entity in store.con.execute("SELECT alias, entity FROM amap ORDER BY alias").fetchall():
-        alias_keys[entity].append(alias)
-    sentences: dict[tuple[str, str], list[tuple]] = defaultdict(list)
-    for key, coll, doc, title, idx, start, text in store.con.execute(
-        "SELECT m.entity, d.collection, m.document_id, d.title, c.chunk_index, m.sent_start, "
-        "substring(c.text, m.sent_start + 1, m.sent_end - m.sent_start) FROM mentions m "
-        "JOIN chunks c ON c.id = m.chunk_id JOIN documents d ON d.id = m.document_id "
-        f"WHERE m.sent_start IS NOT NULL {only}").fetchall():
-        sentences[(key, coll)].append((doc, title, idx, start, text))
-    from ragkit.extract.entities import normalize
-
-    for r in rows:
-        r["aliases"] = sorted(set(r["aliases"]) | set(alias_keys.get(r["key"], [])))
-        # the document named after the entity describes it best; then reading order
-        found = sorted(sentences.get((r["key"], r["collection"]), []),
-                       key=lambda s: (normalize(s[1] or "") != r["key"], s[0], s[2], s[3]))
-        chosen, docs = [], []
-        for doc, _, _, _, text in found:
-            text = " ".join((text or "").split())
-            if text and text not in chosen:
-                chosen.append(text)
-                docs.append(doc)
-            if len(chosen) == DESCRIPTION_SENTENCES:
-                break
-        r["description"] = "\n".join(chosen)[:DESCRIPTION_CHARS]
-        r["source_documents"] = sorted(set(docs))
-    return rows
-
-
-def _communities(store, collections: set[str], touched: set[str] | None,
-                 summarize: Callable[[str], str] | None = None) -> int:
+def _communities(store, collections: set[str], touched: set[str] | None) -> int:
     """Re-cluster the given collections; returns how many community reports were (re)computed."""
     from ragkit.extract.communities import detect
 
@@ -267,8 +238,7 @@ def _communities(store, collections: set[str], touched: set[str] | None,
         previous = store.rows("SELECT c.id, c.level, list(m.entity ORDER BY m.entity) AS members FROM communities c "
                               "JOIN community_members m ON m.community_id = c.id WHERE c.collection = ? "
                               "GROUP BY c.id, c.level", [coll])
-        relations = store.rows("SELECT a, b, weight, description, source_document FROM relations "
-                               "WHERE collection = ?", [coll])
+        relations = store.rows("SELECT a, b, weight FROM relations WHERE collection = ?", [coll])
         initial = {e: i for i, p in enumerate(r for r in previous if r["level"] == 0) for e in p["members"]}
         found = detect(relations, initial=initial)
         keep_ids = {r["id"] for r in previous
@@ -285,27 +255,12 @@ def _communities(store, collections: set[str], touched: set[str] | None,
             con.execute("DELETE FROM community_members WHERE community_id IN (SELECT id FROM communities "
                         "WHERE collection = ? AND id NOT IN (SELECT id FROM keep))", [coll])
             con.execute("DELETE FROM communities WHERE collection = ? AND id NOT IN (SELECT id FROM keep)", [coll])
-        for c in fresh if summarize else ():
-            written = summarize(c.report)
-            if written:
-                c.report = f"{written}\n\n{c.report}"
-        # a community's vector is the mean of its members' entity vectors (no encoding needed)
-        keys, _, mat = vector_matrix(store, "SELECT key, collection, vector FROM entities WHERE collection = ? "
-                                            "AND vector IS NOT NULL", [coll])
-        row_of = {k: i for i, k in enumerate(keys)}
         store._insert("communities", [
             {"id": c.id, "collection": coll, "level": c.level, "parent_id": c.parent_id, "title": c.title,
-             "report": c.report, "size": len(c.members), "top_entities": c.top_entities,
-             "source_documents": sorted(c.source_documents), "vector": _mean_of(mat, [row_of.get(e) for e in c.members])}
-            for c in fresh])
+             "size": len(c.members), "top_entities": c.top_entities} for c in fresh])
         store._insert("community_members", [{"community_id": c.id, "entity": e} for c in fresh for e in c.members])
         changed += len(fresh)
     return changed
-
-
-def _mean_of(mat: np.ndarray, rows: list[int | None]) -> np.ndarray | None:
-    rows = [r for r in rows if r is not None]
-    return _unit_rows(mat[rows].mean(axis=0, keepdims=True))[0] if rows else None
 
 
 def _community_id(collection: str, level: int, members: list[str]) -> str:

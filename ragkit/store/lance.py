@@ -36,8 +36,9 @@ def _connect(path: Path):
 def chunk_schema(dim: int) -> pa.Schema:
     return pa.schema([
         ("id", pa.string()), ("document_id", pa.string()), ("section_id", pa.string()),
-        ("chunk_index", pa.int32()), ("text", pa.string()), ("header", pa.string()),
-        ("content", pa.string()),  # header + text: what was embedded and what BM25 indexes
+        ("chunk_index", pa.int32()), ("header", pa.string()),
+        ("content", pa.string()),  # header + "\n" + text: what was embedded and what BM25 indexes (the text
+        # itself is read back from it: a column of its own would store every chunk twice)
         ("path", pa.string()), ("title", pa.string()), ("doc_type", pa.string()),
         ("collection", pa.string()), ("external_id", pa.string()),
         ("line_start", pa.int32()), ("line_end", pa.int32()), ("token_count", pa.int32()),
@@ -55,7 +56,6 @@ def chunk_rows(chunks: list[Chunk], docs: dict[str, Document], vectors: np.ndarr
         cols["document_id"].append(c.document_id)
         cols["section_id"].append(c.section_id)
         cols["chunk_index"].append(c.index)
-        cols["text"].append(c.text)
         cols["header"].append(c.header)
         cols["content"].append(c.embed_text)
         cols["path"].append(d.path)
@@ -88,9 +88,16 @@ class FtsSettings:
     remove_stop_words: bool = True
 
 
+def chunk_text(content: str, header: str | None) -> str:
+    """A chunk's text from the embedded content (header + newline + text)."""
+    return content[len(header) + 1:] if header and content.startswith(header + "\n") else content
+
+
 def _rows(table: pa.Table) -> list[dict[str, Any]]:
     """Arrow result → row dicts, with vectors as numpy rows (no per-float Python objects)."""
     cols = {name: table.column(name).to_pylist() for name in table.column_names if name != "vector"}
+    if "content" in cols and "header" in cols:
+        cols["text"] = [chunk_text(c, h) for c, h in zip(cols["content"], cols["header"])]
     vectors = None
     if "vector" in table.column_names and table.num_rows:
         arr = table.column("vector").combine_chunks()
@@ -102,7 +109,7 @@ def _rows(table: pa.Table) -> list[dict[str, Any]]:
 class ChunkTable:
     """Read side: one checked-out version of the chunks table."""
 
-    COLUMNS = ["id", "document_id", "section_id", "chunk_index", "text", "header", "path", "title",
+    COLUMNS = ["id", "document_id", "section_id", "chunk_index", "content", "header", "path", "title",
                "doc_type", "collection", "external_id", "line_start", "line_end", "token_count",
                "boundary_confidence", "vector"]
 
@@ -137,6 +144,15 @@ class ChunkTable:
         for r in rows:
             r["_score"] = 0.0
         return rows
+
+    def all_vectors(self) -> tuple[list[str], np.ndarray]:
+        """Every chunk's id and vector at this version (one float32 matrix)."""
+        n = self.count()
+        if not n:
+            return [], np.zeros((0, 1), dtype=np.float32)
+        data = self.table.search().select(["id", "vector"]).limit(n).to_arrow()
+        vec = data.column("vector").combine_chunks()
+        return data.column("id").to_pylist(), vec.flatten().to_numpy(zero_copy_only=False).reshape(n, -1)
 
     def size_bytes(self) -> int:
         return sum(p.stat().st_size for p in Path(self.db.uri).rglob("*") if p.is_file())

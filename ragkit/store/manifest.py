@@ -9,7 +9,8 @@ from typing import Any
 
 from ragkit.errors import IndexCorrupt, IndexNotFound
 
-FORMAT_VERSION = 3  # 2: canonical entities/relations, per-collection communities; 3: summary tree
+FORMAT_VERSION = 4  # 2: canonical entities/relations, per-collection communities; 3: summary tree;
+# 4: lean index (language-aware entities, bounded relations, derived vectors, 16 KiB DuckDB blocks)
 NAME = "manifest.json"
 
 

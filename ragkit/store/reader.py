@@ -33,6 +33,7 @@ class IndexReader:
         self._resolver = None
         self._entity_graph = None
         self._knowledge = None
+        self._terms = None
         self._facts = None
         self._speller = None
         self._superseded: list[str] | None = None
@@ -78,12 +79,22 @@ class IndexReader:
 
     @property
     def knowledge(self):
-        """Vector search over the committed run's entities, relations and community reports."""
+        """Vector search over the committed run's entities, relations, community reports and tree nodes
+        (their vectors derived from the chunk vectors on first use)."""
         if self._knowledge is None:
-            from ragkit.store.vectors import KnowledgeVectors
+            from ragkit.store.derived import DerivedVectors
 
-            self._knowledge = KnowledgeVectors(self.index_dir / LANCE_DIR, self.manifest["last_run"]["id"], self.duck)
+            self._knowledge = DerivedVectors(self)
         return self._knowledge
+
+    def term_vectors(self):
+        """The vocabulary's vectors for ``--expand`` (embedded on first use, cached in the index)."""
+        if self._terms is None:
+            from ragkit.store.terms import TermVectors
+
+            self._terms = TermVectors(self.index_dir, self.manifest["last_run"]["id"], self.duck,
+                                      lambda texts: self.embedder.encode(texts)).load()
+        return self._terms
 
     def facts(self) -> dict:
         """What the committed run holds that planning needs: doc types, entity, community and tree-node counts
