@@ -27,7 +27,7 @@ class IndexConfig:
     chunk_min_tokens: int = 60  # pieces smaller than this are merged with a neighbour
     doc_type: str | None = None  # used when front matter names none
     collection: str = "default"
-    fts_language: str = "English"
+    fts_language: str = "auto"  # BM25 stemming/stop words: auto (the documents' language), English, German, …
     fts_stem: bool = True
     fts_remove_stop_words: bool = True
     vector_index_min_rows: int = 100_000  # below this, exact (flat) vector search

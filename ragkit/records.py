@@ -44,6 +44,7 @@ class Document:
     is_latest: bool = True
     supersedes: str | None = None  # path or id of the older version
     line_count: int = 0
+    language: str = "en"  # detected from the text (ragkit.text.detect_language): de, sv or en
 
 
 @dataclass

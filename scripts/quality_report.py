@@ -5,7 +5,8 @@
 
 Indexes ../shared/data/hotpotqa-100 and the shared German laws with the default settings and the real bundled
 model (into DIR, default a temporary folder; an existing index there is updated incrementally), runs every
-recorded hotpotqa strategy on all 100 questions, the legal reference queries and the router's labelled set.
+recorded hotpotqa strategy on all 100 questions, the legal reference queries, the German questions and the
+router's labelled set.
 Use it to raise a floor after an improvement (copy the measured figure into the floors file and name it in
 the change's note), or to see by how much a change missed one.
 """
@@ -30,7 +31,7 @@ from tests import quality  # noqa: E402
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--work", type=Path, help="folder for the indexes (default: a temporary folder)")
-    ap.add_argument("--set", default="hotpotqa,legal,router", help="which measurements (comma-separated)")
+    ap.add_argument("--set", default="hotpotqa,legal,german,router", help="which measurements (comma-separated)")
     args = ap.parse_args()
     wanted = set(args.set.split(","))
     work = args.work or Path(tempfile.mkdtemp(prefix="ragkit-quality-"))
@@ -53,6 +54,12 @@ def main() -> None:
         for q, got in misses:
             print(f"legal miss: {q!r} → {got}")
         seconds["german laws (index + queries)"] = time.perf_counter() - t
+    if "german" in wanted:
+        t = time.perf_counter()
+        api.index([quality.GERMAN_LAWS], work / "laws")
+        hits = quality.german_hits(api.open_index(work / "laws"), quality.german_questions())
+        checks += [quality.Check(f"German questions {m}", v, fl["german"][m], fl["tolerance"]) for m, v in hits.items()]
+        seconds["german questions"] = time.perf_counter() - t
     if "router" in wanted:
         checks += quality.router_checks(fl["router"])
     tab = Table(title=f"quality gate figures (indexes in {work})")

@@ -18,6 +18,7 @@ REPO = Path(__file__).resolve().parent.parent
 SHARED_DATA = REPO.parent / "shared" / "data"
 FLOORS = REPO / "tests" / "data" / "quality_floors.toml"
 LEGAL_QUERIES = REPO / "tests" / "data" / "legal_ref_queries.jsonl"
+GERMAN_QUESTIONS = REPO / "tests" / "data" / "german_questions.jsonl"
 HOTPOTQA = SHARED_DATA / "hotpotqa-100"
 GERMAN_LAWS = SHARED_DATA / "german-laws" / "laws"
 
@@ -59,19 +60,40 @@ def hotpotqa_checks(results: dict, table: dict, tolerance: float) -> list[Check]
             for strategy, recorded in table.items() for metric, value in recorded.items()]
 
 
+def _jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
 def legal_queries() -> list[dict]:
-    return [json.loads(line) for line in LEGAL_QUERIES.read_text().splitlines() if line.strip()]
+    return _jsonl(LEGAL_QUERIES)
+
+
+def german_questions() -> list[dict]:
+    """Natural German questions over the shared laws, each labelled with the section(s) that answer it."""
+    return _jsonl(GERMAN_QUESTIONS)
+
+
+def section_rank(reader, q: dict, k: int = 3) -> tuple[int | None, str]:
+    """The rank of the first passage from the labelled section of the right law (None: not in the top
+    ``k``), and the first passage's section."""
+    passages = api.query(reader, q["query"], QueryConfig(k=k)).passages
+    expected = q["section"] if isinstance(q["section"], list) else [q["section"]]
+    for p in passages:
+        if p.section.split(" > ")[-1] in expected and q["law"] in p.path:
+            return p.rank, passages[0].section
+    return None, passages[0].section if passages else ""
 
 
 def legal_misses(reader, queries: list[dict]) -> list[tuple[str, str]]:
     """The queries naming a § / Art. whose cited section (in the right law) is not the first passage."""
-    misses = []
-    for q in queries:
-        top = api.query(reader, q["query"], QueryConfig(k=3)).passages[0]
-        expected = q["section"] if isinstance(q["section"], list) else [q["section"]]
-        if top.section.split(" > ")[-1] not in expected or q["law"] not in top.path:
-            misses.append((q["query"], top.section))
-    return misses
+    return [(q["query"], top) for q in queries for rank, top in [section_rank(reader, q)] if rank != 1]
+
+
+def german_hits(reader, questions: list[dict]) -> dict[str, float]:
+    """Share of the questions whose section is the first passage (top-1) and among the first three (top-3)."""
+    ranks = [section_rank(reader, q)[0] for q in questions]
+    return {"top1": round(sum(r == 1 for r in ranks) / len(ranks), 4),
+            "top3": round(sum(r is not None for r in ranks) / len(ranks), 4)}
 
 
 ROUTER_LABELS = REPO / "tests" / "data" / "router_labels.jsonl"

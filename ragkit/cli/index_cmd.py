@@ -23,7 +23,7 @@ def index_cmd(
     collection: Optional[str] = typer.Option(None, "--collection", help="Collection tag for these documents."),
     embed_model: Optional[str] = typer.Option(None, "--embed-model", help="Local sentence-transformers model folder."),
     chunk_tokens: Optional[int] = typer.Option(None, "--chunk-tokens", help="Upper bound of tokens per chunk."),
-    language: Optional[str] = typer.Option(None, "--language", help="Full-text stemming language (English, German, …)."),
+    language: Optional[str] = typer.Option(None, "--language", help="Full-text stemming language (English, German, …; default: the documents' own)."),
     extract: Optional[str] = typer.Option(None, "--extract", help="Entity/relation extraction: rules | llm | none."),
     summaries: Optional[str] = typer.Option(None, "--summaries", help="Community reports and summary-tree nodes: extractive | llm."),
     no_tree: bool = typer.Option(False, "--no-tree", help="No summary tree (section/document nodes for --strategy hierarchical)."),

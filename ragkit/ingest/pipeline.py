@@ -125,11 +125,29 @@ class _Parser:
         sections, blocks = build_sections(raw, doc_id, title, stable_id)
         chunks = chunk_document(sections, blocks, self.max_tokens, self.embedder.count_tokens, stable_id)
         refs = [r for c in chunks for r in ref_rows(c.id, doc_id, find_refs(c.text), stable_id)]
+        doc.language = detect_language(" ".join(c.text for c in chunks[:40]))
         entities = EntityRows()
         if self.cfg.extract == "rules":
-            language = detect_language(" ".join(c.text for c in chunks[:40]))
-            entities = entity_rows(chunks, doc_id, language, document_law(title, meta) if language == "de" else None)
+            own_law = document_law(title, meta) if doc.language == "de" else None
+            entities = entity_rows(chunks, doc_id, doc.language, own_law)
         return ParsedDocument(doc, sections, blocks, refs, entities), chunks
+
+
+FTS_LANGUAGES = {"de": "German", "sv": "Swedish", "en": "English"}
+
+
+def _fts_language(cfg: IndexConfig, previous: dict | None, parsed: list[ParsedDocument], chunks: list[Chunk]) -> str:
+    """The BM25 index's language: as configured, else the one an existing index was built with, else the
+    language of most of this run's chunks (German laws get German stemming without being told)."""
+    if cfg.fts_language != "auto":
+        return cfg.fts_language
+    if previous and previous.get("fts_language"):
+        return previous["fts_language"]
+    per_doc = {pd.document.id: pd.document.language for pd in parsed}
+    counts: dict[str, int] = {}
+    for c in chunks:
+        counts[per_doc[c.document_id]] = counts.get(per_doc[c.document_id], 0) + 1
+    return FTS_LANGUAGES.get(max(counts, key=lambda k: counts[k]) if counts else "en", "English")
 
 
 def _default_generator(cfg: IndexConfig):
@@ -367,6 +385,7 @@ def run_index(
         summary.documents, summary.chunks = len(docs), len(chunks)
 
         # ---- write LanceDB (new version), then commit in DuckDB
+        fts_language = _fts_language(cfg, None if full else previous, parsed, chunks)
         t1 = time.perf_counter()
         rep.start("write")
         table = committed["lance_table"] if committed else "chunks"
@@ -376,7 +395,7 @@ def run_index(
             index_dir / LANCE_DIR, table,
             committed["lance_version"] if committed and committed["lance_table"] == table else None,
             embedder.dimension,
-            FtsSettings(cfg.fts_language, cfg.fts_stem, cfg.fts_remove_stop_words),
+            FtsSettings(fts_language, cfg.fts_stem, cfg.fts_remove_stop_words),
             cfg.vector_index_min_rows,
         )
         removed_ids = [d for p in gone for d in states_for_diff[p]["doc_ids"]] + replaced_ids
@@ -426,6 +445,7 @@ def run_index(
             "embedder": {"name": embedder.name, "spec": cfg.embed_model, "dimension": embedder.dimension,
                          "fingerprint": embedder.fingerprint, "max_tokens": embedder.max_tokens},
             "counts": counts,
+            "fts_language": fts_language,
             "last_run": {"id": run_id, "lance_table": table, "lance_version": version,
                          "finished_at": run["finished_at"],
                          "summary": {k: getattr(summary, k) for k in

@@ -23,7 +23,7 @@ CREATE TABLE IF NOT EXISTS sources (
 CREATE TABLE IF NOT EXISTS documents (
     id VARCHAR PRIMARY KEY, source_path VARCHAR, source_hash VARCHAR, external_id VARCHAR,
     path VARCHAR, title VARCHAR, doc_type VARCHAR, collection VARCHAR, metadata JSON,
-    version VARCHAR, is_latest BOOLEAN, mtime DOUBLE, line_count INTEGER, supersedes VARCHAR
+    version VARCHAR, is_latest BOOLEAN, mtime DOUBLE, line_count INTEGER, supersedes VARCHAR, language VARCHAR
 );
 CREATE TABLE IF NOT EXISTS sections (
     id VARCHAR PRIMARY KEY, document_id VARCHAR, parent_id VARCHAR, heading VARCHAR, level INTEGER,
