@@ -49,7 +49,7 @@ class QueryConfig:
     rrf_k: int = 60
     damping: float = 0.85  # personalized PageRank (hippo)
     max_hops: int = 2  # local: relation hops around the query entities
-    vector_seeds: int = 3  # hippo/local: nearest entities (entity vector table) added to the query's seeds
+    vector_seeds: int = 3  # hippo/local: nearest entity vectors (derived) added to the query's seeds
     passage_share: float = 0.0  # hippo: share of the PPR reset mass on the top dense chunks (HippoRAG 2)
     ppr_weight: float = 0.25  # hippo: PPR list weight in the fusion; dense and BM25 share the rest (alpha)
     entity_weight: float = 0.6  # light: entity side vs relation side in the fusion of their chunk rankings

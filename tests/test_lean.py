@@ -190,3 +190,42 @@ def test_an_index_in_an_older_format_is_rebuilt(corpus, index_with):
     summary, reader = index_with(corpus)
     assert summary.new == 3 and reader.manifest["format_version"] == FORMAT_VERSION
     assert any("rebuilding" in w for w in summary.warnings)
+
+
+def test_vocabulary_vectors_of_another_embedder_are_not_reused(tmp_path, index_with):
+    root = tmp_path / "v"
+    for i in range(4):
+        write(root, f"d{i}.md", f"# Doc {i}\n\nOvertime compensation rules for shift workers, part {i}.\n")
+    _, reader = index_with(root)
+    assert reader.term_vectors().embedded > 0
+    other = FakeEmbedder(dim=32, fingerprint="other-0002")
+    summary = api.index([root], tmp_path / "idx", IndexConfig(), full=True, embedder_factory=lambda c: other)
+    again = api.open_index(tmp_path / "idx", embedder=other).term_vectors()
+    assert again.embedded == len(again.terms) and again.matrix.shape[1] == 32  # all re-embedded, new dimension
+    assert summary.new == 4
+
+
+def test_a_configured_bm25_language_rebuilds_the_full_text_index(tmp_path, index_with):
+    root = tmp_path / "de"
+    write(root, "a.md", "# Kündigung\n\nDie Kündigung des Arbeitsverhältnisses bedarf der Schriftform; "
+                        "die elektronische Form ist ausgeschlossen. " + GERMAN + "\n")
+    _, reader = index_with(root, cfg=IndexConfig(fts_language="English"))
+    assert not reader.chunks.fts_search("Kündigungen", 5, None)  # English stemming: no match for the plural
+    summary, reader = index_with(root, cfg=IndexConfig(fts_language="German"))  # no file changed
+    assert reader.manifest["fts_language"] == "German" and reader.chunks.fts_search("Kündigungen", 5, None)
+    assert summary.unchanged == 1 and summary.new == 0
+
+
+def test_a_relation_quotes_the_sentence_of_its_source_chunk(tmp_path, index_with):
+    """Every field of a relation's strongest co-occurrence comes from one row: the quoted sentence is in the
+    source chunk, whichever document holds the strongest mention."""
+    root = tmp_path / "r"
+    write(root, "a.md", "# A\n\nKurt Cobain and Dave Grohl played together in Seattle for years.\n")
+    write(root, "b.md", "# B\n\nKurt Cobain met Dave Grohl.\n")
+    _, reader = index_with(root)
+    with reader.duck() as store:
+        rows = store.rows("SELECT r.source_chunk, r.sent_start, r.sent_end, c.text FROM relations r "
+                          "JOIN chunks c ON c.id = r.source_chunk WHERE r.a = 'dave grohl' AND r.b = 'kurt cobain'")
+        (rel,) = store.relation_rows([("dave grohl", "kurt cobain")])
+    (row,) = rows
+    assert rel["description"] == row["text"][row["sent_start"]:row["sent_end"]] == "Kurt Cobain met Dave Grohl."

@@ -68,3 +68,13 @@ def test_legal_reference_queries_find_their_section_first(laws_reader):
     queries = quality.legal_queries()
     misses = quality.legal_misses(laws_reader, queries)
     assert len(queries) == 24 and len(queries) - len(misses) >= FLOORS["legal"]["top1_hits"], f"not first: {misses}"
+
+
+@needs_shared("german-laws")
+def test_german_questions_find_their_section(laws_reader):
+    questions = quality.german_questions()
+    hits = quality.german_hits(laws_reader, questions)
+    floor = FLOORS["german"]
+    assert len(questions) >= 30
+    low = {k: (hits[k], floor[k]) for k in ("top1", "top3") if hits[k] < floor[k] - FLOORS["tolerance"]}
+    assert not low, f"German questions below the floor in tests/data/quality_floors.toml (measured, recorded): {low}"

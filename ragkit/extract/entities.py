@@ -236,8 +236,13 @@ def _sentence_pairs(text: str, mentions: list[Mention]) -> list[tuple[str, str, 
 
 
 def query_entities(query: str) -> list[tuple[str, str]]:
-    """(key, surface) candidates in a query: names, acronyms, dates, and every 1–4-gram key."""
+    """(key, surface) candidates in a query: names, acronyms, dates, legal citations keyed as the German rules
+    key them (``§ 5 Abs. 2 ArbZG`` → ``§ 5 arbzg``), and every 1–4-gram key."""
+    from ragkit.extract import german
+
     keys = {}
+    for _, _, surface, key in german.citation_spans(query, None):
+        keys.setdefault(normalize(key), surface)
     for m in extract(query).mentions:
         keys.setdefault(m.key, m.surface)
     words = normalize(query).split()

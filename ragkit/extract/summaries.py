@@ -15,8 +15,9 @@ a GGUF model writes the summary instead (the extractive one is kept if the
 model returns nothing).
 
 A node's vector is the normalised mean of its chunks' vectors (the centroid of
-what it covers, free at index time); an LLM summary is embedded and averaged
-in, since it may say what no chunk says alone.
+what it covers, derived when a query first needs it: ragkit/store/derived.py);
+an LLM summary is embedded after the commit, averaged in and stored, since it
+may say what no chunk says alone.
 """
 
 from __future__ import annotations

@@ -3,7 +3,9 @@
 Nothing is written until every new document is parsed, chunked and embedded;
 then LanceDB gets a new version and one DuckDB transaction commits the run
 (with that version). Ctrl-C or a crash before the commit leaves the previous
-index as it was.
+index as it was. No model runs inside the transaction: chunks are embedded
+before it; ``--summaries llm`` summaries and ``expand = true`` vocabulary
+vectors are made after it.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from ragkit.store.manifest import FORMAT_VERSION, NAME as MANIFEST, manifest_for
 from ragkit.store.entity_graph import EntityGraph
 from ragkit.store.graph import EvidenceGraph
 from ragkit.store.reader import DUCK_NAME, GRAPH_DIR, LANCE_DIR
+from ragkit.store.terms import CACHE, TermVectors
 from ragkit.text import detect_language
 
 
@@ -205,7 +208,7 @@ def _clear_index(index_dir: Path) -> None:
     """Remove what ragkit keeps in an index folder (and nothing else)."""
     import shutil
 
-    for name in (LANCE_DIR, GRAPH_DIR):
+    for name in (LANCE_DIR, GRAPH_DIR, CACHE.parts[0]):
         shutil.rmtree(index_dir / name, ignore_errors=True)
     for name in (DUCK_NAME, DUCK_NAME + ".wal", MANIFEST):
         (index_dir / name).unlink(missing_ok=True)
@@ -296,7 +299,10 @@ def run_index(
         gone = [p for p in states_for_diff if p not in seen and _under(p, roots)]
         summary.removed = sum(len(states_for_diff[p]["doc_ids"]) for p in gone)
 
-        nothing_changed = not todo and not gone and not unchanged_sources and not full
+        # an explicitly configured BM25 language other than the index's: the full-text index is rebuilt
+        fts_changed = bool(previous and not full and cfg.fts_language != "auto"
+                           and previous.get("fts_language", cfg.fts_language) != cfg.fts_language)
+        nothing_changed = not todo and not gone and not unchanged_sources and not full and not fts_changed
         if nothing_changed and committed is not None and previous is not None:
             summary.total_documents = previous["counts"]["documents"]
             summary.total_chunks = previous["counts"]["chunks"]
@@ -396,7 +402,7 @@ def run_index(
             committed["lance_version"] if committed and committed["lance_table"] == table else None,
             embedder.dimension,
             FtsSettings(fts_language, cfg.fts_stem, cfg.fts_remove_stop_words),
-            cfg.vector_index_min_rows,
+            cfg.vector_index_min_rows, rebuild_fts=fts_changed,
         )
         removed_ids = [d for p in gone for d in states_for_diff[p]["doc_ids"]] + replaced_ids
         if full:
@@ -428,17 +434,6 @@ def run_index(
             EvidenceGraph.from_store(store, run_id).save(index_dir / GRAPH_DIR)
             EntityGraph.from_store(store, run_id).save(index_dir / GRAPH_DIR)
             summary.seconds["graph"] = round(time.perf_counter() - t2, 3)
-        if cfg.summaries == "llm":
-            t2 = time.perf_counter()
-            chunk_vectors = writer.vectors_lookup({c.id: v for c, v in zip(chunks, vectors)})
-            summary.written = _write_llm_summaries(duck_path, generator, embedder, chunk_vectors, rep)
-            summary.seconds["llm_summaries"] = round(time.perf_counter() - t2, 3)
-        if cfg.expand:
-            from ragkit.store.terms import TermVectors
-
-            t2 = time.perf_counter()
-            TermVectors(index_dir, run_id, lambda: DuckStore(duck_path, read_only=True), embedder.encode).load()
-            summary.seconds["term_vectors"] = round(time.perf_counter() - t2, 3)
         summary.total_documents, summary.total_chunks = counts["documents"], counts["chunks"]
         write_manifest(index_dir, {
             "index_config": cfg.to_dict(),
@@ -453,5 +448,16 @@ def run_index(
         })
         rep.finish("write")
         summary.seconds["commit"] = round(time.perf_counter() - t1, 3)
+        # the models that write summaries and vocabulary vectors run after the commit, never inside it
+        if cfg.summaries == "llm":
+            t2 = time.perf_counter()
+            chunk_vectors = writer.vectors_lookup({c.id: v for c, v in zip(chunks, vectors)})
+            summary.written = _write_llm_summaries(duck_path, generator, embedder, chunk_vectors, rep)
+            summary.seconds["llm_summaries"] = round(time.perf_counter() - t2, 3)
+        if cfg.expand:
+            t2 = time.perf_counter()
+            TermVectors(index_dir, run_id, lambda: DuckStore(duck_path, read_only=True), embedder.encode,
+                        embedder.fingerprint).load()
+            summary.seconds["term_vectors"] = round(time.perf_counter() - t2, 3)
         summary.seconds["total"] = round(time.perf_counter() - t0, 3)
         return summary

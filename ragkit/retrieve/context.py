@@ -114,7 +114,7 @@ class SearchContext:
     def entity_seeds(self, vector_seeds: int = 0) -> dict[str, float]:
         """Query entities the entity graph knows, IDF-weighted; a longer name covers its own words.
 
-        ``vector_seeds``: also up to this many nearest entities in the entity vector table whose
+        ``vector_seeds``: also up to this many nearest entities by their (derived) vectors whose
         similarity reaches ``VECTOR_SEED_MIN``, weighted by similarity × IDF.
         """
         from ragkit.extract.entities import query_entities

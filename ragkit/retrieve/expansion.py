@@ -1,8 +1,9 @@
 """Query expansion with related words from the index's own vocabulary (seed 002).
 
-At index time the vocabulary words worth adding to a query (four or more
-letters, in at least 3 chunks, not stop words) are embedded once
-(``term_vectors``, incremental) and written to a LanceDB table per run. At
+The vocabulary words worth adding to a query (four or more letters, in at
+least 3 chunks, not stop words) are embedded on the first expanded query, or
+right after the run with ``expand = true`` under ``[index]``, and cached in
+``cache/terms.npz`` (ragkit/store/terms.py; only new words after a re-index). At
 query time the words nearest to the query vector are candidates; a word is
 kept when it reaches ``MIN_SIMILARITY``, is not a query word or a variant of
 one (same first five letters: the stemmer already joins those), and at most

@@ -7,9 +7,8 @@ whose summary an LLM wrote keeps the vector stored with it). They are computed w
 table's vectors the first time a query needs them, and kept for the reader's life (an interactive session or
 a server computes them once).
 
-Measured against stored vectors (name embeddings included) on hotpotqa-100 and the German laws: see the
-README ("Index cost"); storing them cost 2 GiB of the 4.2 GiB German-law index the lean-index issue started
-from.
+Measured against stored vectors (name embeddings included) on hotpotqa-100: see the README ("Index cost");
+storing them cost 2.0 GiB of the 4.2 GiB German-law index the lean-index issue (13) started from.
 """
 
 from __future__ import annotations
@@ -142,10 +141,12 @@ class DerivedVectors:
             return []
         q = np.asarray(vector, dtype=np.float32)
         sims = mat @ (q / (np.linalg.norm(q) or 1.0))
+        keep = mat.any(axis=1)  # a row without a vector (no chunk vector to derive it from) is never a hit
         if collections is not None:
-            sims = np.where([r["collection"] in collections for r in rows], sims, -np.inf)
+            keep &= np.array([r["collection"] in collections for r in rows])
+        sims = np.where(keep, sims, -np.inf)
         top = np.argpartition(-sims, min(limit, len(sims) - 1))[:limit] if len(sims) > limit else np.arange(len(sims))
-        order = sorted((i for i in top if np.isfinite(sims[i]) and mat[i].any()), key=lambda i: -sims[i])
+        order = sorted((i for i in top if np.isfinite(sims[i])), key=lambda i: -sims[i])
         out = [{**rows[i], "similarity": float(sims[i])} for i in order]
         if describe and kind in ("entities", "communities") and out:  # their text is written when shown
             from ragkit.store.knowledge import community_reports, with_descriptions

@@ -327,7 +327,8 @@ class DuckStore:
                 self.con.execute("UPDATE communities SET written = ? WHERE id = ?", [text, cid])
 
     def relation_rows(self, pairs: list[tuple[str, str]]) -> list[dict[str, Any]]:
-        """The relations rows (every collection) of these entity pairs."""
+        """These entity pairs as relations (every collection), aggregated from their co-occurrences whether or
+        not the ``relations`` view keeps them (``ragkit show``, graph context of known pairs)."""
         if not pairs:
             return []
         from ragkit.store.knowledge import pair_rows

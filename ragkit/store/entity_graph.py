@@ -1,7 +1,7 @@
 """Entity graph (igraph): entity and chunk nodes, mention and relation edges.
 
-Derived after each committed run from the DuckDB ``mentions`` and ``relations``
-tables (so incremental updates and deletions never leave orphans), saved as
+Derived after each committed run from the DuckDB ``mentions`` table and the
+``relations`` view (so incremental updates and deletions never leave orphans), saved as
 ``graph/entities.pkl``. HippoRAG-style personalized PageRank runs on it.
 """
 

@@ -35,11 +35,18 @@ import hashlib
 from collections import defaultdict
 from typing import Any
 
-import numpy as np
 
 DESCRIPTION_SENTENCES = 2
 DESCRIPTION_CHARS = 400
 RELATIONS_PER_ENTITY = 20
+
+
+def _strongest(t: str = "") -> str:
+    """SQL: a pair's strongest co-occurrence (``t``: the cooc alias with its dot), every field from that one
+    row (ties: the largest chunk id)."""
+    fields = ", ".join(f"'{f}': {t}{f}" for f in ("document_id", "chunk_id", "sent_start", "sent_end", "note"))
+    return f"arg_max({{{fields}}}, ({t}weight, {t}chunk_id))"
+
 
 SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS mentions (
@@ -71,10 +78,10 @@ CREATE OR REPLACE VIEW cooc AS
 SELECT chunk_id, document_id, collection, least(a, b) AS a, greatest(a, b) AS b, weight, sent_start, sent_end, note
 FROM cooccur WHERE a <> b;
 CREATE OR REPLACE VIEW pairs AS
-SELECT a, b, collection, sum(weight) AS weight, count(DISTINCT chunk_id) AS chunks,
-       arg_max(document_id, weight) AS source_document, arg_max(chunk_id, weight) AS source_chunk,
-       arg_max(sent_start, weight) AS sent_start, arg_max(sent_end, weight) AS sent_end, arg_max(note, weight) AS note
-FROM cooc GROUP BY a, b, collection;
+SELECT a, b, collection, weight, chunks, best.document_id AS source_document, best.chunk_id AS source_chunk,
+       best.sent_start, best.sent_end, best.note
+FROM (SELECT a, b, collection, sum(weight) AS weight, count(DISTINCT chunk_id) AS chunks, {_strongest()} AS best
+      FROM cooc GROUP BY a, b, collection);
 CREATE OR REPLACE VIEW relations AS
 WITH ends AS (SELECT a AS e, b AS o, collection, weight FROM pairs UNION ALL SELECT b, a, collection, weight FROM pairs),
 ranked AS (SELECT e, o, collection, row_number() OVER (PARTITION BY e, collection ORDER BY weight DESC, o) AS r
@@ -182,12 +189,11 @@ def pair_rows(store, join: str = "", where: str = "true", params: list | None = 
     apply before the aggregation, so a few pairs cost a few rows (the ``relations`` view ranks them all)."""
     return store.rows(
         f"WITH agg AS (SELECT {extra}r.a, r.b, r.collection, sum(r.weight) AS weight, "
-        "arg_max(r.document_id, r.weight) AS source_document, arg_max(r.chunk_id, r.weight) AS chunk_id, "
-        "arg_max(r.sent_start, r.weight) AS s, arg_max(r.sent_end, r.weight) AS e, arg_max(r.note, r.weight) AS note "
+        f"{_strongest('r.')} AS best "
         f"FROM cooc r {join} WHERE {where} GROUP BY ALL) "
-        "SELECT agg.* EXCLUDE (chunk_id, s, e, note), "
-        "coalesce(agg.note, substring(c.text, agg.s + 1, agg.e - agg.s)) AS description "
-        "FROM agg LEFT JOIN chunks c ON c.id = agg.chunk_id", params)
+        "SELECT agg.* EXCLUDE (best), best.document_id AS source_document, "
+        "coalesce(best.note, substring(c.text, best.sent_start + 1, best.sent_end - best.sent_start)) AS description "
+        "FROM agg LEFT JOIN chunks c ON c.id = agg.best.chunk_id", params)
 
 
 def community_reports(store, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -216,16 +222,6 @@ def community_reports(store, rows: list[dict[str, Any]]) -> list[dict[str, Any]]
         r["report"] = f"{r['written']}\n\n{c.report}" if r.get("written") else c.report
         r["source_documents"] = sorted(c.source_documents)
     return rows
-
-
-def vector_matrix(store, sql: str, params: list | None = None) -> tuple[list, list, np.ndarray]:
-    """(first column, second column, vectors) of a query whose third column is a vector, without Python floats."""
-    t = store.con.sql(sql, params=params or None).to_arrow_table()
-    if not t.num_rows:
-        return [], [], np.zeros((0, 0), dtype=np.float32)
-    vec = t.column(2).combine_chunks()
-    mat = vec.flatten().to_numpy(zero_copy_only=False).astype(np.float32).reshape(t.num_rows, -1)
-    return t.column(0).to_pylist(), t.column(1).to_pylist(), mat
 
 
 def _communities(store, collections: set[str], touched: set[str] | None) -> int:
@@ -259,6 +255,9 @@ def _communities(store, collections: set[str], touched: set[str] | None) -> int:
             {"id": c.id, "collection": coll, "level": c.level, "parent_id": c.parent_id, "title": c.title,
              "size": len(c.members), "top_entities": c.top_entities} for c in fresh])
         store._insert("community_members", [{"community_id": c.id, "entity": e} for c in fresh for e in c.members])
+        moved = [(c.parent_id, c.id) for c in found if c.id in kept and c.level > 0]  # a kept child, a new parent
+        if moved:
+            con.executemany("UPDATE communities SET parent_id = ? WHERE id = ?", moved)
         changed += len(fresh)
     return changed
 

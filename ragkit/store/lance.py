@@ -162,7 +162,7 @@ class ChunkWriter:
     """Write side used by one indexing run; returns the new version to commit."""
 
     def __init__(self, lance_dir: Path, table: str, committed_version: int | None, dim: int, fts: FtsSettings,
-                 vector_index_min_rows: int):
+                 vector_index_min_rows: int, rebuild_fts: bool = False):
         lance_dir.mkdir(parents=True, exist_ok=True)
         self.db = _connect(lance_dir)
         self.name = table
@@ -177,7 +177,7 @@ class ChunkWriter:
                 self.table.restore(committed_version)
             if committed_version is not None:
                 self._forget_older_versions(committed_version)
-        self._fresh_index = self.table is None
+        self._fresh_index = self.table is None or rebuild_fts  # rebuild_fts: the BM25 settings changed
 
     def _forget_older_versions(self, committed: int) -> None:
         """Drop versions older than the committed one (safe: nobody reads them)."""

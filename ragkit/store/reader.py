@@ -93,7 +93,8 @@ class IndexReader:
             from ragkit.store.terms import TermVectors
 
             self._terms = TermVectors(self.index_dir, self.manifest["last_run"]["id"], self.duck,
-                                      lambda texts: self.embedder.encode(texts)).load()
+                                      lambda texts: self.embedder.encode(texts),
+                                      self.manifest["embedder"]["fingerprint"]).load()
         return self._terms
 
     def facts(self) -> dict:

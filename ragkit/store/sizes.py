@@ -15,8 +15,7 @@ COMPONENTS = {
     "sources": "documents and chunks (DuckDB)", "documents": "documents and chunks (DuckDB)",
     "sections": "documents and chunks (DuckDB)", "chunks": "documents and chunks (DuckDB)",
     "refs": "documents and chunks (DuckDB)", "runs": "documents and chunks (DuckDB)",
-    "mentions": "entities", "aliases": "entities", "entities": "entities",
-    "cooccur": "relations", "relations": "relations",
+    "mentions": "entities", "aliases": "entities", "cooccur": "relations",  # entities, relations: views
     "communities": "communities", "community_members": "communities",
     "summaries": "tree", "vocab": "vocabulary",
 }

@@ -3,7 +3,7 @@
 The words worth adding to a query (four or more letters, in at least 3 chunks, not stop words) are
 embedded the first time a query asks for related terms, or right after an indexing run when
 ``expand = true`` in ``[index]``, and cached in ``cache/terms.npz`` of the index (float16, keyed by the run
-it was built for). A later run re-embeds only the words that are new to the vocabulary; an index that
+it was built for and the embedder's fingerprint: another model's vectors are never reused). A later run re-embeds only the words that are new to the vocabulary; an index that
 nobody queries with ``--expand`` never pays for it. A read-only index folder keeps them in memory only.
 """
 
@@ -21,9 +21,10 @@ EXPANSION_TERMS = "SELECT term FROM vocab WHERE length(term) >= 4 AND df >= 3 AN
 
 
 class TermVectors:
-    def __init__(self, index_dir: Path, run_id: int, duck: Callable, encode: Callable[[list[str]], np.ndarray]):
+    def __init__(self, index_dir: Path, run_id: int, duck: Callable, encode: Callable[[list[str]], np.ndarray],
+                 model: str):
         self.path = Path(index_dir) / CACHE
-        self.run_id, self.duck, self.encode = run_id, duck, encode
+        self.run_id, self.duck, self.encode, self.model = run_id, duck, encode, model
         self.terms: list[str] = []
         self.matrix = np.zeros((0, 1), dtype=np.float32)
         self.embedded = 0  # words embedded by this object (the rest came from the cache)
@@ -53,6 +54,8 @@ class TermVectors:
     def _read(self) -> tuple[list[str], Any]:
         try:
             data = np.load(self.path, allow_pickle=False)
+            if str(data["model"]) != self.model:
+                return [], None  # built with another embedder
             return [str(t) for t in data["terms"]], {"run": int(data["run"]), "vectors": data["vectors"]}
         except (OSError, KeyError, ValueError):
             return [], None
@@ -61,7 +64,7 @@ class TermVectors:
         tmp = self.path.with_suffix(".tmp.npz")
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            np.savez(tmp, terms=np.array(self.terms, dtype=str), run=np.array(self.run_id),
+            np.savez(tmp, terms=np.array(self.terms, dtype=str), run=np.array(self.run_id), model=np.array(self.model),
                      vectors=self.matrix.astype(np.float16))
             os.replace(tmp, self.path)
         except OSError:  # a read-only index: the vectors live in memory only

@@ -1,7 +1,8 @@
 """global: GraphRAG-style global search over community reports.
 
-Community summaries (title + top entities, embedded at index time, searched
-in the LanceDB ``communities`` table) are ranked by cosine similarity to the
+Communities (their vector: the mean of their members' entity vectors, derived
+from the chunk vectors when first needed, ragkit/store/derived.py; their report
+built from their relations when shown) are ranked by cosine similarity to the
 query; the best ``GLOBAL_COMMUNITIES`` within the scope are returned as
 context items with their reports, and the chunks that mention their entities
 most become the hits (fused with the dense ranking so the chunks most about

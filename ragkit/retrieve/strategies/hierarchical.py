@@ -2,7 +2,8 @@
 
 The tree (ragkit/extract/summaries.py) has section nodes (level 1) and
 document nodes (level 2) above the chunks, each with a summary and a
-centroid vector, searched in the LanceDB ``summaries`` table.
+centroid vector (the mean of its chunks' vectors, derived when first needed:
+ragkit/store/derived.py).
 
 - ``collapsed`` mode (default): nodes of every level and chunks in one cosine
   ranking (RAPTOR's collapsed tree, the better mode in the RAPTOR paper and

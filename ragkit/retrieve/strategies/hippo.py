@@ -1,8 +1,8 @@
 """hippo: HippoRAG-style personalized PageRank over the entity–chunk graph.
 
 Seeds are the query's entities found in the graph (names, acronyms, aliases,
-dates and any 1–4-gram that is an entity key) plus the nearest entities in the
-entity vector table, weighted by specificity (IDF over chunks). Mention edges
+dates and any 1–4-gram that is an entity key) plus the entities whose (derived)
+vectors are nearest the query's, weighted by specificity (IDF over chunks). Mention edges
 are IDF-weighted too, so a walk leaving a chunk prefers its specific entities
 (the bridge name) over common ones (a year). ``passage_share`` > 0 also
 restarts the walk at the top dense chunks, as HippoRAG 2 does (measured: no

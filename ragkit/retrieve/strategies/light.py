@@ -1,8 +1,9 @@
-"""light: LightRAG-style dual-level search over the entity and relation vector tables.
+"""light: LightRAG-style dual-level search over entity and relation vectors.
 
-Low level: the entities most similar to the query (name + the chunks that
-describe it); high level: the relations most similar to it (their two
-entities and connecting sentence's chunk). Each side ranks the chunks its
+Low level: the entities most similar to the query (the mean of the chunks
+that mention it); high level: the relations most similar to it (their two
+entities and connecting sentence's chunk). The vectors are derived from the
+chunk vectors when first needed (ragkit/store/derived.py). Each side ranks the chunks its
 items come from (a chunk scores the similarity of every item it holds); the
 two chunk rankings are fused with ``entity_weight`` for the entity side, then
 with the dense and BM25 rankings like hippo's PPR list. The best entities and

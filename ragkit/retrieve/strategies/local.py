@@ -1,8 +1,8 @@
 """local: GraphRAG-style local search around the query's entities.
 
 Query entities are the names, acronyms, aliases and n-gram keys the entity
-graph knows (weighted by specificity) plus the nearest entities in the entity
-vector table; they are expanded ``max_hops`` relation hops. The
+graph knows (weighted by specificity) plus the entities with the nearest
+(derived) vectors; they are expanded ``max_hops`` relation hops. The
 neighbourhood's entities (by relation strength to the seeds, with their
 descriptions) and relations (with their connecting sentences) become context
 items, and chunks are ranked by how much of the weighted neighbourhood they
