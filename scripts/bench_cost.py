@@ -31,6 +31,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from ragkit.store.sizes import folder_bytes  # noqa: E402
+
 SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
 SETS = {
     "rust-book": SHARED / "rust-book" / "src",
@@ -39,10 +41,6 @@ SETS = {
     "scifact": SHARED / "scifact-train" / "corpus.jsonl",
 }
 MB = 1024 * 1024
-
-
-def folder_bytes(path: Path) -> int:
-    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.is_dir() else path.stat().st_size
 
 
 def child(src: Path, idx: Path, raw: bool) -> None:

@@ -22,6 +22,9 @@ COMPONENTS = {
 
 
 def folder_bytes(path: Path) -> int:
+    """Bytes of the files below ``path`` (a file: its size; missing: 0)."""
+    if path.is_file():
+        return path.stat().st_size
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.exists() else 0
 
 
