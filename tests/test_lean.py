@@ -220,7 +220,7 @@ def test_a_relation_quotes_the_sentence_of_its_source_chunk(tmp_path, index_with
     """Every field of a relation's strongest co-occurrence comes from one row: the quoted sentence is in the
     source chunk, whichever document holds the strongest mention."""
     root = tmp_path / "r"
-    write(root, "a.md", "# A\n\nKurt Cobain and Dave Grohl played together in Seattle for years.\n")
+    write(root, "a.md", "# A\n\nKurt Cobain, who grew up in a small town, later played with Dave Grohl.\n")
     write(root, "b.md", "# B\n\nKurt Cobain met Dave Grohl.\n")
     _, reader = index_with(root)
     with reader.duck() as store:
