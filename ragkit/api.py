@@ -69,10 +69,16 @@ def open_index(index_dir: str | Path | None = None, embedder: Embedder | None = 
 
 
 def retrieve(reader, text: str, cfg: QueryConfig, limit: int | None = None):
-    """Chunk hits for one query (no assembly): ``(hits, plan, timings_ms)``."""
+    """Chunk hits for one query (no assembly): ``(hits, plan, timings_ms)``; the query's reads of the DuckDB
+    store share one connection."""
+    with reader.one_connection():
+        return _retrieve(reader, text, cfg, limit)
+
+
+def _retrieve(reader, text: str, cfg: QueryConfig, limit: int | None):
     from ragkit.retrieve.context import SearchContext
     from ragkit.retrieve.filters import build_where
-    from ragkit.ingest.refs import has_legal_ref
+    from ragkit.legal import has_legal_ref
     from ragkit.rerank.features import DEFAULT_WEIGHTS, FeatureContext, rerank
     from ragkit.retrieve.filters import NO_MATCH
     from ragkit.retrieve.query_syntax import ParsedQuery

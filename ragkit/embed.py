@@ -96,6 +96,9 @@ class SentenceTransformerEmbedder:
                              else self.model.get_sentence_embedding_dimension())
         self.max_tokens = int(self.model.max_seq_length or 256)
         self._tokenizer = self.model.tokenizer
+        import torch
+
+        self._batch_threads = torch.get_num_threads()  # batches use every core (queries one: encode_query)
 
     def count_tokens(self, texts: list[str]) -> list[int]:
         if not texts:
@@ -109,6 +112,7 @@ class SentenceTransformerEmbedder:
         out = np.zeros((len(texts), self.dimension), dtype=np.float32)
         if not texts:
             return out
+        self._threads(self._batch_threads)
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
         step = self.batch_size * 4  # a progress update every few batches
         for start in range(0, len(order), step):
@@ -122,8 +126,18 @@ class SentenceTransformerEmbedder:
         return out
 
     def encode_query(self, text: str) -> np.ndarray:
+        """One query's vector, on one thread: OpenMP's idle workers spin after a parallel run and slowed
+        the graph work that follows a query on two cores (hippo's PageRank 12 → 45 ms); one short text
+        gains little from a second thread (README, "Query latency")."""
+        self._threads(1)
         return self.model.encode([text], normalize_embeddings=True, convert_to_numpy=True,
                                  show_progress_bar=False)[0]
+
+    def _threads(self, n: int) -> None:
+        import torch
+
+        if torch.get_num_threads() != n:
+            torch.set_num_threads(n)
 
 
 _CACHE: dict[tuple[str, int], SentenceTransformerEmbedder] = {}

@@ -48,6 +48,21 @@ class Document:
 
 
 @dataclass
+class Ref:
+    """A reference found in text: a link to another file or a legal citation (ragkit/legal.py)."""
+
+    kind: str  # "link" | "law"
+    raw: str
+    start: int
+    end: int
+    target: str | None = None  # link: path[#anchor]; law: abbreviation or SFS number of the cited law
+    unit: str | None = None  # "§" | "art"
+    numbers: list[str] = field(default_factory=list)  # paragraph/article numbers (a range is expanded)
+    chapter: str | None = None  # Swedish "3 kap."
+    subsection: str | None = None  # "Abs. 2"
+
+
+@dataclass
 class ParsedDocument:
     document: Document
     sections: list[Section]
@@ -167,3 +182,18 @@ class QueryResult:
     context_items: list[dict[str, Any]] = field(default_factory=list)  # graph strategies' entities, reports…
     answer: Any = None  # ragkit.answer.Answer when one was written
     answer_error: str | None = None  # why no answer was written (the passages are still there)
+
+
+@dataclass
+class Scope:
+    """What the filters allow: documents and their collections.
+
+    Context items (entity descriptions, relation sentences, community reports)
+    are shown only when every document their text comes from is allowed.
+    """
+
+    documents: set[str]
+    collections: set[str]
+
+    def allows(self, collection: str | None, source_documents) -> bool:
+        return collection in self.collections and all(d in self.documents for d in source_documents or ())

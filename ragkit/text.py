@@ -2,12 +2,39 @@
 
 from __future__ import annotations
 
+import functools
 import re
+from pathlib import Path
 
 STOPWORDS = frozenset("""the a an and or of to in on for with by is are was were be been how what which who whom whose
 why when where does do did can could should would may might must shall will this that these those it its from
 as at into than then there their about under over der die das und oder ein eine einer eines dem den des ist
 sind wie was wer wann wo mit von zu im in auf für bei nach nicht auch als""".split())
+
+# abbreviations whose dot ends no sentence
+_ABBREV = {
+    "e.g", "i.e", "etc", "vs", "cf", "fig", "figs", "al", "dr", "mr", "mrs", "ms", "prof", "no", "nr",
+    "abs", "art", "bzw", "ca", "vgl", "z.b", "d.h", "u.a", "s", "st", "jr", "sr", "inc", "ltd", "co",
+    "approx", "dept", "eq", "ref", "sec", "vol", "pp", "kap", "ziff", "lit", "ggf", "usw",
+}
+_SENT_END = re.compile(r"[.!?…][\"'”’)\]]*\s+(?=[\"'“‘(\[]?[A-ZÄÖÜÅ0-9§])")
+
+
+def split_sentences(text: str) -> list[tuple[int, int]]:
+    """Character spans of sentences (whitespace between them excluded)."""
+    spans = []
+    start = 0
+    for m in _SENT_END.finditer(text):
+        before = text[start : m.start() + 1]
+        word = re.search(r"([\w.]+)\.$", before)
+        if word and (word.group(1).lower() in _ABBREV or len(word.group(1)) == 1):
+            continue
+        end = m.start() + len(m.group(0).rstrip())
+        spans.append((start, end))
+        start = m.end()
+    if start < len(text):
+        spans.append((start, len(text.rstrip())))
+    return [(a, b) for a, b in spans if b > a]
 
 
 def content_words(text: str) -> list[str]:
@@ -36,3 +63,52 @@ def detect_language(text: str, sample: int = 20_000) -> str:
     if best == "en" or counts[best] <= counts[runner_up] or counts[best] < max(3, 0.05 * len(words)):
         return "en"
     return best
+
+
+# question words a short query shows its language by (beside the function words above)
+_QUESTION_WORDS = {
+    "de": frozenset("wie was wer wann wo welche welcher welches welchem warum wieso darf muss kann ich mein meine "
+                    "mir mich zum zur".split()),
+    "sv": frozenset("hur vad vem när var vilken vilket vilka varför får måste kan jag min mitt mina mig".split()),
+    "en": frozenset("how what who when where which why does do can may must should i my me".split()),
+}
+
+
+def query_language(text: str) -> str:
+    """"de", "sv" or "en" (the default) for a short text such as a query: the language most of whose function
+    and question words it uses; ``ü``/``ß`` count for German and ``å`` for Swedish."""
+    low = text.lower()
+    words = re.findall(r"[a-zäöüßåé]+", low)
+    counts = {lang: sum(w in fw or w in _QUESTION_WORDS[lang] for w in words) for lang, fw in _FUNCTION_WORDS.items()}
+    counts["de"] += 2 * bool(re.search(r"[üß]", low))
+    counts["sv"] += 2 * ("å" in low)
+    best = max(counts, key=lambda lang: (counts[lang], lang == "en"))
+    return best if counts[best] else "en"
+
+
+@functools.lru_cache(maxsize=4)
+def _dictionary(language: str) -> frozenset[str]:
+    """wordfreq's "small" list of ``language``, read from its data file (format "cB" version 1: a header, then
+    the words by frequency band) without importing wordfreq, whose imports (ftfy, langcodes) cost ~150 ms of a
+    one-shot query; any other format goes through wordfreq's own reader."""
+    import gzip
+    import importlib.util
+
+    import msgpack
+
+    spec = importlib.util.find_spec("wordfreq")
+    path = Path(spec.submodule_search_locations[0]) / "data" / f"small_{language}.msgpack.gz" if spec else None
+    if path is not None and path.is_file():
+        with gzip.open(path, "rb") as fh:
+            data = msgpack.load(fh, raw=False)
+        if data and isinstance(data[0], dict) and data[0].get("format") == "cB" and data[0].get("version") == 1:
+            return frozenset(w for band in data[1:] for w in band)
+    import wordfreq
+
+    return frozenset(wordfreq.get_frequency_dict(language, wordlist="small"))
+
+
+def is_known_word(word: str, language: str) -> bool:
+    """Whether ``word`` is a common word of ``language`` (wordfreq's list of its ~40,000 most frequent words,
+    loaded on first use): a word the language knows is no typo, even where an index lacks it."""
+    return word.lower() in _dictionary(language)

@@ -1,4 +1,5 @@
-from ragkit.ingest.chunk import HARD, PARAGRAPH, SENTENCE, chunk_document, split_sentences
+from ragkit.ingest.chunk import HARD, PARAGRAPH, SENTENCE, chunk_document
+from ragkit.text import split_sentences
 from ragkit.ingest.discover import stable_id
 from ragkit.ingest.parse import build_sections, parse_markdown
 from tests.fakes import FakeEmbedder

@@ -6,7 +6,8 @@ import pytest
 
 from ragkit import api
 from ragkit.config import QueryConfig
-from ragkit.ingest.refs import find_legal_refs, find_links, heading_key, law_keys, slug
+from ragkit.ingest.refs import find_links, slug
+from ragkit.legal import find_legal_refs, heading_key, law_keys
 from ragkit.rerank.features import DEFAULT_WEIGHTS, FeatureContext, compute
 from tests.conftest import needs_shared, write
 

@@ -8,7 +8,7 @@ from typer.testing import CliRunner
 
 from ragkit import api
 from ragkit.cli.app import app
-from ragkit.config import IndexConfig
+from ragkit.config import IndexConfig, QueryConfig
 from ragkit.extract.entities import extract
 from ragkit.store.duck import DuckStore
 from ragkit.store.knowledge import RELATIONS_PER_ENTITY
@@ -229,3 +229,44 @@ def test_a_relation_quotes_the_sentence_of_its_source_chunk(tmp_path, index_with
         (rel,) = store.relation_rows([("dave grohl", "kurt cobain")])
     (row,) = rows
     assert rel["description"] == row["text"][row["sent_start"]:row["sent_end"]] == "Kurt Cobain met Dave Grohl."
+
+
+def test_german_questions_are_routed_with_the_german_name_rules(tmp_path, index_with):
+    """A German question's capitalised nouns are not names: "Arbeitgeber" (a term the law defines) does not
+    send it to the entity graph, while an English question naming a known entity still goes there."""
+    root = tmp_path / "laws"
+    write(root, "agg.md", "# Gleichbehandlungsgesetz (AGG)\n\n## § 6 Persönlicher Anwendungsbereich\n\n"
+                          "Arbeitgeber im Sinne dieses Gesetzes sind natürliche und juristische Personen. " + GERMAN + "\n")
+    write(root, "film.md", "# Sinister\n\nScott Derrickson directed Sinister for Blumhouse Productions.\n")
+    _, reader = index_with(root)
+    assert reader.entity_graph.has_entity("arbeitgeber")
+    r = api.query(reader, "Darf mein Arbeitgeber meine Daten speichern?", QueryConfig(retry=False))
+    assert r.plan["language"] == "de" and r.plan["entities"] == [] and r.plan["strategy"] == "hybrid"
+    r = api.query(reader, "Which studio did Scott Derrickson work for?", QueryConfig(retry=False))
+    assert r.plan["entities"] == ["scott derrickson"] and r.plan["strategy"] == "hippo"
+
+
+def test_a_query_opens_the_store_once_and_lets_it_go(mixed, index_with, monkeypatch):
+    """Every read of one query shares one DuckDB connection (an attach to the process's in-memory instance),
+    detached when the query ends, so an indexing run can write right after."""
+    import ragkit.store.duck as duck
+    import ragkit.store.reader as reader_mod
+
+    _, reader = index_with(mixed)
+    opened = []
+
+    class Counting(duck.DuckStore):
+        def __init__(self, *a, **kw):
+            opened.append(1)
+            super().__init__(*a, **kw)
+
+    monkeypatch.setattr(reader_mod, "DuckStore", Counting)
+    for strategy in ("local", "global", "light"):
+        opened.clear()
+        r = api.query(reader, "Scott Derrickson Blumhouse Productions", QueryConfig(strategy=strategy))
+        assert r.passages and len(opened) == 1, (strategy, len(opened))
+    attached = {row[0] for row in duck._READERS["base"].execute("SELECT database_name FROM duckdb_databases()")
+                .fetchall()}
+    assert attached <= {"memory", "system", "temp"}, attached
+    with DuckStore(reader.index_dir / "store.duckdb", read_only=False) as store:  # the file is free to write
+        assert store.value("SELECT count(*) FROM documents") == 2

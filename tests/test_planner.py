@@ -124,6 +124,39 @@ def test_speller_corrects_only_unknown_words():
     assert _one_edit("abcd", "abdc") and not _one_edit("abcd", "badc")
 
 
+def test_speller_leaves_real_words_of_the_query_language_alone():
+    """An index holds a small share of a language's word forms: a common word it lacks is no typo (German
+    questions over the laws had "nachts" → "nichts", "wohne" → "ohne", "wehren" → "wahren")."""
+    from ragkit.retrieve.spelling import Speller
+
+    sp = Speller({"nichts": 40, "ohne": 90, "wahren": 5, "gegen": 60, "arbeitszeit": 30, "overtime": 5})
+    text, changes = sp.correct("Darf ich nachts ohne Pause arbeiten, wenn ich in der Gegend wohne?", "de")
+    assert changes == [] and "nachts" in text and "Gegend wohne" in text
+    assert sp.correct_word("arbeitszet", "de") == "arbeitszeit"  # a typo is still corrected
+    assert sp.correct_word("overtmie", "de") == "overtime"
+    assert sp.correct_word("wehren", "de") is None and sp.correct_word("wehren", "en") == "wahren"
+    assert sp.correct_word("others", "de") is None  # English words in a German query stay too
+
+
+def test_word_lists_read_directly_equal_wordfreqs_own():
+    import wordfreq
+
+    from ragkit.text import _dictionary
+
+    for language in ("de", "sv", "en"):
+        assert _dictionary(language) == frozenset(wordfreq.get_frequency_dict(language, wordlist="small"))
+
+
+def test_query_language_of_short_questions():
+    from ragkit.text import query_language
+
+    assert query_language("Wie lange muss meine Mittagspause sein?") == "de"
+    assert query_language("Darf mein Chef das?") == "de"
+    assert query_language("Hur många dagars semester får jag?") == "sv"
+    assert query_language("Which country was the director from?") == "en"  # "was" is English too
+    assert query_language("Scott Derrickson Ed Wood") == "en"  # no evidence: English
+
+
 def test_query_plan_shows_spelling_corrections(dated, index_with):
     _, reader = index_with(dated)
     r = api.query(reader, "Overtimme capped", QueryConfig())

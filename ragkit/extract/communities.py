@@ -93,7 +93,10 @@ def _rank(c: Community, edges, n_entities: int = 5) -> None:
     c.title = ", ".join(c.top_entities[:3])
 
 
-def report(c: Community, relations: list[dict], n_relations: int = 5) -> None:
+REPORT_RELATIONS = 5  # relations quoted in a report
+
+
+def report(c: Community, relations: list[dict], n_relations: int = REPORT_RELATIONS) -> None:
     """The extractive report: title, top entities, the strongest relations between members with their
     sentences. ``relations``: rows with a, b, weight, description, source_document."""
     if not c.top_entities:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ragkit.ingest.chunk import split_sentences
+from ragkit.text import split_sentences
 from ragkit.records import EntityRows
 
 _CONNECT = {"of", "de", "da", "del", "von", "van", "der", "den", "la", "le", "du", "&", "the", "bin", "al"}

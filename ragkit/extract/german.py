@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-from ragkit.ingest.refs import find_legal_refs, heading_key
+from ragkit.legal import find_legal_refs, heading_key
 
 _ARTICLE = {"der", "die", "das", "den", "dem", "des", "ein", "eine", "einer", "eines", "einem", "einen"}
 _ROMAN = re.compile(r"[IVXLC]+a?")

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 
 from ragkit.extract.entities import normalize
-from ragkit.ingest.chunk import split_sentences
+from ragkit.text import split_sentences
 from ragkit.records import EntityRows
 
 TYPES = {"person", "organisation", "organization", "place", "location", "date", "law", "term", "event", "work",

@@ -29,7 +29,7 @@ from typing import Callable
 
 import numpy as np
 
-from ragkit.ingest.chunk import split_sentences
+from ragkit.text import split_sentences
 from ragkit.records import Chunk, Document, Section, SummaryNode
 
 CENTROID_WORDS = 20

@@ -15,35 +15,11 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ragkit.records import Block, Chunk, Section
+from ragkit.text import split_sentences
 
 TokenCounter = Callable[[list[str]], list[int]]
 
 PARAGRAPH, SENTENCE, HARD = 1.0, 0.7, 0.3
-
-_ABBREV = {
-    "e.g", "i.e", "etc", "vs", "cf", "fig", "figs", "al", "dr", "mr", "mrs", "ms", "prof", "no", "nr",
-    "abs", "art", "bzw", "ca", "vgl", "z.b", "d.h", "u.a", "s", "st", "jr", "sr", "inc", "ltd", "co",
-    "approx", "dept", "eq", "ref", "sec", "vol", "pp", "kap", "ziff", "lit", "ggf", "usw",
-}
-_SENT_END = re.compile(r"[.!?…][\"'”’)\]]*\s+(?=[\"'“‘(\[]?[A-ZÄÖÜÅ0-9§])")
-
-
-def split_sentences(text: str) -> list[tuple[int, int]]:
-    """Character spans of sentences (whitespace between them excluded)."""
-    spans = []
-    start = 0
-    for m in _SENT_END.finditer(text):
-        before = text[start : m.start() + 1]
-        word = re.search(r"([\w.]+)\.$", before)
-        if word and (word.group(1).lower() in _ABBREV or len(word.group(1)) == 1):
-            continue
-        end = m.start() + len(m.group(0).rstrip())
-        spans.append((start, end))
-        start = m.end()
-    if start < len(text):
-        spans.append((start, len(text.rstrip())))
-    return [(a, b) for a, b in spans if b > a]
-
 
 @dataclass
 class _Piece:

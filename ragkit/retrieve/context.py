@@ -11,25 +11,10 @@ from ragkit.config import QueryConfig
 from ragkit.retrieve.filters import NO_MATCH
 from ragkit.retrieve.query_syntax import ParsedQuery
 from ragkit.store.reader import IndexReader
-from ragkit.records import Hit
+from ragkit.records import Hit, Scope
 
 
 VECTOR_SEED_MIN = 0.5  # cosine: below this a nearest entity is not what the query names
-
-
-@dataclass
-class Scope:
-    """What the filters allow: documents and their collections.
-
-    Context items (entity descriptions, relation sentences, community reports)
-    are shown only when every document their text comes from is allowed.
-    """
-
-    documents: set[str]
-    collections: set[str]
-
-    def allows(self, collection: str | None, source_documents) -> bool:
-        return collection in self.collections and all(d in self.documents for d in source_documents or ())
 
 
 def _sources(kind: str, row: dict) -> list[str]:

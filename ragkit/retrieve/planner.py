@@ -23,6 +23,7 @@ from typing import Any
 
 from ragkit.errors import BadQuery
 from ragkit.retrieve.query_syntax import parse_query
+from ragkit.text import query_language
 
 RULES_FILE = Path(__file__).with_name("planner_rules.toml")
 
@@ -33,8 +34,6 @@ _SINCE = re.compile(rf"\b(?:since|after|seit|ab|nach)\s+{_DATE}\b", re.I)
 _BEFORE = re.compile(rf"\b(?:before|until|vor|bis)\s+{_DATE}\b", re.I)
 _IDENT = re.compile(r"\b(?=[\w./-]*\d)(?=[\w./-]*[A-Za-z])[A-Za-z0-9]+(?:[-_./][A-Za-z0-9]+)+\b"
                     r"|\b[A-Z]{2,}\d+[A-Za-z0-9]*\b|\b[A-Z]\d{2,}[A-Za-z0-9]*\b")
-_GERMAN = set("der die das und oder ist sind wie was wer wann wo welche welcher warum nicht mit für auf "
-              "bei nach zum zur dem den des ein eine einer darf muss".split())
 
 
 @dataclass
@@ -118,25 +117,20 @@ def _minus_day(iso: str) -> str:
     return (dt.date.fromisoformat(iso) - dt.timedelta(days=1)).isoformat()
 
 
-def language_of(text: str) -> str:
-    words = set(re.findall(r"\w+", text.lower()))
-    return "de" if re.search(r"[äöüß]", text.lower()) or len(words & _GERMAN) >= 1 else "en"
-
-
 def plan_query(raw: str, available_doc_types: set[str] | None = None, rules_path: str | None = None,
                syntax: bool = True, correct=None) -> QueryPlan:
     """The rule-based plan of one query (strategy and reason are the router's to set).
 
     ``syntax=False`` takes the text literally (no operators, dates, phrases or negations);
-    ``correct(text) -> (text, corrections)`` fixes spelling against the index vocabulary.
+    ``correct(text, language) -> (text, corrections)`` fixes spelling against the index vocabulary.
     """
     rules = load_rules(rules_path)
     cons = Constraints()
     text = raw
     if not syntax:
-        plan = QueryPlan(original=raw, text=" ".join(raw.split()), language=language_of(raw))
+        plan = QueryPlan(original=raw, text=" ".join(raw.split()), language=query_language(raw))
         if correct is not None:
-            plan.text, plan.corrections = correct(plan.text)
+            plan.text, plan.corrections = correct(plan.text, plan.language)
         plan.sub_queries = decompose(plan.text)
         return _route_doc_types(plan, rules, available_doc_types)
 
@@ -165,11 +159,11 @@ def plan_query(raw: str, available_doc_types: set[str] | None = None, rules_path
         raise BadQuery("the query has only filters", hint="Add at least one term to search for.")
     parsed = parse_query(text)
     cons.must_include, cons.must_exclude = parsed.must_include, parsed.must_exclude
-    plan = QueryPlan(original=raw, text=parsed.text, constraints=cons, language=language_of(parsed.text))
+    plan = QueryPlan(original=raw, text=parsed.text, constraints=cons, language=query_language(parsed.text))
     if correct is not None:
-        plan.text, plan.corrections = correct(plan.text)
+        plan.text, plan.corrections = correct(plan.text, plan.language)
 
-    from ragkit.ingest.refs import has_legal_ref
+    from ragkit.legal import has_legal_ref
 
     plan.identifiers = sorted({m.group(0) for m in _IDENT.finditer(plan.text)
                                if not re.fullmatch(r"\d{4}", m.group(0))})

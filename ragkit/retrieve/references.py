@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ragkit.ingest.refs import find_legal_refs, heading_key
+from ragkit.legal import find_legal_refs, heading_key
 from ragkit.records import Hit
 from ragkit.store.lance import in_list
 

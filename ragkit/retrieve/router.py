@@ -71,10 +71,12 @@ def plan_and_route(reader, text: str, cfg):
 
     from ragkit.extract.entities import extract
     from ragkit.retrieve.planner import plan_query
+    from ragkit.retrieve.spelling import Speller
 
     facts = reader.facts()
+    speller = reader.memo("speller", lambda: Speller(reader.vocabulary())) if cfg.spelling else None
     plan = plan_query(text, facts["doc_types"], cfg.planner_rules, syntax=cfg.syntax,
-                      correct=reader.speller().correct if cfg.spelling else None)
+                      correct=speller.correct if speller else None)
     if cfg.planner == "llm":
         from ragkit.generate import load_generator
         from ragkit.retrieve.llm_planner import refine
@@ -91,7 +93,7 @@ def plan_and_route(reader, text: str, cfg):
         known = []
         if facts["entities"]:
             graph = reader.entity_graph
-            names = {m.key for m in extract(plan.text).mentions if m.sentence >= 0}
+            names = {m.key for m in extract(plan.text, language=plan.language).mentions if m.sentence >= 0}
             known = sorted(k for k in names if graph.has_entity(graph.aliases.get(k, k)))
         plan.entities = known
         r = route(plan, known, bool(facts["entities"]), facts["communities"] > 0, cfg.planner_rules,

@@ -4,13 +4,18 @@ Only words the index does not contain are corrected, to the most frequent
 index word one edit away (insertion, deletion, substitution or transposition
 of adjacent letters), found through a symmetric-delete index (SymSpell's idea:
 a word and its one-letter deletions as keys) that is built on the first
-unknown word. Words shorter than five letters, with digits, or without a
-candidate of at least ``MIN_DF`` chunks stay as they are.
+unknown word. Words shorter than five letters, with digits, without a
+candidate of at least ``MIN_DF`` chunks, or that the query's language (or
+English) knows as a common word stay as they are: an index holds a small share
+of a language's word forms, most of all in German, and "correcting" a real word
+the index lacks changes the question ("nachts" → "nichts", "wohne" → "ohne").
 """
 
 from __future__ import annotations
 
 import re
+
+from ragkit.text import is_known_word
 
 MIN_LENGTH = 5
 MIN_DF = 2
@@ -51,21 +56,23 @@ class Speller:
             self._index = index
         return self._index
 
-    def correct_word(self, word: str) -> str | None:
+    def correct_word(self, word: str, language: str = "en") -> str | None:
         w = word.lower()
         if len(w) < MIN_LENGTH or w in self.vocab or not w.isalpha():
+            return None
+        if is_known_word(w, language) or (language != "en" and is_known_word(w, "en")):
             return None
         keys = self._keys()
         found = {t for key in _deletes(w) | {w} for t in keys.get(key, ())}
         best = [t for t in found if _one_edit(w, t) and self.vocab[t] >= MIN_DF]
         return max(best, key=lambda t: (self.vocab[t], t)) if best else None
 
-    def correct(self, text: str) -> tuple[str, list[dict[str, str]]]:
-        """The text with unknown words corrected, and the corrections made."""
+    def correct(self, text: str, language: str = "en") -> tuple[str, list[dict[str, str]]]:
+        """The text with unknown words corrected, and the corrections made (``language``: the query's)."""
         changes: list[dict[str, str]] = []
 
         def fix(m: re.Match) -> str:
-            new = self.correct_word(m.group(0))
+            new = self.correct_word(m.group(0), language)
             if new is None:
                 return m.group(0)
             changes.append({"from": m.group(0), "to": new})

@@ -48,6 +48,11 @@ def _strongest(t: str = "") -> str:
     return f"arg_max({{{fields}}}, ({t}weight, {t}chunk_id))"
 
 
+# an entity's display name and type over its mentions ``m`` (the entities view and key look-ups)
+ENTITY_NAME = "mode(m.surface)"
+ENTITY_TYPE = ("coalesce(mode(m.type) FILTER (WHERE m.type NOT IN ('acronym', 'name', 'term', 'title')), "
+               "mode(m.type))")
+
 SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS mentions (
     chunk_id VARCHAR, document_id VARCHAR, entity VARCHAR, raw VARCHAR, surface VARCHAR, type VARCHAR,
@@ -67,8 +72,7 @@ CREATE OR REPLACE VIEW alias_map AS
 SELECT alias, arg_max(entity, n) AS entity FROM (SELECT alias, entity, count(DISTINCT document_id) AS n
 FROM aliases WHERE alias <> entity GROUP BY alias, entity) GROUP BY alias;
 CREATE OR REPLACE VIEW entities AS
-SELECT m.entity AS key, d.collection, mode(m.surface) AS name,
-       coalesce(mode(m.type) FILTER (WHERE m.type NOT IN ('acronym', 'name', 'term', 'title')), mode(m.type)) AS type,
+SELECT m.entity AS key, d.collection, {ENTITY_NAME} AS name, {ENTITY_TYPE} AS type,
        list_sort(list_distinct(list(m.surface) || coalesce(first(al.aliases), []))) AS aliases,
        count(*) AS mentions, count(DISTINCT m.chunk_id) AS chunks, count(DISTINCT m.document_id) AS documents
 FROM mentions m JOIN documents d ON d.id = m.document_id
@@ -117,8 +121,8 @@ def refresh(store, touched: set[str] | None, collections: set[str] | None) -> di
     if collections is None or touched is None:
         collections = {r[0] for r in con.execute("SELECT DISTINCT collection FROM documents").fetchall()}
     changed = _communities(store, collections, touched)
-    count = lambda t: con.execute(f"SELECT count(*) FROM {t}").fetchone()[0]  # noqa: E731
-    return {"entities": count("entities"), "relations": count("relations"), "communities": changed}
+    return {"entities": store.value("SELECT count(*) FROM entities"),
+            "relations": store.value("SELECT count(*) FROM relations"), "communities": changed}
 
 
 def _remap_aliases(store) -> set[str]:
@@ -198,25 +202,29 @@ def pair_rows(store, join: str = "", where: str = "true", params: list | None = 
 
 def community_reports(store, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Community rows (id, collection, …) with ``report`` and ``source_documents``: the extractive report
-    written from the members' strongest relations (below an LLM's summary when one was written)."""
-    from ragkit.extract.communities import Community, report
+    written from the members' strongest relations (below an LLM's summary when one was written). Only each
+    community's ``REPORT_RELATIONS`` strongest inner relations are read (a large community has thousands)."""
+    from ragkit.extract.communities import REPORT_RELATIONS, Community, report
 
     if not rows:
         return rows
-    with store.registered("crows", {"id": [r["id"] for r in rows]}):
-        members: dict[str, list[str]] = defaultdict(list)
-        for cid, entity in store.con.execute("SELECT community_id, entity FROM community_members "
-                                             "WHERE community_id IN (SELECT id FROM crows) ORDER BY entity").fetchall():
-            members[cid].append(entity)
-    with store.registered("cmem", {"e": sorted({e for m in members.values() for e in m})}):
-        edges = pair_rows(store, where="r.a IN (SELECT e FROM cmem) AND r.b IN (SELECT e FROM cmem)")
     by_id: dict[str, list[dict]] = defaultdict(list)
+    with store.registered("crows", {"id": [r["id"] for r in rows]}):
+        for edge in store.rows(
+                "WITH mem AS (SELECT m.community_id, m.entity, c.collection FROM community_members m "
+                "JOIN communities c ON c.id = m.community_id WHERE c.id IN (SELECT id FROM crows)), "
+                "edges AS (SELECT ma.community_id, r.a, r.b, sum(r.weight) AS weight, "
+                f"{_strongest('r.')} AS best FROM cooc r "
+                "JOIN mem ma ON ma.entity = r.a AND ma.collection = r.collection "
+                "JOIN mem mb ON mb.entity = r.b AND mb.community_id = ma.community_id GROUP BY ma.community_id, r.a, r.b "
+                "QUALIFY row_number() OVER (PARTITION BY ma.community_id ORDER BY sum(r.weight) DESC, r.a, r.b) "
+                f"<= {REPORT_RELATIONS}) "
+                "SELECT e.community_id, e.a, e.b, e.weight, e.best.document_id AS source_document, "
+                "coalesce(e.best.note, substring(c.text, e.best.sent_start + 1, e.best.sent_end - e.best.sent_start)) "
+                "AS description FROM edges e LEFT JOIN chunks c ON c.id = e.best.chunk_id"):
+            by_id[edge.pop("community_id")].append(edge)
     for r in rows:
-        inside = set(members[r["id"]])
-        by_id[r["id"]] = [e for e in edges if e["collection"] == r["collection"] and e["a"] in inside
-                          and e["b"] in inside]
-    for r in rows:
-        c = Community(r["id"], r["level"], r["parent_id"], members[r["id"]], title=r["title"],
+        c = Community(r["id"], r["level"], r["parent_id"], [], title=r["title"],
                       top_entities=list(r["top_entities"] or []))
         report(c, by_id[r["id"]])
         r["report"] = f"{r['written']}\n\n{c.report}" if r.get("written") else c.report

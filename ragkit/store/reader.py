@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Iterator
 
 from ragkit.embed import Embedder, load_embedder, normalize_spec
 from ragkit.errors import EmbedderMismatch, IndexCorrupt, IndexNotFound
-from ragkit.records import Hit
+from ragkit.records import Hit, Scope
 from ragkit.store.duck import DuckStore
 from ragkit.store.lance import ChunkTable
 from ragkit.store.manifest import read_manifest
@@ -35,8 +36,11 @@ class IndexReader:
         self._knowledge = None
         self._terms = None
         self._facts = None
-        self._speller = None
+        self._vocabulary: dict[str, int] | None = None
+        self._memo: dict[str, Any] = {}
         self._superseded: list[str] | None = None
+        self._sharing = 0  # depth of one_connection() blocks
+        self._shared: DuckStore | None = None
         run = self.manifest["last_run"]
         try:
             self.chunks = ChunkTable(self.index_dir / LANCE_DIR, run["lance_table"], run["lance_version"])
@@ -104,33 +108,29 @@ class IndexReader:
             with self.duck() as store:
                 self._facts = {
                     "doc_types": set(store.doc_types()),
-                    "entities": store.con.execute("SELECT count(*) FROM entities").fetchone()[0],
-                    "communities": store.con.execute("SELECT count(*) FROM communities").fetchone()[0],
-                    "tree": store.con.execute("SELECT count(*) FROM summaries").fetchone()[0],
+                    "entities": store.value("SELECT count(DISTINCT entity) FROM mentions"),  # the view aggregates
+                    "communities": store.value("SELECT count(*) FROM communities"),
+                    "tree": store.value("SELECT count(*) FROM summaries"),
                 }
         return self._facts
 
-    def speller(self):
-        """Spelling correction against this index's vocabulary (loaded once)."""
-        if self._speller is None:
-            import duckdb
-
-            from ragkit.retrieve.spelling import Speller
-
+    def vocabulary(self) -> dict[str, int]:
+        """The index's words and their chunk frequencies (read once)."""
+        if self._vocabulary is None:
             with self.duck() as store:
-                try:
-                    vocab = dict(store.con.execute("SELECT term, df FROM vocab").fetchall())
-                except duckdb.CatalogException:  # an index written before the vocabulary existed
-                    vocab = {}
-            self._speller = Speller(vocab)
-        return self._speller
+                self._vocabulary = dict(store.con.execute("SELECT term, df FROM vocab").fetchall())
+        return self._vocabulary
+
+    def memo(self, name: str, build: Callable[[], Any]) -> Any:
+        """What a query stage built from this committed index (the speller, …), built once per reader."""
+        if name not in self._memo:
+            self._memo[name] = build()
+        return self._memo[name]
 
     def scope_for(self, filters: dict[str, str]):
         """The documents (and their collections) the filters allow; None without filters."""
         if not filters:
             return None
-        from ragkit.retrieve.context import Scope
-
         with self.duck() as store:
             ids = store.document_ids_matching(filters)
             with store.registered("scope_ids", {"id": ids}):
@@ -161,9 +161,27 @@ class IndexReader:
             self._embedder = emb
         return self._embedder
 
-    def duck(self) -> DuckStore:
-        """A short-lived read-only connection (a held one would block the indexer)."""
-        return DuckStore(self.index_dir / DUCK_NAME, read_only=True)
+    def duck(self) -> DuckStore | _Borrowed:
+        """A short-lived read-only connection (a held one would block the indexer), to use as ``with
+        reader.duck() as store``; inside ``one_connection()`` the block's shared connection."""
+        if not self._sharing:
+            return DuckStore(self.index_dir / DUCK_NAME, read_only=True)
+        if self._shared is None:
+            self._shared = DuckStore(self.index_dir / DUCK_NAME, read_only=True)
+        return _Borrowed(self._shared)
+
+    @contextmanager
+    def one_connection(self) -> Iterator[None]:
+        """Every ``duck()`` inside the block shares one read-only connection, opened on first use and closed
+        when the block ends: a query attaches the store once and holds it no longer."""
+        self._sharing += 1
+        try:
+            yield
+        finally:
+            self._sharing -= 1
+            if not self._sharing and self._shared is not None:
+                self._shared.close()
+                self._shared = None
 
     def doc_ids_for(self, filters: dict[str, str]) -> list[str]:
         with self.duck() as store:
@@ -183,3 +201,16 @@ class IndexReader:
                 boundary_confidence=float(r["boundary_confidence"]), vector=r.get("vector"),
             ))
         return hits
+
+
+class _Borrowed:
+    """The shared connection of a ``one_connection()`` block, as a ``with`` target that does not close it."""
+
+    def __init__(self, store: DuckStore):
+        self.store = store
+
+    def __enter__(self) -> DuckStore:
+        return self.store
+
+    def __exit__(self, *exc) -> None:
+        return None

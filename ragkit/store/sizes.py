@@ -72,4 +72,4 @@ def component_bytes(reader) -> dict[str, int]:
 def source_bytes(reader) -> int:
     """Bytes of the source files the index holds."""
     with reader.duck() as store:
-        return int(store.con.execute("SELECT coalesce(sum(size), 0) FROM sources").fetchone()[0])
+        return int(store.value("SELECT coalesce(sum(size), 0) FROM sources"))
