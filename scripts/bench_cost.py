@@ -54,7 +54,7 @@ def child(src: Path, idx: Path, raw: bool) -> None:
 
     cfg = IndexConfig()
     t = time.perf_counter()
-    emb = load_embedder(cfg.embed_model, cfg.embed_batch_size)
+    emb = load_embedder(cfg.embed_model, cfg.embed_batch_size, cfg.encoder)
     emb.encode(["warm up the model"] * 8)
     load_s = time.perf_counter() - t
     t = time.perf_counter()

@@ -38,7 +38,7 @@ def main() -> None:
     try:
         src = corpus_source(args.corpus, args.docs, work)
         cfg = IndexConfig()
-        emb = load_embedder(cfg.embed_model, cfg.embed_batch_size)
+        emb = load_embedder(cfg.embed_model, cfg.embed_batch_size, cfg.encoder)
         emb.encode(["warm up"] * 8)
         tab = Table(title=f"{args.corpus.parent.name}: indexing with and without entity extraction")
         for col in ("extract", "seconds", "entities", "relations", "communities", "mentions", "stages"):

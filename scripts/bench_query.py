@@ -1,16 +1,23 @@
 #!/usr/bin/env python
-"""Query latency: warm p50/p95 per strategy, a cold `ragkit query` process, `ragkit --help`.
+"""Query latency: warm p50/p95 per strategy with a per-stage breakdown, one-shot processes, `ragkit --help`.
 
-    python scripts/bench_query.py --index indexes/eval-scifact-train \
-        [--queries ../shared/data/scifact-train/queries.jsonl] [--n 200]
+    python scripts/bench_query.py --index <index> [--queries ../shared/data/scifact-train/queries.jsonl]
+        [--n 100] [--strategies naive,lexical,hybrid,auto,hippo,local,light,global,hierarchical]
+        [--cold-index <index>] [--cold-runs 5]
 
-Build the index first (``ragkit eval ../shared/data/scifact-train`` does).
+Warm: one process, the index opened once, every strategy run over the same queries (k = 10, features rerank
+and passage assembly included) after one untimed query per strategy; stages are the medians of the timings
+each query reports (planning, query encoding, dense search, BM25, fusion, the strategy's graph work,
+reranking, assembly; "retry"/"expansion" when the corrective retry or the planner's expansions ran).
+Cold: `ragkit query --json` as a fresh process on ``--cold-index`` (default ``--index``), median wall time and
+peak RSS (the kernel's accounting of the child) over ``--cold-runs`` runs, first query of the set.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -28,52 +35,72 @@ from ragkit.evaluate import percentile  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_Q = ROOT.parent / "shared/data/scifact-train/queries.jsonl"
+STAGES = [("plan", ("plan",)), ("embed", ("embed_query",)), ("dense", ("dense",)), ("lexical", ("lexical",)),
+          ("fusion", ("fusion",)), ("rerank", ("rerank", "cross_encoder")), ("assembly", ("assemble",))]
 
 
-def wall(cmd: list[str], runs: int) -> list[float]:
-    out = []
-    for _ in range(runs):
-        t = time.perf_counter()
-        subprocess.run(cmd, capture_output=True, check=True)
-        out.append(time.perf_counter() - t)
-    return out
+def run(cmd: list[str]) -> tuple[float, float]:
+    """Wall seconds and peak RSS (MiB) of one child process."""
+    t = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t
+    if status != 0:
+        sys.exit(f"{' '.join(cmd)} failed:\n{proc.stderr.read().decode()[-2000:]}")
+    return wall, usage.ru_maxrss / 1024
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--index", default="indexes/eval-scifact-train")
+    ap.add_argument("--index", required=True)
     ap.add_argument("--queries", type=Path, default=DEFAULT_Q)
-    ap.add_argument("--n", type=int, default=200)
-    ap.add_argument("--strategies", default="naive,lexical,hybrid")
+    ap.add_argument("--n", type=int, default=100)
+    ap.add_argument("--strategies", default="naive,lexical,hybrid,auto,hippo,local,light,global,hierarchical")
+    ap.add_argument("--cold-index", help="index for the one-shot processes (default: --index)")
+    ap.add_argument("--cold-runs", type=int, default=5)
     args = ap.parse_args()
     queries = [json.loads(line)["text"] for line in args.queries.open() if line.strip()][: args.n]
     reader = api.open_index(args.index)
     reader.embedder.encode_query("warm up")
-    tab = Table(title=f"warm query latency, {len(queries)} queries, index {args.index} "
-                      f"({reader.chunks.count()} chunks)")
-    for col in ("strategy", "p50 ms", "p95 ms", "mean ms"):
+    tab = Table(title=f"warm query latency (ms), {len(queries)} queries, {args.index} ({reader.chunks.count():,} "
+                      "chunks); stage columns are medians")
+    for col in ("strategy", "p50", "p95", "p95/p50", *(s for s, _ in STAGES), "graph", "retry / expansion"):
         tab.add_column(col, justify="right")
     for name in args.strategies.split(","):
         cfg = QueryConfig(strategy=name, k=10, syntax=False)
-        lat = []
+        api.query(reader, queries[0], cfg)  # the strategy's derived data (graphs, vectors) loads here
+        lat, stages = [], []
         for q in queries:
             t = time.perf_counter()
-            api.query(reader, q, cfg)
+            res = api.query(reader, q, cfg)
             lat.append((time.perf_counter() - t) * 1000)
-        tab.add_row(name, f"{percentile(lat, .5):.1f}", f"{percentile(lat, .95):.1f}", f"{statistics.fmean(lat):.1f}")
-    Console(width=100).print(tab)
+            stages.append(res.timings_ms)
+        med = {}
+        for label, keys in STAGES:
+            med[label] = statistics.median(sum(s.get(k, 0.0) for k in keys) for s in stages)
+        known = {k for _, keys in STAGES for k in keys} | {"total", "load_model"}
+        extra = [sum(v for k, v in s.items() if k not in known and not k.startswith(("retry", "expansion")))
+                 for s in stages]
+        side = [sum(v for k, v in s.items() if k.startswith(("retry", "expansion"))) for s in stages]
+        p50, p95 = percentile(lat, .5), percentile(lat, .95)
+        tab.add_row(name, f"{p50:.1f}", f"{p95:.1f}", f"{p95 / p50:.2f}", *(f"{med[s]:.1f}" for s, _ in STAGES),
+                    f"{statistics.median(extra):.1f}",
+                    f"{sum(1 for x in side if x) } × {statistics.mean([x for x in side if x] or [0]):.0f}")
+    Console(width=160).print(tab)
 
     exe = [sys.executable, "-m", "ragkit"]
-    cold = wall(exe + ["query", "--json", "--index", args.index, queries[0]], 3)
-    cold_lex = wall(exe + ["query", "--json", "--strategy", "lexical", "--index", args.index, queries[0]], 3)
-    helps = wall(exe + ["--help"], 5)
-    t2 = Table(title="process wall times (median)")
-    t2.add_column("command")
-    t2.add_column("seconds", justify="right")
-    t2.add_row("ragkit query (cold process, one hybrid query)", f"{statistics.median(cold):.2f}")
-    t2.add_row("ragkit query --strategy lexical (cold, no model load)", f"{statistics.median(cold_lex):.2f}")
-    t2.add_row("ragkit --help", f"{statistics.median(helps):.3f}")
-    Console(width=100).print(t2)
+    index = args.cold_index or args.index
+    cold = [run(exe + ["query", "--json", "--index", index, queries[0]]) for _ in range(args.cold_runs)]
+    lexical = [run(exe + ["query", "--json", "--strategy", "lexical", "--index", index, queries[0]])
+               for _ in range(args.cold_runs)]
+    helps = [run(exe + ["--help"]) for _ in range(args.cold_runs)]
+    t2 = Table(title=f"one-shot processes on {index} (median of {args.cold_runs})")
+    for col in ("command", "wall s", "peak RSS MiB"):
+        t2.add_column(col, justify="right" if col != "command" else "left")
+    for label, runs in (("ragkit query --json (default strategy)", cold),
+                        ("ragkit query --json --strategy lexical", lexical), ("ragkit --help", helps)):
+        t2.add_row(label, f"{statistics.median(w for w, _ in runs):.2f}", f"{statistics.median(m for _, m in runs):.0f}")
+    Console(width=160).print(t2)
 
 
 if __name__ == "__main__":

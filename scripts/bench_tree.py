@@ -45,7 +45,7 @@ def main() -> None:
     try:
         src = corpus_source(args.corpus, args.docs, work)
         cfg = replace(IndexConfig(), extract="none")
-        emb = load_embedder(cfg.embed_model, cfg.embed_batch_size)
+        emb = load_embedder(cfg.embed_model, cfg.embed_batch_size, cfg.encoder)
         emb.encode(["warm up"] * 8)
         name = args.corpus.parent.name if args.corpus.is_file() else args.corpus.name
         tab = Table(title=f"{name}: index with and without the summary tree")

@@ -42,6 +42,9 @@ class FakeEmbedder:
     def encode_query(self, text: str) -> np.ndarray:
         return self._vec(text)
 
+    def encode_queries(self, texts: list[str]) -> np.ndarray:
+        return np.array([self._vec(t) for t in texts], dtype=np.float32)
+
 
 class FakeGenerator:
     """A deterministic stand-in for ragkit.generate.Generator (tokens are words).

@@ -64,7 +64,7 @@ def test_an_unreadable_model_file_is_named_and_the_passages_stay(tmp_path, monke
 
     monkeypatch.setattr(generate, "_CACHE", {})
     _, reader = index_with(corpus)
-    monkeypatch.setattr("ragkit.store.reader.load_embedder", lambda spec, bs=32: fake)
+    monkeypatch.setattr("ragkit.store.reader.load_embedder", lambda spec, *a, **kw: fake)
     r = CliRunner().invoke(app, ["query", "overtime", "--index", str(reader.index_dir), "--answer",
                                  "--model", str(bad)])
     assert r.exit_code == 5 and "broken.gguf" in r.output and "Overtime Policy" in r.output

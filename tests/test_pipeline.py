@@ -151,7 +151,7 @@ def test_interrupt_while_embedding_writes_nothing(corpus, index_with, fake, monk
     monkeypatch.undo()
     reader = api.open_index(reader.index_dir, embedder=fake)
     assert reader.manifest["last_run"]["lance_version"] == version
-    assert reader.chunks.table.version == version
+    assert reader.chunks.version == version
 
 
 def test_file_that_turns_binary_loses_its_old_chunks(corpus, index_with):

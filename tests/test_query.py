@@ -68,3 +68,44 @@ def test_json_schema(reader):
     assert set(p) >= {"rank", "score", "document", "section", "lines", "text", "chunk_ids"}
     assert set(p["document"]) == {"id", "path", "title", "doc_type", "collection"}
     assert p["lines"][0] <= p["lines"][1]
+
+
+def _lancedb_table(reader):
+    import lancedb
+
+    run = reader.manifest["last_run"]
+    table = lancedb.connect(str(reader.index_dir / "lance")).open_table(run["lance_table"])
+    table.checkout(run["lance_version"])
+    return table
+
+
+@pytest.mark.parametrize("where", [None, "doc_type = 'policy'", "NOT regexp_like(content, '(?i)\\bovertime\\b')"])
+def test_in_memory_dense_search_equals_lancedbs(reader, where):
+    """The exact in-memory search (one matrix) and LanceDB's own flat search rank the same chunks, at the
+    same distances, with and without a prefilter."""
+    vec = reader.embedder.encode_query("how is overtime compensated")
+    assert reader.chunks.exact()
+    ours = reader.chunks.vector_search(vec, 5, where)
+    q = _lancedb_table(reader).search(vec, vector_column_name="vector").metric("cosine").limit(5)
+    theirs = (q.where(where, prefilter=True) if where else q).to_list()
+    assert [r["id"] for r in ours] == [r["id"] for r in theirs] and ours
+    assert [round(r["_distance"], 5) for r in ours] == [round(r["_distance"], 5) for r in theirs]
+    assert all(r["text"] and r["vector"] is not None for r in ours)
+
+
+def test_full_text_search_equals_lancedbs(reader):
+    """pylance reads the BM25 index LanceDB wrote: same chunks, same scores."""
+    ours = reader.chunks.fts_search("overtime hours", 5, None)
+    theirs = _lancedb_table(reader).search("overtime hours", query_type="fts", fts_columns="content").limit(5).to_list()
+    assert [r["id"] for r in ours] == [r["id"] for r in theirs] and ours
+    assert [round(r["_score"], 4) for r in ours] == [round(r["_score"], 4) for r in theirs]
+
+
+def test_ann_path_above_the_exact_limit(reader, monkeypatch):
+    """Above ``EXACT_MAX_ROWS`` Lance answers dense search itself; the results agree on this small index."""
+    import ragkit.store.lance as lance_store
+
+    vec = reader.embedder.encode_query("rest periods between shifts")
+    exact = [r["id"] for r in reader.chunks.vector_search(vec, 4, None)]
+    monkeypatch.setattr(lance_store, "EXACT_MAX_ROWS", 0)
+    assert not reader.chunks.exact() and [r["id"] for r in reader.chunks.vector_search(vec, 4, None)] == exact

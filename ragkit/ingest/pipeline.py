@@ -39,8 +39,8 @@ from ragkit.store.duck import DuckStore
 from ragkit.store.lance import ChunkWriter, FtsSettings, chunk_rows
 from ragkit.store.manifest import FORMAT_VERSION, NAME as MANIFEST, manifest_format, read_manifest, write_manifest
 from ragkit.store.entity_graph import EntityGraph
-from ragkit.store.graph import EvidenceGraph
-from ragkit.store.reader import DUCK_NAME, GRAPH_DIR, LANCE_DIR
+from ragkit.store.graph import EvidenceGraph, save_pickled
+from ragkit.store.reader import DUCK_NAME, GRAPH_DIR, LANCE_DIR, VOCAB_FILE
 from ragkit.store.terms import CACHE, TermVectors
 from ragkit.text import detect_language
 
@@ -429,17 +429,20 @@ def run_index(
             )
             summary.knowledge = run["summary"].get("knowledge", {})
             summary.tree = run["summary"].get("tree", {})
-            counts = store.counts()
+            counts, facts = store.counts(), store.planning_facts()
             t2 = time.perf_counter()
             EvidenceGraph.from_store(store, run_id).save(index_dir / GRAPH_DIR)
             EntityGraph.from_store(store, run_id).save(index_dir / GRAPH_DIR)
+            save_pickled(index_dir / GRAPH_DIR, VOCAB_FILE, store.vocabulary(), run_id)
             summary.seconds["graph"] = round(time.perf_counter() - t2, 3)
         summary.total_documents, summary.total_chunks = counts["documents"], counts["chunks"]
         write_manifest(index_dir, {
             "index_config": cfg.to_dict(),
             "embedder": {"name": embedder.name, "spec": cfg.embed_model, "dimension": embedder.dimension,
-                         "fingerprint": embedder.fingerprint, "max_tokens": embedder.max_tokens},
+                         "fingerprint": embedder.fingerprint, "max_tokens": embedder.max_tokens,
+                         "encoder": getattr(embedder, "encoder", cfg.encoder)},
             "counts": counts,
+            "facts": facts,
             "fts_language": fts_language,
             "last_run": {"id": run_id, "lance_table": table, "lance_version": version,
                          "finished_at": run["finished_at"],

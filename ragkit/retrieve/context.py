@@ -81,13 +81,12 @@ class SearchContext:
 
     def hits_for(self, ranked: list[tuple[str, float]]) -> list[Hit]:
         """Hits for (chunk id, score) pairs, in that order, dropping chunks the prefilter excludes."""
-        from ragkit.store.lance import in_list
-
         ids = [cid for cid, _ in ranked]
         if not ids or self.where == NO_MATCH:
             return []
-        rows = self.reader.chunks.rows(in_list("id", ids) + (f" AND ({self.where})" if self.where else ""),
-                                       limit=len(ids))
+        rows = self.reader.chunks.by_ids(ids, self.where)
+        for r in rows:
+            r["_score"] = 0.0
         by_id = {h.chunk_id: h for h in self.reader.to_hits(rows, "lexical")}
         out = []
         for cid, score in ranked:

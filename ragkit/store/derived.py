@@ -73,6 +73,7 @@ class DerivedVectors:
         self.reader = reader
         self._chunks: tuple[dict[str, int], np.ndarray] | None = None
         self._kinds: dict[str, tuple[list[dict[str, Any]], np.ndarray]] = {}
+        self._valid: dict[str, np.ndarray] = {}  # per kind: rows that have a vector
 
     def chunk_vectors(self) -> tuple[dict[str, int], np.ndarray]:
         """chunk id → row, and the matrix of the committed chunks' vectors."""
@@ -141,9 +142,11 @@ class DerivedVectors:
             return []
         q = np.asarray(vector, dtype=np.float32)
         sims = mat @ (q / (np.linalg.norm(q) or 1.0))
-        keep = mat.any(axis=1)  # a row without a vector (no chunk vector to derive it from) is never a hit
+        if kind not in self._valid:  # a row without a vector (no chunk vector to derive it from) is never a hit
+            self._valid[kind] = mat.any(axis=1)
+        keep = self._valid[kind]
         if collections is not None:
-            keep &= np.array([r["collection"] in collections for r in rows])
+            keep = keep & np.array([r["collection"] in collections for r in rows])
         sims = np.where(keep, sims, -np.inf)
         top = np.argpartition(-sims, min(limit, len(sims) - 1))[:limit] if len(sims) > limit else np.arange(len(sims))
         order = sorted((i for i in top if np.isfinite(sims[i])), key=lambda i: -sims[i])

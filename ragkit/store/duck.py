@@ -149,6 +149,17 @@ class DuckStore:
         return {t: self.value(f"SELECT count(*) FROM {t}")
                 for t in ("documents", "sections", "chunks")}
 
+    def planning_facts(self) -> dict[str, Any]:
+        """What planning a query needs to know of the store (kept in the manifest at each commit, so a query
+        process need not open DuckDB to plan): doc types, entity, community and tree-node counts."""
+        return {"doc_types": self.doc_types(), "entities": self.value("SELECT count(DISTINCT entity) FROM mentions"),
+                "communities": self.value("SELECT count(*) FROM communities"),
+                "tree": self.value("SELECT count(*) FROM summaries")}
+
+    def vocabulary(self) -> dict[str, int]:
+        """The index's words and their chunk frequencies (``vocab``)."""
+        return dict(self.con.execute("SELECT term, df FROM vocab").fetchall())
+
     def doc_types(self) -> dict[str, int]:
         return dict(self.con.execute(
             "SELECT doc_type, count(*) FROM documents GROUP BY doc_type ORDER BY 2 DESC").fetchall())

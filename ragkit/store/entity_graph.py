@@ -9,10 +9,15 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from ragkit.store.graph import PickledGraph
 from ragkit.store.knowledge import ALIAS_MAP
 
 FILE = "entities.pkl"
+# power iterations of personalized PageRank: 10 rank the top 40 chunks as igraph's exact PRPACK solve does (97.5 %
+# overlap on SciFact; hippo nDCG@10 0.7276 vs 0.7265 at 20) in 11 ms instead of 43 (scikit-network over a kept CSR matrix)
+PPR_ITERATIONS = 10
 
 
 class EntityGraph(PickledGraph):
@@ -28,6 +33,7 @@ class EntityGraph(PickledGraph):
         self._chunk_vertices = [i for i, k in enumerate(kinds) if k == "chunk"]
         self._names = [n[2:] for n in names]
         self.aliases = g["aliases"] if "aliases" in g.attributes() else {}
+        self._adjacency = None
         # plain adjacency lists: walking igraph's edge objects one by one is slow in Python
         self._chunks: dict[int, list[str]] = {}
         self._related: dict[int, list[tuple[int, float]]] = {}
@@ -116,9 +122,27 @@ class EntityGraph(PickledGraph):
             v = self._idx.get("c:" + cid)
             if v is not None:
                 reset[v] += chunk_share * w / chunk_total
-        scores = self.g.personalized_pagerank(directed=False, damping=damping, reset=reset, weights="weight")
-        ranked = sorted(((scores[i], i) for i in self._chunk_vertices if scores[i] > 0), reverse=True)[:top]
-        return [(self._names[i], s) for s, i in ranked]
+        from sknetwork.ranking import PageRank
+
+        scores = PageRank(damping_factor=damping, solver="piteration", n_iter=PPR_ITERATIONS, tol=0).fit_predict(
+            self.adjacency(), weights=np.asarray(reset))
+        chunks = np.asarray(self._chunk_vertices, dtype=np.int64)
+        mass = scores[chunks]
+        best = np.argsort(-mass, kind="stable")[:top]
+        return [(self._names[chunks[i]], float(mass[i])) for i in best if mass[i] > 0]
+
+    def adjacency(self):
+        """The graph's symmetric weighted adjacency matrix (scipy CSR, built once)."""
+        if self._adjacency is None:
+            import scipy.sparse as sp
+
+            n = self.g.vcount()
+            edges = np.asarray(self.g.get_edgelist(), dtype=np.int64).reshape(-1, 2)
+            w = np.asarray(self.g.es["weight"] if self.g.ecount() else [], dtype=np.float64)
+            self._adjacency = sp.csr_matrix((np.concatenate([w, w]), (np.concatenate([edges[:, 0], edges[:, 1]]),
+                                                                       np.concatenate([edges[:, 1], edges[:, 0]]))),
+                                            shape=(n, n))
+        return self._adjacency
 
     def chunks_of(self, key: str) -> list[str]:
         v = self._idx.get("e:" + key)

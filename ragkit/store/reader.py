@@ -10,12 +10,14 @@ from ragkit.embed import Embedder, load_embedder, normalize_spec
 from ragkit.errors import EmbedderMismatch, IndexCorrupt, IndexNotFound
 from ragkit.records import Hit, Scope
 from ragkit.store.duck import DuckStore
+from ragkit.store.graph import load_pickled
 from ragkit.store.lance import ChunkTable
 from ragkit.store.manifest import read_manifest
 
 DUCK_NAME = "store.duckdb"
 LANCE_DIR = "lance"
 GRAPH_DIR = "graph"
+VOCAB_FILE = "vocab.pkl"  # the vocabulary of the committed run, beside its graphs (the speller reads it)
 
 
 class IndexReader:
@@ -103,22 +105,25 @@ class IndexReader:
 
     def facts(self) -> dict:
         """What the committed run holds that planning needs: doc types, entity, community and tree-node counts
-        (cached)."""
+        (from the manifest; from the store for an index whose manifest lacks them)."""
         if self._facts is None:
-            with self.duck() as store:
-                self._facts = {
-                    "doc_types": set(store.doc_types()),
-                    "entities": store.value("SELECT count(DISTINCT entity) FROM mentions"),  # the view aggregates
-                    "communities": store.value("SELECT count(*) FROM communities"),
-                    "tree": store.value("SELECT count(*) FROM summaries"),
-                }
+            facts = self.manifest.get("facts")
+            if facts is None:
+                with self.duck() as store:
+                    facts = store.planning_facts()
+            self._facts = {**facts, "doc_types": set(facts["doc_types"])}
         return self._facts
 
     def vocabulary(self) -> dict[str, int]:
-        """The index's words and their chunk frequencies (read once)."""
+        """The index's words and their chunk frequencies: the committed run's snapshot next to its graphs,
+        else (stale or missing) the store's ``vocab`` table (read once)."""
         if self._vocabulary is None:
-            with self.duck() as store:
-                self._vocabulary = dict(store.con.execute("SELECT term, df FROM vocab").fetchall())
+            saved = load_pickled(self.index_dir / GRAPH_DIR, VOCAB_FILE)
+            if saved is not None and saved[1] == self.manifest["last_run"]["id"]:
+                self._vocabulary = saved[0]
+            else:
+                with self.duck() as store:
+                    self._vocabulary = store.vocabulary()
         return self._vocabulary
 
     def memo(self, name: str, build: Callable[[], Any]) -> Any:
@@ -156,7 +161,7 @@ class IndexReader:
     @property
     def embedder(self) -> Embedder:
         if self._embedder is None:
-            emb = load_embedder(self.manifest["embedder"]["spec"], self.manifest["index_config"]["embed_batch_size"])
+            emb = load_embedder(self.manifest["embedder"]["spec"], encoder="onnx")  # no torch on the query path
             self._check(emb)
             self._embedder = emb
         return self._embedder
