@@ -154,3 +154,42 @@ def test_light_returns_entities_relations_and_chunks(tmp_path, index_with):
     write(tmp_path / "plain", "a.md", "# A\n\nplain text without names\n")
     _, plain = index_with(tmp_path / "plain", cfg=IndexConfig(extract="none"), name="plain")
     assert "fallback" in api.query(plain, "plain text", QueryConfig(strategy="light")).plan
+
+
+def test_memory_rows_equal_the_stores(two_collections):
+    """A warm reader's in-memory knowledge rows (ragkit/store/memory.py) give what the store's look-ups give:
+    entity rows with descriptions, relation rows, community reports and the chunks of communities."""
+    from ragkit.store.memory import KnowledgeMemory, StoreRows
+
+    reader = two_collections
+    with reader.duck() as store:
+        keys = [r[0] for r in store.con.execute("SELECT DISTINCT entity FROM mentions ORDER BY 1").fetchall()]
+        pairs = [tuple(r) for r in store.con.execute("SELECT DISTINCT a, b FROM cooc ORDER BY 1, 2").fetchall()]
+        communities = store.rows("SELECT id, collection, level, parent_id, title, top_entities, written "
+                                 "FROM communities ORDER BY id")
+        memory = KnowledgeMemory(store)
+    rows = StoreRows(reader)
+    assert len(keys) > 5 and len(pairs) > 5 and communities
+
+    def canon(items):
+        return sorted(json.dumps(i, sort_keys=True, default=str) for i in items)
+
+    assert canon(memory.entity_rows(keys)) == canon(rows.entity_rows(keys))
+    assert canon(memory.relation_rows(pairs)) == canon(rows.relation_rows(pairs))
+    assert canon(memory.community_reports([dict(c) for c in communities])) == \
+        canon(rows.community_reports([dict(c) for c in communities]))
+    ids = [c["id"] for c in communities]
+    assert memory.community_chunks(ids, 50) == rows.community_chunks(ids, 50)
+    assert any("Mercury" in (r["description"] or "") for r in memory.entity_rows(["mercury"]))
+
+
+def test_a_reader_keeps_knowledge_rows_in_memory_from_its_second_query(two_collections):
+    from ragkit.store.memory import KnowledgeMemory, StoreRows
+
+    reader = api.open_index(two_collections.index_dir, embedder=two_collections.embedder)
+    first = api.query(reader, "Which labs used Mercury in thermometers?", QueryConfig(strategy="local"))
+    assert isinstance(reader.knowledge_rows(), StoreRows)
+    second = api.query(reader, "Which labs used Mercury in thermometers?", QueryConfig(strategy="local"))
+    assert isinstance(reader.knowledge_rows(), KnowledgeMemory)
+    assert [p.chunk_ids for p in first.passages] == [p.chunk_ids for p in second.passages]
+    assert first.context_items == second.context_items

@@ -152,8 +152,6 @@ class DerivedVectors:
         order = sorted((i for i in top if np.isfinite(sims[i])), key=lambda i: -sims[i])
         out = [{**rows[i], "similarity": float(sims[i])} for i in order]
         if describe and kind in ("entities", "communities") and out:  # their text is written when shown
-            from ragkit.store.knowledge import community_reports, with_descriptions
-
-            with self.reader.duck() as store:
-                (with_descriptions if kind == "entities" else community_reports)(store, out)
+            rows = self.reader.knowledge_rows()
+            (rows.describe if kind == "entities" else rows.community_reports)(out)
         return out

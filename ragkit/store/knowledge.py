@@ -148,24 +148,36 @@ def _remap_aliases(store) -> set[str]:
     return {k for pair in moved for k in pair if k}
 
 
-def describe_entities(store, keys: list[str]) -> dict[tuple[str, str], tuple[str, list[str]]]:
+SENTENCES = ("SELECT m.entity, d.collection, m.document_id, d.title, c.chunk_index, m.sent_start, "
+             "substring(c.text, m.sent_start + 1, m.sent_end - m.sent_start) FROM mentions m "
+             "JOIN chunks c ON c.id = m.chunk_id JOIN documents d ON d.id = m.document_id "
+             "WHERE m.sent_start IS NOT NULL AND {where}")
+
+
+def mention_sentences(store, keys: list[str] | None = None) -> dict[tuple[str, str], list[tuple]]:
+    """(key, collection) → [(document, title, chunk index, start, sentence)] of the entities' mentions (of
+    every entity when ``keys`` is None)."""
+    sentences: dict[tuple[str, str], list[tuple]] = defaultdict(list)
+    if keys is None:
+        rows = store.con.execute(SENTENCES.format(where="true")).fetchall()
+    else:
+        with store.registered("dkeys", {"k": keys}):
+            rows = store.con.execute(SENTENCES.format(where="m.entity IN (SELECT k FROM dkeys)")).fetchall()
+    for key, coll, doc, title, idx, start, text in rows:
+        sentences[(key, coll)].append((doc, title, idx, start, text))
+    return sentences
+
+
+def describe(sentences: dict[tuple[str, str], list[tuple]]) -> dict[tuple[str, str], tuple[str, list[str]]]:
     """(key, collection) → (description, its documents): the first sentences that mention the entity,
     from the document named after it first, then in reading order (read when shown, never stored)."""
     from ragkit.extract.entities import normalize
 
-    if not keys:
-        return {}
-    sentences: dict[tuple[str, str], list[tuple]] = defaultdict(list)
-    with store.registered("dkeys", {"k": keys}):
-        for key, coll, doc, title, idx, start, text in store.con.execute(
-            "SELECT m.entity, d.collection, m.document_id, d.title, c.chunk_index, m.sent_start, "
-            "substring(c.text, m.sent_start + 1, m.sent_end - m.sent_start) FROM mentions m "
-            "JOIN chunks c ON c.id = m.chunk_id JOIN documents d ON d.id = m.document_id "
-            "WHERE m.sent_start IS NOT NULL AND m.entity IN (SELECT k FROM dkeys)").fetchall():
-            sentences[(key, coll)].append((doc, title, idx, start, text))
+    titles: dict[str, str] = {}  # a common entity has thousands of sentences from a few hundred titles
     out = {}
     for (key, coll), found in sentences.items():
-        found.sort(key=lambda s: (normalize(s[1] or "") != key, s[0], s[2], s[3]))
+        found = sorted(found, key=lambda s: (titles.setdefault(s[1] or "", normalize(s[1] or "")) != key,
+                                             s[0], s[2], s[3]))
         chosen, docs = [], []
         for doc, _, _, _, text in found:
             text = " ".join((text or "").split())
@@ -176,6 +188,11 @@ def describe_entities(store, keys: list[str]) -> dict[tuple[str, str], tuple[str
                 break
         out[(key, coll)] = ("\n".join(chosen)[:DESCRIPTION_CHARS], sorted(set(docs)))
     return out
+
+
+def describe_entities(store, keys: list[str]) -> dict[tuple[str, str], tuple[str, list[str]]]:
+    """The descriptions of these entities (``describe``), their sentences read from the store."""
+    return describe(mention_sentences(store, keys)) if keys else {}
 
 
 def with_descriptions(store, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -204,7 +221,7 @@ def community_reports(store, rows: list[dict[str, Any]]) -> list[dict[str, Any]]
     """Community rows (id, collection, …) with ``report`` and ``source_documents``: the extractive report
     written from the members' strongest relations (below an LLM's summary when one was written). Only each
     community's ``REPORT_RELATIONS`` strongest inner relations are read (a large community has thousands)."""
-    from ragkit.extract.communities import REPORT_RELATIONS, Community, report
+    from ragkit.extract.communities import REPORT_RELATIONS
 
     if not rows:
         return rows
@@ -223,10 +240,17 @@ def community_reports(store, rows: list[dict[str, Any]]) -> list[dict[str, Any]]
                 "coalesce(e.best.note, substring(c.text, e.best.sent_start + 1, e.best.sent_end - e.best.sent_start)) "
                 "AS description FROM edges e LEFT JOIN chunks c ON c.id = e.best.chunk_id"):
             by_id[edge.pop("community_id")].append(edge)
+    return write_reports(rows, by_id)
+
+
+def write_reports(rows: list[dict[str, Any]], edges: dict[str, list[dict]]) -> list[dict[str, Any]]:
+    """Community rows with their reports, from each community's strongest inner relations (``edges``)."""
+    from ragkit.extract.communities import Community, report
+
     for r in rows:
         c = Community(r["id"], r["level"], r["parent_id"], [], title=r["title"],
                       top_entities=list(r["top_entities"] or []))
-        report(c, by_id[r["id"]])
+        report(c, edges.get(r["id"], []))
         r["report"] = f"{r['written']}\n\n{c.report}" if r.get("written") else c.report
         r["source_documents"] = sorted(c.source_documents)
     return rows

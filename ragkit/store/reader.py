@@ -43,6 +43,8 @@ class IndexReader:
         self._superseded: list[str] | None = None
         self._sharing = 0  # depth of one_connection() blocks
         self._shared: DuckStore | None = None
+        self._queries = 0  # one_connection() blocks so far (queries answered)
+        self._memory = None
         run = self.manifest["last_run"]
         try:
             self.chunks = ChunkTable(self.index_dir / LANCE_DIR, run["lance_table"], run["lance_version"])
@@ -126,6 +128,16 @@ class IndexReader:
                     self._vocabulary = store.vocabulary()
         return self._vocabulary
 
+    def knowledge_rows(self):
+        """What the graph strategies read per query (entity, relation and community rows): from the store for
+        a reader's first query, from memory once it answers a second (ragkit/store/memory.py)."""
+        from ragkit.store.memory import KnowledgeMemory, StoreRows
+
+        if self._memory is None and self._queries >= 2:
+            with self.duck() as store:
+                self._memory = KnowledgeMemory(store)
+        return self._memory or StoreRows(self)
+
     def memo(self, name: str, build: Callable[[], Any]) -> Any:
         """What a query stage built from this committed index (the speller, …), built once per reader."""
         if name not in self._memo:
@@ -179,6 +191,8 @@ class IndexReader:
     def one_connection(self) -> Iterator[None]:
         """Every ``duck()`` inside the block shares one read-only connection, opened on first use and closed
         when the block ends: a query attaches the store once and holds it no longer."""
+        if not self._sharing:
+            self._queries += 1
         self._sharing += 1
         try:
             yield

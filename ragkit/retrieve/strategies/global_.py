@@ -24,8 +24,8 @@ def search(ctx: SearchContext) -> list[Hit]:
         ctx.notes["fallback"] = "no community report in scope: hybrid"
         return hybrid.search(ctx)
     fetch = ctx.limit * ctx.cfg.overfetch
-    with ctx.timed("communities"), ctx.reader.duck() as store:
-        counts = store.community_chunks([c["id"] for c in chosen], fetch)
+    with ctx.timed("communities"):
+        counts = ctx.reader.knowledge_rows().community_chunks([c["id"] for c in chosen], fetch)
     members = ctx.hits_for(counts)
     ctx.context_items.extend(
         {"type": "community", "id": c["id"], "level": c["level"], "title": c["title"], "report": c["report"],

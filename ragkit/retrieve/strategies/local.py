@@ -11,6 +11,7 @@ hippo's PPR list) — ranked as the seed describes: entities, then relations,
 then chunks. No query entity → hybrid.
 """
 
+import heapq
 from collections import defaultdict
 
 from ragkit.records import Hit
@@ -34,11 +35,13 @@ def search(ctx: SearchContext) -> list[Hit]:
         for key, weight in entities.items():
             for cid in graph.chunks_of(key):
                 chunk_score[cid] += weight
-    ranked_entities = sorted(entities.items(), key=lambda kv: (-kv[1], kv[0]))
-    ranked_relations = sorted(relations, key=lambda r: (-r[2], r[0], r[1]))
-    with ctx.timed("context"), ctx.reader.duck() as store:
-        entity_rows = store.entity_rows([k for k, _ in ranked_entities[:MAX_ENTITIES * 3]])
-        relation_rows = store.relation_rows([(a, b) for a, b, _ in ranked_relations[:MAX_RELATIONS * 3]])
+    # only the best few are shown (a two-hop neighbourhood of a common entity holds thousands)
+    ranked_entities = heapq.nsmallest(MAX_ENTITIES * 3, entities.items(), key=lambda kv: (-kv[1], kv[0]))
+    ranked_relations = heapq.nsmallest(MAX_RELATIONS * 3, relations, key=lambda r: (-r[2], r[0], r[1]))
+    with ctx.timed("context"):
+        rows = ctx.reader.knowledge_rows()
+        entity_rows = rows.entity_rows([k for k, _ in ranked_entities])
+        relation_rows = rows.relation_rows([(a, b) for a, b, _ in ranked_relations])
     shown = {}
     for row in entity_rows:  # one visible row per entity (its collection's description)
         if row["key"] not in shown and ctx.visible(row["collection"], row["source_documents"]):
@@ -51,5 +54,5 @@ def search(ctx: SearchContext) -> list[Hit]:
     ctx.context_items.extend([ctx.relation_item(by_pair[(a, b)], w) for a, b, w in ranked_relations
                               if (a, b) in by_pair][:MAX_RELATIONS])
     fetch = ctx.limit * ctx.cfg.overfetch
-    ranked = sorted(chunk_score.items(), key=lambda kv: (-kv[1], kv[0]))[:fetch]
+    ranked = heapq.nsmallest(fetch, chunk_score.items(), key=lambda kv: (-kv[1], kv[0]))
     return ctx.fuse_with_text("local", ctx.hits_for(ranked), fetch, ctx.cfg.ppr_weight)
