@@ -219,8 +219,9 @@ def _corrective(reader, ctx, qplan, hits):
         return hits, ctx, record
     alt = corrective.fallback_strategy(ctx.cfg.strategy, bool(reader.facts()["entities"]))
     t = time.perf_counter()
+    # same query text and prefilter: the dense and BM25 lists already found are reused
     ctx2 = dc_replace(ctx, cfg=dc_replace(ctx.cfg, strategy=alt, mode="recall"), timings_ms={}, notes={},
-                      context_items=[], _dense_rows={})
+                      context_items=[])
     hits2 = _candidates(ctx2, qplan, True)
     check2 = corrective.assess(hits2, ctx.query.text)
     ctx.timings_ms["retry"] = (time.perf_counter() - t) * 1000
@@ -250,7 +251,7 @@ def _with_queries(ctx, hits, queries: list[str], strategy, kind: str, share: flo
             vectors = list(ctx.reader.embedder.encode_queries(queries))
     for i, q in enumerate(queries):
         sub = dc_replace(ctx, query=dc_replace(ctx.query, text=q), timings_ms={}, notes={}, context_items=[],
-                         _qvec=vectors[i], _dense_rows={})
+                         _qvec=vectors[i], _found={})
         lists[f"{kind}{i}"] = strategy(sub)
         weights[f"{kind}{i}"] = share / len(queries)
         for stage, ms in sub.timings_ms.items():

@@ -3,24 +3,26 @@
 
     python scripts/bench_query.py --index <index> [--queries ../shared/data/scifact-train/queries.jsonl]
         [--n 100] [--strategies naive,lexical,hybrid,auto,hippo,local,light,global,hierarchical]
-        [--cold-index <index>] [--cold-runs 5]
+        [--cold-index <index>] [--cold-runs 5] [--cold-query "…" ...] [--no-retry]
 
 Warm: one process, the index opened once, every strategy run over the same queries (k = 10, features rerank
 and passage assembly included) after one untimed query per strategy; stages are the medians of the timings
 each query reports (planning, query encoding, dense search, BM25, fusion, the strategy's graph work,
 reranking, assembly; "retry"/"expansion" when the corrective retry or the planner's expansions ran).
 Cold: `ragkit query --json` as a fresh process on ``--cold-index`` (default ``--index``), median wall time and
-peak RSS (the kernel's accounting of the child) over ``--cold-runs`` runs, first query of the set.
+peak RSS (``/usr/bin/time``) over ``--cold-runs`` runs, for each ``--cold-query`` (default: the first query of
+the set) with the strategy the router chose for it, then ``--strategy lexical`` and ``ragkit --help``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -40,14 +42,17 @@ STAGES = [("plan", ("plan",)), ("embed", ("embed_query",)), ("dense", ("dense",)
 
 
 def run(cmd: list[str]) -> tuple[float, float]:
-    """Wall seconds and peak RSS (MiB) of one child process."""
-    t = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - t
-    if status != 0:
-        sys.exit(f"{' '.join(cmd)} failed:\n{proc.stderr.read().decode()[-2000:]}")
-    return wall, usage.ru_maxrss / 1024
+    """Wall seconds and peak RSS (MiB) of one child process. The peak comes from ``/usr/bin/time``: the
+    kernel's own accounting of a child forked from this process starts at this process's size."""
+    timer = shutil.which("time") or "/usr/bin/time"
+    with tempfile.NamedTemporaryFile("r", suffix=".rss") as out:
+        t = time.perf_counter()
+        proc = subprocess.run([timer, "-f", "%M", "-o", out.name, *cmd], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE)
+        wall = time.perf_counter() - t
+        if proc.returncode != 0:
+            sys.exit(f"{' '.join(cmd)} failed:\n{proc.stderr.decode()[-2000:]}")
+        return wall, int(out.read().split()[-1]) / 1024
 
 
 def main() -> None:
@@ -58,6 +63,9 @@ def main() -> None:
     ap.add_argument("--strategies", default="naive,lexical,hybrid,auto,hippo,local,light,global,hierarchical")
     ap.add_argument("--cold-index", help="index for the one-shot processes (default: --index)")
     ap.add_argument("--cold-runs", type=int, default=5)
+    ap.add_argument("--no-retry", action="store_true", help="warm runs without the corrective retry")
+    ap.add_argument("--cold-query", action="append", help="question of the one-shot processes (repeatable; "
+                                                          "default: the first of --queries)")
     args = ap.parse_args()
     queries = [json.loads(line)["text"] for line in args.queries.open() if line.strip()][: args.n]
     reader = api.open_index(args.index)
@@ -67,7 +75,7 @@ def main() -> None:
     for col in ("strategy", "p50", "p95", "p95/p50", *(s for s, _ in STAGES), "graph", "retry / expansion"):
         tab.add_column(col, justify="right")
     for name in args.strategies.split(","):
-        cfg = QueryConfig(strategy=name, k=10, syntax=False)
+        cfg = QueryConfig(strategy=name, k=10, syntax=False, retry=not args.no_retry)
         api.query(reader, queries[0], cfg)  # the strategy's derived data (graphs, vectors) loads here
         lat, stages = [], []
         for q in queries:
@@ -88,20 +96,27 @@ def main() -> None:
                     f"{sum(1 for x in side if x) } × {statistics.mean([x for x in side if x] or [0]):.0f}")
     Console(width=160).print(tab)
 
+    if args.cold_runs < 1:
+        return
     exe = [sys.executable, "-m", "ragkit"]
     index = args.cold_index or args.index
-    cold = [run(exe + ["query", "--json", "--index", index, queries[0]]) for _ in range(args.cold_runs)]
-    lexical = [run(exe + ["query", "--json", "--strategy", "lexical", "--index", index, queries[0]])
-               for _ in range(args.cold_runs)]
-    helps = [run(exe + ["--help"]) for _ in range(args.cold_runs)]
+    rows = []
+    for q in args.cold_query or queries[:1]:
+        routed = json.loads(subprocess.run(exe + ["query", "--json", "--index", index, q], capture_output=True,
+                                           text=True, check=True).stdout)["plan"]["strategy"]
+        rows.append((f"ragkit query --json {q[:40]!r} (auto → {routed})",
+                     [run(exe + ["query", "--json", "--index", index, q]) for _ in range(args.cold_runs)]))
+    q = (args.cold_query or queries)[0]
+    rows.append(("ragkit query --json --strategy lexical (same first query)",
+                 [run(exe + ["query", "--json", "--strategy", "lexical", "--index", index, q])
+                  for _ in range(args.cold_runs)]))
+    rows.append(("ragkit --help", [run(exe + ["--help"]) for _ in range(args.cold_runs)]))
     t2 = Table(title=f"one-shot processes on {index} (median of {args.cold_runs})")
     for col in ("command", "wall s", "peak RSS MiB"):
         t2.add_column(col, justify="right" if col != "command" else "left")
-    for label, runs in (("ragkit query --json (default strategy)", cold),
-                        ("ragkit query --json --strategy lexical", lexical), ("ragkit --help", helps)):
+    for label, runs in rows:
         t2.add_row(label, f"{statistics.median(w for w, _ in runs):.2f}", f"{statistics.median(m for _, m in runs):.0f}")
     Console(width=160).print(t2)
-
 
 if __name__ == "__main__":
     main()

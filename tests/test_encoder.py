@@ -68,7 +68,8 @@ def test_export_is_cached_per_model_and_done_once(tmp_path):
 
 def test_a_query_process_imports_no_torch(tmp_path):
     """Index the sample with the real model, then query it in a fresh process: no torch, transformers,
-    sentence-transformers or lancedb is imported on the way."""
+    sentence-transformers or lancedb is imported on the way, and queries of the (default) int8 index are
+    encoded by the int8 graph that wrote its vectors."""
     from ragkit import api
 
     api.index([REPO / "ragkit" / "samples" / "handbook"], tmp_path / "idx")
@@ -77,9 +78,14 @@ def test_a_query_process_imports_no_torch(tmp_path):
         "from ragkit import api\n"
         f"r = api.query(api.open_index({str(tmp_path / 'idx')!r}), 'how are overtime hours limited?')\n"
         "heavy = sorted(m for m in ('torch', 'transformers', 'sentence_transformers', 'lancedb') if m in sys.modules)\n"
-        "print(json.dumps({'heavy': heavy, 'top': r.passages[0].section}))\n")
+        f"reader = api.open_index({str(tmp_path / 'idx')!r})\n"
+        "row = reader.chunks.take([0])[0]\n"  # the query encoder is the one that wrote the chunk vectors
+        "cos = float(reader.embedder.encode_query(row['content']) @ row['vector'])\n"
+        "print(json.dumps({'heavy': heavy, 'top': r.passages[0].section, 'encoder': reader.embedder.encoder,\n"
+        "                  'same': cos > 0.9999}))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=300,
                          env={**os.environ, "HF_HUB_OFFLINE": "1"})
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout.strip().splitlines()[-1])
-    assert result == {"heavy": [], "top": "Working Time Policy > Overtime > Limits on overtime"}
+    assert result == {"heavy": [], "top": "Working Time Policy > Overtime > Limits on overtime",
+                      "encoder": "onnx-int8", "same": True}

@@ -92,6 +92,32 @@ def test_ppr_finds_the_second_hop(bridge, index_with):
     assert "kurt cobain" in r.plan["seed_entities"]
 
 
+def test_walk_equals_scikit_networks_pagerank(bridge, index_with):
+    """The kept random-surfer matrix gives scikit-network's personalized PageRank, on the index's graph and on
+    a random graph with isolated nodes (no out-edges)."""
+    import numpy as np
+    import scipy.sparse as sp
+    from sknetwork.ranking import PageRank
+
+    from ragkit.store.entity_graph import PPR_ITERATIONS, Walk
+
+    _, reader = index_with(bridge)
+    rng = np.random.default_rng(7)
+    a = sp.random(60, 60, density=0.05, random_state=7, format="csr")
+    a = (a + a.T).tolil()
+    a[:, 5] = 0
+    a[5, :] = 0  # a node without edges
+    a = a.tocsr()
+    a.eliminate_zeros()
+    for adjacency in (reader.entity_graph.adjacency(), a):
+        reset = np.zeros(adjacency.shape[0])
+        reset[rng.choice(adjacency.shape[0], 3, replace=False)] = [2.0, 1.0, 0.5]
+        for damping in (0.5, 0.85):
+            want = PageRank(damping_factor=damping, solver="piteration", n_iter=PPR_ITERATIONS,
+                            tol=0).fit_predict(adjacency, weights=reset)
+            np.testing.assert_allclose(Walk(adjacency, damping).run(reset), want, rtol=1e-9, atol=1e-12)
+
+
 def test_hippo_falls_back_to_hybrid(bridge, index_with):
     _, reader = index_with(bridge)
     r = api.query(reader, "zzz qqq", QueryConfig(strategy="hippo"))

@@ -210,10 +210,15 @@ def test_retry_decision_and_record(dated, index_with):
     assert poor["coverage"] == 0.0 and "cover 0%" in corrective.retry_reason(poor)
     assert corrective.retry_reason(corrective.assess([], "x")) == "no candidates"
     assert corrective.fallback_strategy("hybrid", True) == "hippo"
+    assert corrective.fallback_strategy("naive", True) == "hybrid"  # BM25 adds the words; the dense list is reused
     assert corrective.fallback_strategy("hybrid", False) == "lexical"
     assert corrective.fallback_strategy("hippo", True) == "hybrid"
     _, reader = index_with(dated)
+    calls = []
+    for name in ("vector_search", "fts_search"):  # count the searches (the instance attribute shadows the method)
+        setattr(reader.chunks, name, lambda *a, _f=getattr(reader.chunks, name), _n=name: calls.append(_n) or _f(*a))
     r = api.query(reader, "zebra giraffe", QueryConfig(strategy="hybrid"))
+    assert sorted(calls) == ["fts_search", "vector_search"]  # the retry reused the first run's two lists
     retry = r.plan["retry"]
     assert retry["retried"] and retry["reason"] == "top results cover 0% of the query's words"
     assert retry["strategy"] == "hippo" and retry["mode"] == "recall" and "retry" in r.timings_ms

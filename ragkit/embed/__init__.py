@@ -3,8 +3,10 @@
 Two encoders give the same vectors from the same weights:
 
 - ``onnx`` (ragkit/embed/onnx_encoder.py): ONNX Runtime with the model's own tokenizer (``tokenizers``),
-  no torch. Queries always use it in full precision (a query process never imports torch); indexing uses
-  its int8 form by default (``encoder = "onnx-int8"``), 2.5× the torch encoder's speed on two cores.
+  no torch, so a query process never imports torch. Indexing uses its int8 form by default (``encoder =
+  "onnx-int8"``), 2.5× the torch encoder's speed on two cores; queries of an int8 index use it too (2.1
+  instead of 5.5 ms a query, the same retrieval quality: ``query_encoder``), of any other index the full
+  precision graph.
 - ``torch`` (ragkit/embed/torch_encoder.py): sentence-transformers; ``encoder = "torch"`` at index time,
   and the source of the one-time ONNX export (ragkit/embed/export.py, cached per model and machine).
 
@@ -23,7 +25,14 @@ import numpy as np
 from ragkit.errors import BadInput, ModelUnavailable
 
 BUNDLED = "bundled:all-MiniLM-L6-v2"
-ENCODERS = ("onnx-int8", "onnx", "torch")  # for indexing; queries use "onnx"
+ENCODERS = ("onnx-int8", "onnx", "torch")  # for indexing; queries: ``query_encoder``
+
+
+def query_encoder(index_encoder: str) -> str:
+    """The encoder of an index's queries: its own int8 graph for an int8 index, else the full-precision ONNX
+    graph (a torch index's vectors, without torch). Measured on scifact-train and hotpotqa-100 (int8 index):
+    int8 queries give auto nDCG@10 0.726 vs 0.728 and recall@5 0.870 vs 0.865."""
+    return "onnx-int8" if index_encoder == "onnx-int8" else "onnx"
 
 
 class Embedder(Protocol):
@@ -97,7 +106,7 @@ _CACHE: dict[tuple[str, int, str], Embedder] = {}
 
 def load_embedder(spec: str = BUNDLED, batch_size: int = 32, encoder: str = "onnx") -> Embedder:
     """One loaded encoder per process, spec and kind (sessions and eval reuse it). ``encoder``: "onnx"
-    (full precision, what queries use), "onnx-int8" or "torch" (indexing)."""
+    (full precision), "onnx-int8" or "torch" (indexing only)."""
     if encoder not in ENCODERS:
         raise BadInput(f"unknown encoder {encoder!r}", hint=f"Choose one of: {', '.join(ENCODERS)}")
     key = (spec, batch_size, encoder)

@@ -38,7 +38,7 @@ class SearchContext:
     context_items: list = field(default_factory=list)  # entities, relations, community reports
     scope: Scope | None = None  # None: no filters, everything is visible
     _qvec: object = field(default=None, repr=False)
-    _dense_rows: dict = field(default_factory=dict, repr=False)
+    _found: dict = field(default_factory=dict, repr=False)  # (list, limit) → rows of this query's text
 
     def visible(self, collection: str | None, source_documents) -> bool:
         return self.scope is None or self.scope.allows(collection, source_documents)
@@ -73,11 +73,11 @@ class SearchContext:
     def dense(self, limit: int) -> list[Hit]:
         if self.where == NO_MATCH:
             return []
-        if limit not in self._dense_rows:  # strategies may ask twice (seeding, then fusion)
+        if ("dense", limit) not in self._found:  # strategies may ask twice (seeding, then fusion), a retry again
             vec = self.query_vector()
             with self.timed("dense"):
-                self._dense_rows[limit] = self.reader.chunks.vector_search(vec, limit, self.where)
-        return self.reader.to_hits(self._dense_rows[limit], "dense")
+                self._found["dense", limit] = self.reader.chunks.vector_search(vec, limit, self.where)
+        return self.reader.to_hits(self._found["dense", limit], "dense")
 
     def hits_for(self, ranked: list[tuple[str, float]]) -> list[Hit]:
         """Hits for (chunk id, score) pairs, in that order, dropping chunks the prefilter excludes."""
@@ -146,6 +146,7 @@ class SearchContext:
     def lexical(self, limit: int) -> list[Hit]:
         if self.where == NO_MATCH:
             return []
-        with self.timed("lexical"):
-            rows = self.reader.chunks.fts_search(self.query.text, limit, self.where)
-        return self.reader.to_hits(rows, "lexical")
+        if ("lexical", limit) not in self._found:
+            with self.timed("lexical"):
+                self._found["lexical", limit] = self.reader.chunks.fts_search(self.query.text, limit, self.where)
+        return self.reader.to_hits(self._found["lexical", limit], "lexical")

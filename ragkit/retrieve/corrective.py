@@ -45,7 +45,11 @@ def retry_reason(check: dict[str, float]) -> str | None:
 
 
 def fallback_strategy(strategy: str, has_entities: bool) -> str:
-    """The strategy of the retry: a graph walk after a text search (when the index has entities), else text."""
-    if strategy in ("hybrid", "naive", "lexical"):
+    """The strategy of the retry: after dense search alone, hybrid (BM25 brings the query's words the check
+    found missing, and the dense list is reused); after a search with BM25, a graph walk when the index has
+    entities; after a graph strategy, hybrid."""
+    if strategy == "naive":
+        return "hybrid"
+    if strategy in ("hybrid", "lexical"):
         return "hippo" if has_entities else ("hybrid" if strategy != "hybrid" else "lexical")
     return "hybrid"

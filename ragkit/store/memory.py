@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import Any
 
+import numpy as np
+
 from ragkit.store.knowledge import (ENTITY_NAME, ENTITY_TYPE, community_reports, describe, mention_sentences,
                                     pair_rows, write_reports)
 
@@ -86,10 +88,13 @@ class KnowledgeMemory:
                 "JOIN communities c ON c.id = m.community_id").fetchall():
             self.members[cid].append(entity)
             self.collection_of[cid] = coll
-        self.chunk_mentions: dict[str, Counter] = defaultdict(Counter)  # entity → chunk id → mentions
-        for entity, chunk_id, n in store.con.execute(
-                "SELECT entity, chunk_id, count(*) FROM mentions GROUP BY entity, chunk_id").fetchall():
-            self.chunk_mentions[entity][chunk_id] = n
+        rows = store.con.execute("SELECT entity, chunk_id, count(*) FROM mentions GROUP BY entity, chunk_id").fetchall()
+        self.chunk_ids = sorted({chunk_id for _, chunk_id, _ in rows})  # a position orders ties as the id does
+        position = {chunk_id: i for i, chunk_id in enumerate(self.chunk_ids)}
+        self.chunk_mentions: dict[str, list[tuple[int, int]]] = defaultdict(list)  # entity → (position, mentions)
+        for entity, chunk_id, n in rows:
+            self.chunk_mentions[entity].append((position[chunk_id], n))
+        self._community_counts: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # built when first asked for
 
     def entity_rows(self, keys: list[str]) -> list[dict[str, Any]]:
         return self.describe(sorted((dict(r) for k in dict.fromkeys(keys) for r in self.names.get(k, ())),
@@ -117,8 +122,21 @@ class KnowledgeMemory:
         return write_reports(rows, edges)
 
     def community_chunks(self, community_ids: list[str], limit: int) -> list[tuple[str, int]]:
-        counts: Counter = Counter()
+        counts = np.zeros(len(self.chunk_ids), dtype=np.int64)
         for cid in dict.fromkeys(community_ids):  # a member of two chosen communities counts twice, as in SQL
+            positions, n = self._community(cid)
+            counts[positions] += n
+        found = np.flatnonzero(counts)
+        top = found[np.lexsort((found, -counts[found]))][:limit]  # most mentions first, ties by chunk id
+        return [(self.chunk_ids[i], int(counts[i])) for i in top]
+
+    def _community(self, cid: str) -> tuple[np.ndarray, np.ndarray]:
+        """The chunks mentioning a community's members (positions in ``chunk_ids``) and their mention counts."""
+        if cid not in self._community_counts:
+            total: Counter = Counter()
             for entity in self.members.get(cid, ()):
-                counts.update(self.chunk_mentions.get(entity, {}))
-        return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
+                for chunk, n in self.chunk_mentions.get(entity, ()):
+                    total[chunk] += n
+            self._community_counts[cid] = (np.fromiter(total.keys(), dtype=np.int64, count=len(total)),
+                                           np.fromiter(total.values(), dtype=np.int64, count=len(total)))
+        return self._community_counts[cid]

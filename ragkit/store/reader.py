@@ -6,7 +6,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from ragkit.embed import Embedder, load_embedder, normalize_spec
+from ragkit.embed import Embedder, load_embedder, normalize_spec, query_encoder
 from ragkit.errors import EmbedderMismatch, IndexCorrupt, IndexNotFound
 from ragkit.records import Hit, Scope
 from ragkit.store.duck import DuckStore
@@ -173,7 +173,8 @@ class IndexReader:
     @property
     def embedder(self) -> Embedder:
         if self._embedder is None:
-            emb = load_embedder(self.manifest["embedder"]["spec"], encoder="onnx")  # no torch on the query path
+            info = self.manifest["embedder"]  # no torch on the query path; an int8 index, int8 queries
+            emb = load_embedder(info["spec"], encoder=query_encoder(info.get("encoder", "torch")))
             self._check(emb)
             self._embedder = emb
         return self._embedder
