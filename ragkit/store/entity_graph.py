@@ -16,8 +16,8 @@ from ragkit.store.knowledge import ALIAS_MAP
 
 FILE = "entities.pkl"
 # power iterations of personalized PageRank: 10 rank the top 40 chunks as igraph's exact PRPACK solve does (97.5 %
-# overlap on SciFact; hippo nDCG@10 0.7276 vs 0.7265 at 20) in 11 ms instead of 43 (scikit-network over a kept CSR matrix; 5 ms with the kept
-# random-surfer matrix of ``Walk``)
+# overlap on SciFact; hippo nDCG@10 0.7276 vs 0.7265 at 20) in 11 ms instead of 43 (scikit-network over a kept CSR
+# matrix; ~5 ms with the kept random-surfer matrix of ``Walk``)
 PPR_ITERATIONS = 10
 
 
