@@ -64,7 +64,7 @@ class Source:
 
     def block(self, text: str | None = None) -> str:
         p = self.passage
-        return f"[{self.number}] {p.section} ({p.path}:{p.line_start}-{p.line_end})\n{text or p.text}"
+        return f"[{self.number}] {p.section} ({p.path}{p.location})\n{text or p.text}"
 
 
 @dataclass
@@ -73,6 +73,8 @@ class Citation:
     rank: int  # the passage's rank in the result
     path: str
     lines: tuple[int, int]
+    pages: list[int] | None = None  # a PDF passage's first and last page
+    location: str = ""  # ":12-30" or " p. 12–13", as the passage shows it
 
 
 @dataclass
@@ -149,7 +151,7 @@ def cite(text: str, sources: list[Source]) -> tuple[str, list[Citation], int]:
         dropped += len(nums) - len(good)
         for n in good:
             p = by_number[n].passage
-            found.setdefault(n, Citation(n, p.rank, p.path, (p.line_start, p.line_end)))
+            found.setdefault(n, Citation(n, p.rank, p.path, (p.line_start, p.line_end), p.pages, p.location))
         return "[" + ", ".join(str(n) for n in good) + "]" if good else ""
 
     cleaned = _CITE.sub(keep, text)

@@ -13,7 +13,7 @@ from typing import Any
 
 from ragkit.errors import RagkitError
 
-DEFAULT_INCLUDE = ["*.md", "*.markdown", "*.txt", "*.text", "*.rst", "*.html", "*.htm", "*.jsonl"]
+DEFAULT_INCLUDE = ["*.md", "*.markdown", "*.txt", "*.text", "*.rst", "*.html", "*.htm", "*.jsonl", "*.pdf", "*.docx"]
 
 
 @dataclass

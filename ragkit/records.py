@@ -98,6 +98,8 @@ class Chunk:
     line_start: int
     line_end: int
     boundary_confidence: float
+    page_start: int | None = None  # paged formats (PDF): 1-based pages of its first and last line
+    page_end: int | None = None
 
     @property
     def embed_text(self) -> str:
@@ -148,6 +150,8 @@ class Hit:
     vector: Any = None  # the chunk's embedding when the store returned it (coherence of passages)
     ranks: dict[str, int] = field(default_factory=dict)  # per retriever, 1-based
     scores: dict[str, float] = field(default_factory=dict)  # raw per retriever
+    page_start: int | None = None  # paged formats (PDF)
+    page_end: int | None = None
 
 
 @dataclass
@@ -168,6 +172,15 @@ class Passage:
     coherence_score: float = 1.0
     doc_type: str = ""
     collection: str = ""
+    pages: list[int] | None = None  # paged formats (PDF): first and last page, e.g. [12, 13]
+
+    @property
+    def location(self) -> str:
+        """Where it is in its file: ``:12-30`` (lines) or `` p. 12–13`` (pages of a PDF)."""
+        if self.pages:
+            first, last = self.pages
+            return f" p. {first}" if first == last else f" p. {first}–{last}"
+        return f":{self.line_start}-{self.line_end}"
 
 
 @dataclass

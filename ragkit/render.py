@@ -16,7 +16,7 @@ def passage_dict(p: Passage, explain: bool = False) -> dict[str, Any]:
         "rank": p.rank, "score": round(p.score, 6), "anchor_score": round(p.anchor_score, 6),
         "document": {"id": p.document_id, "path": p.path, "title": p.title, "doc_type": p.doc_type,
                      "collection": p.collection},
-        "section": p.section, "lines": [p.line_start, p.line_end], "text": p.text,
+        "section": p.section, "lines": [p.line_start, p.line_end], "pages": p.pages, "text": p.text,
         "chunk_ids": p.chunk_ids, "tokens": p.token_count, "coherence": p.coherence_score,
     }
     if explain:
@@ -66,8 +66,8 @@ def result_dict(r: QueryResult, explain: bool = False) -> dict[str, Any]:
 
 def answer_dict(a) -> dict[str, Any]:
     return {"text": a.text, "model": a.model,
-            "citations": [{"source": c.number, "rank": c.rank, "path": c.path, "lines": list(c.lines)}
-                          for c in a.citations],
+            "citations": [{"source": c.number, "rank": c.rank, "path": c.path, "lines": list(c.lines),
+                           "pages": c.pages} for c in a.citations],
             "dropped_citations": a.dropped_citations, "sources": a.sources,
             "prompt_tokens": a.prompt_tokens, "completion_tokens": a.completion_tokens,
             "seconds": a.seconds, "first_token_seconds": a.first_token_seconds,
@@ -125,7 +125,7 @@ def print_result(console, r: QueryResult, explain: bool = False) -> None:
     terms = query_terms(r.query)
     for p in r.passages:
         title = Text.assemble(
-            (f"[{p.rank}] ", "bold cyan"), (p.path, "bold"), (f":{p.line_start}-{p.line_end}", "cyan"),
+            (f"[{p.rank}] ", "bold cyan"), (p.path, "bold"), (p.location, "cyan"),
             (f"  score {p.score:.4f}", "dim"),
         )
         body = p.text if len(p.text) <= DISPLAY_CHARS else p.text[:DISPLAY_CHARS].rstrip() + " …"

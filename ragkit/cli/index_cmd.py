@@ -64,6 +64,7 @@ def index_cmd(
     )
     console.print(
         f"new {s.new} · changed {s.changed} · unchanged {s.unchanged} · removed {s.removed} · "
-        f"skipped {s.skipped}   (index: {s.total_documents} documents, {s.total_chunks} chunks)",
+        f"skipped {s.skipped}" + (f" · {s.pages_without_text} PDF page(s) without text" if s.pages_without_text else "")
+        + f"   (index: {s.total_documents} documents, {s.total_chunks} chunks)",
         style="dim",
     )

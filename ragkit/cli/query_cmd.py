@@ -121,7 +121,7 @@ def _answer(result, qcfg, stream: bool, con=None):
 
 def _print_sources(a, con) -> None:
     for c in a.citations:
-        con.print(f"  [cyan][{c.number}][/] {c.path}:{c.lines[0]}-{c.lines[1]}  (passage {c.rank})",
+        con.print(f"  [cyan][{c.number}][/] {c.path}{c.location}  (passage {c.rank})",
                       highlight=False)
     if a.dropped_citations:
         con.print(f"  [yellow]{a.dropped_citations} citation(s) named no source and were removed[/]")

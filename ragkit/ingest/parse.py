@@ -2,7 +2,8 @@
 
 Formats: Markdown (ATX/setext headings, YAML front matter, fenced code kept
 whole), reStructuredText (underlined/overlined titles), HTML (h1–h6 and block
-text, no markup), plain text, and BEIR ``corpus.jsonl`` (one document a line).
+text, no markup), plain text, and BEIR ``corpus.jsonl`` (one document a line);
+PDF (ragkit/ingest/pdf.py) and DOCX (ragkit/ingest/word.py) from their bytes.
 Line numbers are 1-based and refer to the original file.
 """
 
@@ -35,6 +36,7 @@ class RawDoc:
     metadata: dict[str, Any]
     items: list[RawHeading | Block] = field(default_factory=list)
     line_count: int = 0
+    page_starts: list[int] | None = None  # paged formats (PDF): the first line of each page
 
 
 class ParseError(Exception):
@@ -346,24 +348,41 @@ def parser_for(path: str):
     return PARSERS.get(PurePosixPath(path).suffix.lower(), parse_text)
 
 
+def binary_parser_for(path: str):
+    """The parser of a binary format that reads the file's bytes (PDF, DOCX), or None for a text format."""
+    suffix = PurePosixPath(path).suffix.lower()
+    if suffix == ".pdf":
+        from ragkit.ingest.pdf import parse_pdf
+
+        return parse_pdf
+    if suffix == ".docx":
+        from ragkit.ingest.word import parse_docx
+
+        return parse_docx
+    return None
+
+
 # ---------------------------------------------------------------- section tree
 
 def build_sections(raw: RawDoc, doc_id: str, title: str, id_fn) -> tuple[list[Section], dict[str, list[Block]]]:
     """Turn headings/blocks into a section tree with breadcrumbs and line spans.
 
     The root section (level 0) holds text before the first heading. A first
-    level-1 heading with no text before it is folded into the root and names it.
+    level-1 heading with no text before it is folded into the root and names it,
+    when it is the document's only level-1 heading or repeats its title (a PDF's
+    chapters stay chapters).
     """
     root = Section(id_fn(doc_id, "0"), doc_id, None, title, 0, title, 0, 1, max(1, raw.line_count))
     sections = [root]
     blocks: dict[str, list[Block]] = {root.id: []}
     stack = [root]
     first_heading = True
+    level_one = sum(1 for i in raw.items if isinstance(i, RawHeading) and i.level == 1)
     for item in raw.items:
         if isinstance(item, Block):
             blocks[stack[-1].id].append(item)
             continue
-        if first_heading and item.level == 1 and not blocks[root.id]:
+        if first_heading and item.level == 1 and not blocks[root.id] and (level_one == 1 or item.text == title):
             # the document's own H1 names the root (it is usually the title)
             first_heading = False
             root.heading = root.breadcrumb = item.text

@@ -28,7 +28,9 @@ from ragkit.events import Reporter
 from ragkit.ingest.chunk import chunk_document
 from ragkit.ingest.discover import SourceFile, Undecodable, content_hash, decode, discover, stable_id
 from ragkit.ingest.doctype import infer_doc_type
-from ragkit.ingest.parse import ParseError, build_sections, infer_title, parse_beir_jsonl, parser_for
+from ragkit.ingest.parse import (ParseError, binary_parser_for, build_sections, infer_title, parse_beir_jsonl,
+                                 parser_for)
+from ragkit.ingest.pdf import page_of
 from ragkit.ingest.refs import find_refs
 from ragkit.ingest.resolve import ref_rows
 from ragkit.extract import llm as llm_extract
@@ -53,6 +55,7 @@ class IndexSummary:
     unchanged: int = 0
     removed: int = 0
     skipped: int = 0
+    pages_without_text: int = 0  # PDF pages without a text layer (scans), not indexed
     documents: int = 0  # documents written by this run
     chunks: int = 0  # chunks embedded by this run
     total_documents: int = 0
@@ -84,6 +87,17 @@ def _write_lock(index_dir: Path) -> Iterator[None]:
         fh.close()
 
 
+def _spans(numbers: list[int]) -> str:
+    """``1-3, 7`` for [1, 2, 3, 7]."""
+    out, start = [], None
+    for i, n in enumerate(numbers):
+        start = n if start is None else start
+        if i + 1 == len(numbers) or numbers[i + 1] != n + 1:
+            out.append(f"{start}-{n}" if n != start else str(n))
+            start = None
+    return ", ".join(out)
+
+
 def _under(path: str, roots: list[Path]) -> bool:
     return any(path == str(r) or path.startswith(str(r) + os.sep) for r in roots)
 
@@ -99,10 +113,17 @@ class _Parser:
         self.max_tokens = min(cfg.chunk_tokens, embedder.max_tokens)
 
     def parse(self, src: SourceFile, data: bytes, source_hash: str) -> list[tuple[ParsedDocument, list[Chunk]]]:
-        text = decode(data)
+        binary = binary_parser_for(src.path.name)
+        text = None if binary else decode(data)
         mtime = src.mtime_ns / 1e9
         out = []
-        if src.path.suffix.lower() == ".jsonl":
+        if binary:
+            raw = binary(data)
+            doc_id = stable_id(str(src.path), source_hash)
+            # a PDF without a title in its metadata: the file name (its first heading is rarely the title)
+            title = raw.title or (src.path.stem if raw.page_starts is not None else infer_title(raw, src.path.stem))
+            out.append(self._finish(src, source_hash, doc_id, src.rel, src.rel, title, raw, mtime))
+        elif src.path.suffix.lower() == ".jsonl":
             for rec in parse_beir_jsonl(text):
                 doc_id = stable_id(source_hash, rec.external_id)
                 title = rec.title or rec.external_id
@@ -127,6 +148,9 @@ class _Parser:
         )
         sections, blocks = build_sections(raw, doc_id, title, stable_id)
         chunks = chunk_document(sections, blocks, self.max_tokens, self.embedder.count_tokens, stable_id)
+        if raw.page_starts:
+            for c in chunks:
+                c.page_start, c.page_end = page_of(raw.page_starts, c.line_start), page_of(raw.page_starts, c.line_end)
         refs = [r for c in chunks for r in ref_rows(c.id, doc_id, find_refs(c.text), stable_id)]
         doc.language = detect_language(" ".join(c.text for c in chunks[:40]))
         entities = EntityRows()
@@ -339,6 +363,11 @@ def run_index(
                 continue
             kept = 0
             for pd, doc_chunks in results:
+                blank = pd.document.metadata.get("pages_without_text") or []
+                if blank:
+                    summary.pages_without_text += len(blank)
+                    warn(f"{pd.document.path}: {len(blank)} of {pd.document.metadata.get('pages')} page(s) have no "
+                         f"text layer (scanned? OCR them first): page(s) {_spans(blank)}")
                 if pd.document.id in docs:
                     warn(f"skipped a duplicate of {pd.document.path}")
                     continue

@@ -42,6 +42,7 @@ def chunk_schema(dim: int) -> pa.Schema:
         ("collection", pa.string()), ("external_id", pa.string()),
         ("line_start", pa.int32()), ("line_end", pa.int32()), ("token_count", pa.int32()),
         ("boundary_confidence", pa.float32()),
+        ("page_start", pa.int32()), ("page_end", pa.int32()),  # paged formats (PDF), else null
         ("vector", pa.list_(pa.float32(), dim)),
     ])
 
@@ -66,6 +67,8 @@ def chunk_rows(chunks: list[Chunk], docs: dict[str, Document], vectors: np.ndarr
         cols["line_end"].append(c.line_end)
         cols["token_count"].append(c.token_count)
         cols["boundary_confidence"].append(c.boundary_confidence)
+        cols["page_start"].append(c.page_start)
+        cols["page_end"].append(c.page_end)
     flat = pa.array(vectors.astype(np.float32, copy=False).reshape(-1))
     arrays = [pa.array(cols[n], type=chunk_schema(dim).field(n).type) for n in cols]
     arrays.append(pa.FixedSizeListArray.from_arrays(flat, dim))
@@ -125,7 +128,7 @@ class ChunkTable:
 
     COLUMNS = ["id", "document_id", "section_id", "chunk_index", "content", "header", "path", "title",
                "doc_type", "collection", "external_id", "line_start", "line_end", "token_count",
-               "boundary_confidence", "vector"]
+               "boundary_confidence", "page_start", "page_end", "vector"]
 
     def __init__(self, lance_dir: Path, table: str, version: int):
         _quiet()

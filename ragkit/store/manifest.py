@@ -9,8 +9,9 @@ from typing import Any
 
 from ragkit.errors import IndexCorrupt, IndexNotFound
 
-FORMAT_VERSION = 4  # 2: canonical entities/relations, per-collection communities; 3: summary tree;
-# 4: lean index (language-aware entities, bounded relations, derived vectors, 16 KiB DuckDB blocks)
+FORMAT_VERSION = 5  # 2: canonical entities/relations, per-collection communities; 3: summary tree;
+# 4: lean index (language-aware entities, bounded relations, derived vectors, 16 KiB DuckDB blocks);
+# 5: chunk pages (PDF)
 NAME = "manifest.json"
 
 

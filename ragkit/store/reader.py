@@ -219,6 +219,7 @@ class IndexReader:
                 line_start=int(r["line_start"]), line_end=int(r["line_end"]),
                 token_count=int(r["token_count"]), external_id=r["external_id"], score=score,
                 boundary_confidence=float(r["boundary_confidence"]), vector=r.get("vector"),
+                page_start=r.get("page_start"), page_end=r.get("page_end"),
             ))
         return hits
 
