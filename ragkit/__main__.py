@@ -1,3 +1,3 @@
-from ragkit.cli.app import main
+from ragkit.cli import main
 
 main()

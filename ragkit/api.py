@@ -6,24 +6,11 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from ragkit.config import IndexConfig, QueryConfig
+from ragkit.config import DEFAULT_HOME, IndexConfig, QueryConfig, resolve_index_dir  # noqa: F401 (re-exported)
 from ragkit.embed import Embedder
 from ragkit.errors import BadQuery
 from ragkit.events import Reporter
 from ragkit.records import QueryResult
-
-DEFAULT_HOME = Path("indexes")
-
-
-def resolve_index_dir(index: str | Path | None) -> Path:
-    """``None`` → ./indexes/default; a bare name → ./indexes/NAME; anything else is a directory."""
-    if index is None:
-        return DEFAULT_HOME / "default"
-    s = str(index)
-    if "/" not in s and "\\" not in s and s not in (".", ".."):
-        return DEFAULT_HOME / s
-    return Path(s).expanduser()
-
 
 def _default_embedder_factory(cfg: IndexConfig) -> Embedder:
     from ragkit.embed import load_embedder
@@ -298,6 +285,22 @@ def answer(result: QueryResult, cfg: QueryConfig, on_text=None):
     except (ValueError, RuntimeError, OSError) as exc:
         raise GenerationFailed(f"the model failed while answering: {exc}",
                                hint="The passages above are complete; try a shorter --budget or -k.") from exc
+
+
+def answer_into(result: QueryResult, cfg: QueryConfig, on_text=None):
+    """Write the cited answer into ``result.answer`` (or why there is none into ``result.answer_error``);
+    returns the error instead of raising it, so that the passages are shown either way."""
+    from ragkit.errors import RagkitError
+
+    if not result.passages:
+        result.answer_error = "no passages to answer from"
+        return None
+    try:
+        result.answer = answer(result, cfg, on_text=on_text)
+    except RagkitError as exc:
+        result.answer_error = str(exc)
+        return exc
+    return None
 
 
 def stats(reader) -> dict[str, Any]:

@@ -101,6 +101,7 @@ def assemble(hits: list[Hit], k: int, budget: int) -> list[Passage]:
             coherence_score=round(coherence(piece), 4), doc_type=first.doc_type, collection=first.collection,
             pages=[min(h.page_start for h in piece), max(h.page_end for h in piece)]
             if all(h.page_start is not None for h in piece) else None,
+            section_id=first.section_id,
         ))
     passages.sort(key=lambda p: (-p.score, p.path, p.line_start))
     for i, p in enumerate(passages[:k], start=1):

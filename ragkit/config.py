@@ -11,7 +11,31 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from ragkit.errors import RagkitError
+from ragkit.errors import BadQuery, RagkitError
+
+DEFAULT_HOME = Path("indexes")
+
+
+def resolve_index_dir(index: str | Path | None) -> Path:
+    """``None`` → ./indexes/default; a bare name → ./indexes/NAME; anything else is a directory."""
+    if index is None:
+        return DEFAULT_HOME / "default"
+    s = str(index)
+    if "/" not in s and "\\" not in s and s not in (".", ".."):
+        return DEFAULT_HOME / s
+    return Path(s).expanduser()
+
+
+def parse_filters(items: list[str]) -> dict[str, str]:
+    """``--filter KEY=VALUE`` options as a dict."""
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip() or not value.strip():
+            raise BadQuery(f"bad filter {item!r}", hint="Write filters as KEY=VALUE, e.g. --filter doc_type=policy")
+        out[key.strip()] = value.strip()
+    return out
+
 
 DEFAULT_INCLUDE = ["*.md", "*.markdown", "*.txt", "*.text", "*.rst", "*.html", "*.htm", "*.jsonl", "*.pdf", "*.docx"]
 

@@ -41,6 +41,10 @@ class BadQuery(RagkitError):
     exit_code = 6
 
 
+class UnknownId(BadQuery):
+    """A document, section or entity the index does not have (HTTP 404 from ``ragkit serve``)."""
+
+
 class IndexCorrupt(RagkitError):
     exit_code = 7
     hint = "Rebuild the index with `ragkit index PATH --full`."

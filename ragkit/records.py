@@ -173,6 +173,7 @@ class Passage:
     doc_type: str = ""
     collection: str = ""
     pages: list[int] | None = None  # paged formats (PDF): first and last page, e.g. [12, 13]
+    section_id: str = ""
 
     @property
     def location(self) -> str:

@@ -11,12 +11,22 @@ SCHEMA = "ragkit.query/1"
 DISPLAY_CHARS = 1500
 
 
+def write_json(obj: Any) -> None:
+    """One JSON line on stdout, as every ``--json`` output of the CLI writes it."""
+    import json
+    import sys
+
+    sys.stdout.write(json.dumps(obj, ensure_ascii=False, default=str) + "\n")
+    sys.stdout.flush()
+
+
 def passage_dict(p: Passage, explain: bool = False) -> dict[str, Any]:
     d = {
         "rank": p.rank, "score": round(p.score, 6), "anchor_score": round(p.anchor_score, 6),
         "document": {"id": p.document_id, "path": p.path, "title": p.title, "doc_type": p.doc_type,
                      "collection": p.collection},
-        "section": p.section, "lines": [p.line_start, p.line_end], "pages": p.pages, "text": p.text,
+        "section": p.section, "section_id": p.section_id, "lines": [p.line_start, p.line_end], "pages": p.pages,
+        "text": p.text,
         "chunk_ids": p.chunk_ids, "tokens": p.token_count, "coherence": p.coherence_score,
     }
     if explain:

@@ -7,7 +7,8 @@ from ragkit.evaluate import documents_of, mrr_at, ndcg_at, percentile, recall_at
 from ragkit.ingest.discover import Undecodable, decode, discover
 from ragkit.ingest.doctype import infer_doc_type
 from ragkit.records import Hit
-from ragkit.retrieve.filters import NO_MATCH, build_where, parse_filters
+from ragkit.config import parse_filters
+from ragkit.retrieve.filters import NO_MATCH, build_where
 from ragkit.retrieve.fusion import weighted_rrf
 from ragkit.retrieve.query_syntax import parse_query
 from ragkit.errors import BadQuery

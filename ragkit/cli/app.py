@@ -11,6 +11,7 @@ from ragkit.cli.graph_cmd import graph_app
 from ragkit.cli.show_cmd import show_app
 from ragkit.cli.index_cmd import index_cmd
 from ragkit.cli.query_cmd import query_cmd
+from ragkit.cli.serve_cmd import serve_cmd
 from ragkit.cli.stats_cmd import stats_cmd
 
 app = typer.Typer(
@@ -38,9 +39,11 @@ app.command("index")(index_cmd)
 app.command("query")(query_cmd)
 app.command("eval")(eval_cmd)
 app.command("stats")(stats_cmd)
+app.command("serve")(serve_cmd)
 app.add_typer(graph_app, name="graph")
 app.add_typer(show_app, name="show")
 
 
 def main() -> None:
+    """The full CLI (``ragkit.cli.main`` tries a running server first)."""
     app()

@@ -96,7 +96,6 @@ class RichReporter(Reporter):
 
 
 def print_json(obj: Any) -> None:
-    import json
+    from ragkit.render import write_json
 
-    sys.stdout.write(json.dumps(obj, ensure_ascii=False, default=str) + "\n")
-    sys.stdout.flush()
+    write_json(obj)

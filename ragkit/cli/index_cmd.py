@@ -8,7 +8,8 @@ from typing import Optional
 
 import typer
 
-from ragkit.cli.common import RichReporter, console, err, handle_errors, interactive, print_json
+from ragkit.cli.common import RichReporter, console, err, fail, handle_errors, interactive, print_json
+from ragkit.errors import RagkitError
 
 
 @handle_errors
@@ -31,6 +32,7 @@ def index_cmd(
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask before a long LLM extraction."),
     version_of: Optional[str] = typer.Option(None, "--version-of", help="These documents supersede this path or id."),
     as_json: bool = typer.Option(False, "--json", help="Print the run summary as JSON."),
+    watch: bool = typer.Option(False, "--watch", help="Stay up and index again whenever files change (Ctrl-C stops)."),
 ):
     """Index documents: parse, chunk, embed and store (only what changed)."""
     from ragkit import api
@@ -41,22 +43,41 @@ def index_cmd(
                     doc_type=doc_type, collection=collection, embed_model=embed_model, chunk_tokens=chunk_tokens,
                     fts_language=language, extract=extract, summaries=summaries, llm_model=llm_model,
                     tree=False if no_tree else None)
-    reporter = RichReporter(interactive(as_json))
+    current: list[RichReporter] = []
 
     def confirm(message: str) -> bool:
-        reporter.close()
+        current[-1].close()
         err.print(message, soft_wrap=True)
         return yes or not sys.stdin.isatty() or not interactive(as_json) or typer.confirm("Go on?", default=True)
 
-    try:
-        summary = api.index(paths, index, icfg, full=full, reporter=reporter, version_of=version_of,
-                            confirm=confirm)
-    finally:
-        reporter.close()
+    def run(full_run: bool = False) -> None:
+        current.append(RichReporter(interactive(as_json)))
+        try:
+            summary = api.index(paths, index, icfg, full=full_run, reporter=current[-1], version_of=version_of,
+                                confirm=confirm)
+        finally:
+            current[-1].close()
+        _report(summary, as_json)
+
+    def run_again() -> None:  # a failing run while watching is reported, and the watch goes on
+        try:
+            run()
+        except RagkitError as exc:
+            fail(exc)
+
+    run(full)
+    if watch:
+        from ragkit.ingest.watch import watch as watch_paths
+
+        err.print(f"[dim]watching {', '.join(map(str, paths))} for changes (Ctrl-C stops)[/]")
+        watch_paths(paths, api.resolve_index_dir(index), run_again,
+                    on_batch=lambda n: err.print(f"[dim]{n} change(s): indexing again[/]"))
+
+
+def _report(s, as_json: bool) -> None:
     if as_json:
-        print_json(summary.to_dict())
+        print_json(s.to_dict())
         return
-    s = summary
     secs = s.seconds.get("total", 0.0)
     console.print(
         f"[bold green]Indexed[/] {s.documents} document(s), {s.chunks} chunk(s) in {secs:.1f} s "

@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from ragkit.cli.common import console, handle_errors, print_json
+from ragkit.cli.common import console, handle_errors
 from ragkit.errors import BadQuery
 
 
@@ -46,7 +46,7 @@ def query_cmd(
     Without a question on a terminal: an interactive session (:help lists its commands)."""
     from ragkit import api
     from ragkit.config import load_config, override
-    from ragkit.retrieve.filters import parse_filters
+    from ragkit.config import parse_filters
 
     _, qcfg = load_config(index_dir=api.resolve_index_dir(index))
     flt = {**qcfg.filters, **parse_filters(filters or [])}
@@ -55,6 +55,9 @@ def query_cmd(
                     decompose=decompose or None, expand=expand, planner=planner, model=model,
                     answer=answer or None, max_tokens=max_tokens, temperature=temperature, retry=False if no_retry else None, tree_mode=tree_mode,
                     context_budget=context_budget if context else None)
+    if (as_json or as_jsonl) and query not in (None, "-") and trace is None and not context \
+            and _through_server(api.resolve_index_dir(index), query, qcfg, as_json, explain):
+        return
     reader = api.open_index(index)
     if query is None and sys.stdin.isatty():
         if as_json or as_jsonl:
@@ -76,6 +79,21 @@ def query_cmd(
         raise failed
 
 
+def _through_server(index_dir, text, qcfg, as_json: bool, explain: bool) -> bool:
+    """Answer from a running ``ragkit serve`` of this index, printing what answering in process would print
+    (timings aside); False when no server answers its health check in time."""
+    from ragkit.serve.client import emit, remote_query, server_for
+
+    info = server_for(index_dir)
+    if info is None:
+        return False
+    obj, failed = remote_query(info, text, qcfg, explain)
+    emit(obj, as_json)
+    if failed is not None:
+        raise failed
+    return True
+
+
 def _run(reader, text, qcfg, trace):
     from ragkit import api
 
@@ -93,11 +111,7 @@ def _answer(result, qcfg, stream: bool, con=None):
     instead of raising."""
     con = con or console
     from ragkit import api
-    from ragkit.errors import RagkitError
 
-    if not result.passages:
-        result.answer_error = "no passages to answer from"
-        return None
     started = []
 
     def show(text: str) -> None:
@@ -107,16 +121,13 @@ def _answer(result, qcfg, stream: bool, con=None):
         con.out(text, end="", highlight=False)
 
     try:
-        result.answer = api.answer(result, qcfg, on_text=show if stream else None)
-    except RagkitError as exc:
-        result.answer_error = str(exc)
-        return exc
+        failed = api.answer_into(result, qcfg, on_text=show if stream else None)
     finally:
         if started:
             con.out("")
-    if stream:
+    if stream and result.answer is not None:
         _print_sources(result.answer, con)
-    return None
+    return failed
 
 
 def _print_sources(a, con) -> None:
@@ -131,18 +142,14 @@ def _print_sources(a, con) -> None:
 
 
 def _emit(result, as_json: bool, as_jsonl: bool, explain: bool, batch: bool) -> None:
-    from ragkit.render import answer_dict, passage_dict, print_result, result_dict
+    from ragkit.render import print_result, result_dict
 
     if result.context is not None and not (as_json or as_jsonl):
         sys.stdout.write(result.context.text + "\n")
-    elif as_json or (as_jsonl and batch):
-        print_json(result_dict(result, explain))
-    elif as_jsonl:
-        for p in result.passages:
-            print_json({"query": result.query, **passage_dict(p, explain)})
-        if result.answer is not None or result.answer_error is not None:  # the answer is the last line
-            print_json({"query": result.query, "answer": answer_dict(result.answer) if result.answer else None,
-                        "answer_error": result.answer_error})
+    elif as_json or as_jsonl:  # the same printing as a server's result gets (ragkit/serve/client.py)
+        from ragkit.serve.client import emit
+
+        emit(result_dict(result, explain), as_json=as_json or batch)
     else:
         if batch:
             console.rule(f"[bold]{result.query}")

@@ -33,7 +33,7 @@ class Session:
     def command(self, line: str) -> bool:
         """Run a ``:command``; False when the session should end."""
         from ragkit.errors import BadQuery
-        from ragkit.retrieve.filters import parse_filters
+        from ragkit.config import parse_filters
 
         name, _, arg = line[1:].strip().partition(" ")
         arg = arg.strip()

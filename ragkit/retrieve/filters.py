@@ -4,22 +4,11 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ragkit.errors import BadQuery
 from ragkit.retrieve.query_syntax import ParsedQuery
 from ragkit.store.lance import in_list, sql_str
 
 DIRECT = {"doc_type", "collection"}  # columns of the chunks table itself
 NO_MATCH = "false"
-
-
-def parse_filters(items: list[str]) -> dict[str, str]:
-    out = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip() or not value.strip():
-            raise BadQuery(f"bad filter {item!r}", hint="Write filters as KEY=VALUE, e.g. --filter doc_type=policy")
-        out[key.strip()] = value.strip()
-    return out
 
 
 def _regex_phrase(phrase: str) -> str:

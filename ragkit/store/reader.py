@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -11,7 +12,7 @@ from ragkit.errors import EmbedderMismatch, IndexCorrupt, IndexNotFound
 from ragkit.records import Hit, Scope
 from ragkit.store.duck import DuckStore
 from ragkit.store.graph import load_pickled
-from ragkit.store.lance import ChunkTable
+from ragkit.store.lance import ChunkTable, sql_str
 from ragkit.store.manifest import read_manifest
 
 DUCK_NAME = "store.duckdb"
@@ -127,6 +128,32 @@ class IndexReader:
                 with self.duck() as store:
                     self._vocabulary = store.vocabulary()
         return self._vocabulary
+
+    def document(self, document_id: str) -> dict[str, Any] | None:
+        """A document's fields and its text, chunk by chunk with their lines (and pages), or None."""
+        with self.duck() as store:
+            found = store.rows("SELECT id, path, title, doc_type, collection, metadata, version, is_latest, language, "
+                               "line_count FROM documents WHERE id = ?", [document_id])
+        if not found:
+            return None
+        doc = found[0]
+        doc["metadata"] = json.loads(doc["metadata"] or "{}")
+        return {**doc, **self._text(f"document_id = {sql_str(document_id)}")}
+
+    def section(self, section_id: str) -> dict[str, Any] | None:
+        """A section's place (document, breadcrumb, lines) and its own text (not its subsections'), or None."""
+        with self.duck() as store:
+            found = store.rows("SELECT s.id, s.document_id, d.path, d.title, s.heading, s.level, s.breadcrumb, "
+                               "s.parent_id, s.line_start, s.line_end FROM sections s JOIN documents d "
+                               "ON d.id = s.document_id WHERE s.id = ?", [section_id])
+        return {**found[0], **self._text(f"section_id = {sql_str(section_id)}")} if found else None
+
+    def _text(self, where: str) -> dict[str, Any]:
+        rows = sorted(self.chunks.rows(where, limit=1 << 30), key=lambda r: r["chunk_index"])
+        chunks = [{"id": r["id"], "section_id": r["section_id"], "lines": [r["line_start"], r["line_end"]],
+                   "pages": [r["page_start"], r["page_end"]] if r.get("page_start") is not None else None,
+                   "text": r["text"]} for r in rows]
+        return {"chunks": chunks, "text": "\n\n".join(c["text"] for c in chunks)}
 
     def knowledge_rows(self):
         """What the graph strategies read per query (entity, relation and community rows): from the store for

@@ -1,0 +1,108 @@
+"""``ragkit serve --mcp``: the index as MCP tools over stdio (the official ``mcp`` SDK's ``MCPServer``).
+
+Tools: ``search`` (passages with their source, section, lines and pages), ``get_section`` (a section's own
+text), ``answer`` (a cited answer from the local GGUF model) and ``stats``. One warm process per client
+session; stdout carries the protocol, so nothing else is printed there.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ragkit.serve.served import Served
+
+INSTRUCTIONS = ("Local retrieval over an indexed folder of documents. Call `search` with a question to get the "
+                "best passages (each with its file, section breadcrumb and line span); `get_section` reads a "
+                "whole section by id; `answer` writes a short cited answer from the passages.")
+
+
+def _passage(p: dict[str, Any]) -> dict[str, Any]:
+    return {"rank": p["rank"], "score": p["score"], "source": p["document"]["path"], "title": p["document"]["title"],
+            "section": p["section"], "section_id": p["section_id"], "lines": p["lines"], "pages": p["pages"],
+            "text": p["text"],
+            "document_id": p["document"]["id"], "chunk_ids": p["chunk_ids"]}
+
+
+def _reported(fn):
+    """Typed ragkit errors reach the client as the tool's error message (with the CLI's exit code); anything
+    else is a crash the SDK reports without its text."""
+    import functools
+
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    from ragkit.errors import RagkitError
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except RagkitError as exc:
+            raise ToolError(f"{exc.message} (ragkit error {exc.exit_code}"
+                            + (f"; hint: {exc.hint})" if exc.hint else ")")) from exc
+
+    return wrapper
+
+
+def build(served: Served):
+    from mcp.server.mcpserver import MCPServer
+
+    from ragkit import __version__
+
+    server = MCPServer(name="ragkit", version=__version__, instructions=INSTRUCTIONS)
+
+    def run_query(text: str, k: int, strategy: str, filters: dict[str, str] | None, answer: bool):
+        from ragkit import api
+        from ragkit.config import load_config, override
+        from ragkit.render import result_dict
+
+        _, cfg = load_config(index_dir=served.index_dir)
+        cfg = override(cfg, k=k, strategy=strategy, filters={**cfg.filters, **(filters or {})}, answer=answer)
+        with served.lock:
+            result = api.query(served.reader(), text, cfg)
+            if answer:
+                api.answer_into(result, cfg)
+        return result_dict(result)
+
+    @server.tool()
+    @_reported
+    def search(query: str, k: int = 8, strategy: str = "auto", filters: dict[str, str] | None = None) -> dict:
+        """The passages that best answer `query`, best first: text, source file, section breadcrumb, line span
+        (and pages of a PDF). `strategy`: auto (default), hybrid, lexical, naive, hippo, local, global, light,
+        hierarchical. `filters`: doc_type, collection, path (glob), date_from, date_to, front-matter keys."""
+        out = run_query(query, k, strategy, filters, answer=False)
+        return {"query": query, "strategy": out["strategy"], "passages": [_passage(p) for p in out["passages"]]}
+
+    @server.tool()
+    @_reported
+    def get_section(section_id: str) -> dict:
+        """A section's place (document, breadcrumb, line span) and its own text, by the id a passage names."""
+        return served.find("section", section_id)
+
+    @server.tool()
+    @_reported
+    def answer(question: str, k: int = 6, strategy: str = "auto") -> dict:
+        """A short answer to `question` written by the local model from the best passages, citing them as
+        [n]; the passages are returned with it."""
+        out = run_query(question, k, strategy, None, answer=True)
+        return {"question": question, "answer": (out.get("answer") or {}).get("text"),
+                "answer_error": out.get("answer_error"),
+                "citations": (out.get("answer") or {}).get("citations", []),
+                "passages": [_passage(p) for p in out["passages"]]}
+
+    @server.tool()
+    @_reported
+    def stats() -> dict:
+        """What the index holds: documents, sections, chunks, entities, doc types, size on disk."""
+        from ragkit import api
+
+        with served.lock:
+            return api.stats(served.reader())
+
+    return server
+
+
+def serve_mcp(index: str | None) -> None:
+    served = Served(index)
+    served.reader()  # a missing index fails before the session starts
+    served.warm()
+    build(served).run("stdio")

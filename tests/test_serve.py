@@ -1,0 +1,206 @@
+"""``ragkit serve`` (issue 15): a real uvicorn server on a free loopback port, with the bundled model; and
+``ragkit query`` through it and without it."""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+from tests.quality import REPO
+
+pytestmark = pytest.mark.integration
+ENV = {**os.environ, "HF_HUB_OFFLINE": "1"}
+
+
+def call(url: str, body: dict | None = None) -> tuple[int, dict]:
+    req = urllib.request.Request(url, data=json.dumps(body).encode() if body is not None else None,
+                                 headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=60) as resp:
+            return resp.status, json.loads(resp.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
+def ragkit(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "ragkit", *args], capture_output=True, text=True, cwd=REPO,
+                          env=ENV, timeout=300)
+
+
+def without_timings(text: str) -> list[dict]:
+    out = []
+    for line in text.splitlines():
+        obj = json.loads(line)
+        obj.pop("timings_ms", None)
+        (obj.get("metadata") or {}).pop("timings_ms", None)
+        out.append(obj)
+    return out
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    from ragkit import api
+
+    root = tmp_path_factory.mktemp("serve")
+    docs = root / "handbook"
+    shutil.copytree(REPO / "ragkit" / "samples" / "handbook", docs)
+    idx = root / "idx"
+    api.index([docs], idx)
+    proc = subprocess.Popen([sys.executable, "-m", "ragkit", "serve", "--index", str(idx), "--port", "0"],
+                            cwd=REPO, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    port_file = idx / "server.json"
+    deadline = time.time() + 120
+    while not port_file.exists() and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.1)
+    assert port_file.exists(), proc.stderr.read() if proc.poll() is not None else "server did not start"
+    info = json.loads(port_file.read_text())
+    yield {"url": info["url"], "idx": idx, "docs": docs, "proc": proc, "info": info}
+    proc.send_signal(signal.SIGINT)
+    proc.wait(timeout=30)
+    assert not port_file.exists()  # removed on the way out
+
+
+def test_http_endpoints_status_codes_and_errors(server):
+    url = server["url"]
+    assert server["info"]["host"] == "127.0.0.1"  # loopback unless told otherwise
+    status, health = call(f"{url}/healthz")
+    assert status == 200 and health["status"] == "ok"
+    status, r = call(f"{url}/v1/query", {"query": "how are overtime hours limited?", "k": 3})
+    assert status == 200 and r["schema"] == "ragkit.query/1" and len(r["passages"]) == 3
+    top = r["passages"][0]
+    assert top["section"] == "Working Time Policy > Overtime > Limits on overtime" and top["pages"] is None
+    status, doc = call(f"{url}/v1/documents/{top['document']['id']}")
+    assert status == 200 and doc["path"] == top["document"]["path"] and "Overtime" in doc["text"]
+    assert all(c["lines"][0] <= c["lines"][1] for c in doc["chunks"])
+    section_id = doc["chunks"][-1]["section_id"]
+    status, sec = call(f"{url}/v1/sections/{section_id}")
+    assert status == 200 and sec["document_id"] == doc["id"] and sec["text"]
+    status, st = call(f"{url}/v1/stats")
+    assert status == 200 and st["documents"] == 5
+    for path, body, want_status, want_code in (
+            ("/v1/query", {"query": "x", "strategy": "nope"}, 400, 6),
+            ("/v1/query", {"k": 3}, 422, 6),
+            ("/v1/query", {"query": "x", "k": 0}, 400, 6),
+            ("/v1/documents/nope", None, 404, 6),
+            ("/v1/sections/nope", None, 404, 6)):
+        status, body = call(url + path, body)
+        assert status == want_status and body["error"]["code"] == want_code and body["error"]["message"], path
+    with urllib.request.urlopen(f"{url}/openapi.json", timeout=30) as resp:
+        assert "/v1/query" in json.loads(resp.read())["paths"]
+
+
+def test_query_through_the_server_prints_what_in_process_prints(server):
+    idx, port_file = str(server["idx"]), server["idx"] / "server.json"
+    cases = [["--json", "how are overtime hours limited?"],
+             ["--jsonl", "-k", "2", "--strategy", "lexical", "remote work equipment"],
+             ["--json", "--filter", "doc_type=policy", "--explain", "overtime"]]  # --explain: the full CLI's path
+    through = [ragkit("query", "--index", idx, *c) for c in cases]
+    saved = port_file.read_text()
+    port_file.unlink()  # no server known: in process
+    try:
+        local = [ragkit("query", "--index", idx, *c) for c in cases]
+    finally:
+        port_file.write_text(saved)
+    for a, b in zip(through, local):
+        assert a.returncode == b.returncode == 0, a.stderr + b.stderr
+        assert without_timings(a.stdout) == without_timings(b.stdout)
+    # the server really answered the first ones: its own warm process has no model load in the timings
+    assert json.loads(through[0].stdout)["timings_ms"]["load_model"] < 50
+
+
+def test_a_stale_port_file_falls_back_to_the_process(server, tmp_path):
+    from ragkit.serve.client import server_for
+
+    idx = tmp_path / "stale"
+    shutil.copytree(server["idx"], idx)
+    (idx / "server.json").write_text(json.dumps({**server["info"], "pid": 2 ** 22 + 12345}))  # no such process
+    assert server_for(idx) is None
+    r = ragkit("query", "--index", str(idx), "--json", "overtime")
+    assert r.returncode == 0 and json.loads(r.stdout)["passages"]
+
+
+def test_the_server_answers_from_each_committed_run(server):
+    from ragkit import api
+
+    url = server["url"]
+    _, before = call(f"{url}/healthz")
+    (server["docs"] / "parking.md").write_text("# Parking Policy\n\nEach employee gets one parking badge for "
+                                               "the garage under building B.\n")
+    api.index([server["docs"]], server["idx"])
+    _, after = call(f"{url}/healthz")
+    assert after["run"] == before["run"] + 1
+    _, r = call(f"{url}/v1/query", {"query": "parking badge garage", "k": 1, "strategy": "lexical"})
+    assert r["passages"][0]["document"]["path"].endswith("parking.md")
+
+
+def test_mcp_session_through_the_sdks_stdio_client(server):
+    """A real MCP client session (the SDK's stdio client): the tools, a search, a section by the id the search
+    gave, and an error that names its cause."""
+    import anyio
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    async def session():
+        params = StdioServerParameters(command=sys.executable, cwd=str(REPO), env=ENV,
+                                       args=["-m", "ragkit", "serve", "--mcp", "--index", str(server["idx"])])
+        async with stdio_client(params) as streams:
+            async with ClientSession(*streams) as s:
+                await s.initialize()
+                tools = sorted(t.name for t in (await s.list_tools()).tools)
+                found = json.loads((await s.call_tool("search", {"query": "how are overtime hours limited?",
+                                                                 "k": 2})).content[0].text)
+                section = json.loads((await s.call_tool(
+                    "get_section", {"section_id": found["passages"][0]["section_id"]})).content[0].text)
+                bad = await s.call_tool("get_section", {"section_id": "nope"})
+                stats = json.loads((await s.call_tool("stats", {})).content[0].text)
+                return tools, found, section, bad, stats
+
+    tools, found, section, bad, stats = anyio.run(session)
+    assert tools == ["answer", "get_section", "search", "stats"]
+    top = found["passages"][0]
+    assert top["section"] == "Working Time Policy > Overtime > Limits on overtime" and top["source"].endswith(".md")
+    assert section["breadcrumb"] == top["section"] and "Overtime" in section["text"]
+    assert bad.is_error and "no section 'nope'" in bad.content[0].text
+    assert stats["documents"] >= 5
+
+
+def test_index_watch_picks_up_a_change(tmp_path):
+    """`ragkit index PATH --watch` stays up; a new file is indexed and committed without another command."""
+    docs = tmp_path / "handbook"
+    shutil.copytree(REPO / "ragkit" / "samples" / "handbook", docs)
+    idx = tmp_path / "idx"
+    proc = subprocess.Popen([sys.executable, "-m", "ragkit", "index", str(docs), "--index", str(idx), "--watch"],
+                            cwd=REPO, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def last_run() -> int | None:
+        try:
+            return json.loads((idx / "manifest.json").read_text())["last_run"]["id"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    try:
+        deadline = time.time() + 120
+        while last_run() is None and proc.poll() is None and time.time() < deadline:
+            time.sleep(0.2)
+        first = last_run()
+        assert first is not None, "the first run did not commit"
+        time.sleep(1.0)  # the watcher is up once the first run has been reported
+        (docs / "parking.md").write_text("# Parking Policy\n\nEach employee gets one parking badge for the garage "
+                                         "under building B.\n")
+        deadline = time.time() + 60
+        while last_run() == first and proc.poll() is None and time.time() < deadline:
+            time.sleep(0.2)
+        assert last_run() == first + 1, "the change was not indexed within 60 s"
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out, errs = proc.communicate(timeout=30)
+    assert "1 change(s): indexing again" in errs and out.count("Indexed") == 2, (out, errs)
+    r = ragkit("query", "--index", str(idx), "--json", "--strategy", "lexical", "parking badge garage")
+    assert json.loads(r.stdout)["passages"][0]["document"]["path"].endswith("parking.md")
