@@ -34,6 +34,23 @@ def passage_dict(p: Passage, explain: bool = False) -> dict[str, Any]:
     return d
 
 
+def passage_from_dict(d: dict[str, Any]) -> Passage:
+    """The passage ``passage_dict`` printed (what a server's answer holds)."""
+    doc = d["document"]
+    return Passage(rank=d["rank"], score=d["score"], anchor_score=d["anchor_score"], document_id=doc["id"],
+                   path=doc["path"], title=doc["title"], section=d["section"], line_start=d["lines"][0],
+                   line_end=d["lines"][1], text=d["text"], chunk_ids=d["chunk_ids"], token_count=d["tokens"],
+                   features=d.get("features", {}), coherence_score=d["coherence"], doc_type=doc["doc_type"],
+                   collection=doc["collection"], pages=d.get("pages"), section_id=d.get("section_id", ""))
+
+
+def result_from_dict(obj: dict[str, Any]) -> QueryResult:
+    """What the terminal shows of a ``ragkit.query/1`` object (no hits, no answer: a server's result)."""
+    return QueryResult(query=obj["query"], strategy=obj["strategy"], plan=obj["plan"],
+                       passages=[passage_from_dict(p) for p in obj["passages"]], hits=[],
+                       timings_ms=obj["timings_ms"], context_items=obj.get("context", []))
+
+
 def trace_line(r: QueryResult) -> str:
     """One JSON line with every candidate's features (telemetry for tuning weights)."""
     import json

@@ -3,6 +3,7 @@
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -100,7 +101,8 @@ def test_query_through_the_server_prints_what_in_process_prints(server):
     idx, port_file = str(server["idx"]), server["idx"] / "server.json"
     cases = [["--json", "how are overtime hours limited?"],
              ["--jsonl", "-k", "2", "--strategy", "lexical", "remote work equipment"],
-             ["--json", "--filter", "doc_type=policy", "--explain", "overtime"]]  # --explain: the full CLI's path
+             ["--json", "--filter", "doc_type=policy", "--explain", "overtime"],  # --explain: the full CLI's path
+             ["-k", "3", "how are overtime hours limited?"]]  # the terminal's rendering
     through = [ragkit("query", "--index", idx, *c) for c in cases]
     saved = port_file.read_text()
     port_file.unlink()  # no server known: in process
@@ -108,9 +110,11 @@ def test_query_through_the_server_prints_what_in_process_prints(server):
         local = [ragkit("query", "--index", idx, *c) for c in cases]
     finally:
         port_file.write_text(saved)
-    for a, b in zip(through, local):
+    for a, b in zip(through[:3], local[:3]):
         assert a.returncode == b.returncode == 0, a.stderr + b.stderr
         assert without_timings(a.stdout) == without_timings(b.stdout)
+    terminal = [re.sub(r"(passages · \w+ · )\d+ ms", r"\1… ms", r.stdout) for r in (through[3], local[3])]
+    assert terminal[0] == terminal[1] and "Working Time Policy > Overtime > Limits on overtime" in terminal[0]
     # the server really answered the first ones: its own warm process has no model load in the timings
     assert json.loads(through[0].stdout)["timings_ms"]["load_model"] < 50
 
@@ -176,8 +180,9 @@ def test_index_watch_picks_up_a_change(tmp_path):
     docs = tmp_path / "handbook"
     shutil.copytree(REPO / "ragkit" / "samples" / "handbook", docs)
     idx = tmp_path / "idx"
+    out_file, err_file = (tmp_path / "out.txt").open("w"), (tmp_path / "err.txt").open("w")
     proc = subprocess.Popen([sys.executable, "-m", "ragkit", "index", str(docs), "--index", str(idx), "--watch"],
-                            cwd=REPO, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            cwd=REPO, env=ENV, stdout=out_file, stderr=err_file, text=True)
 
     def last_run() -> int | None:
         try:
@@ -199,8 +204,16 @@ def test_index_watch_picks_up_a_change(tmp_path):
             time.sleep(0.2)
         assert last_run() == first + 1, "the change was not indexed within 60 s"
     finally:
-        proc.send_signal(signal.SIGINT)
-        out, errs = proc.communicate(timeout=30)
+        proc.send_signal(signal.SIGINT)  # Ctrl-C
+        try:
+            code = proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            code = "no exit within 30 s of SIGINT"
+        out_file.close()
+        err_file.close()
+    out, errs = (tmp_path / "out.txt").read_text(), (tmp_path / "err.txt").read_text()
+    assert code in (0, 130), (code, out, errs)
     assert "1 change(s): indexing again" in errs and out.count("Indexed") == 2, (out, errs)
     r = ragkit("query", "--index", str(idx), "--json", "--strategy", "lexical", "parking badge garage")
     assert json.loads(r.stdout)["passages"][0]["document"]["path"].endswith("parking.md")

@@ -55,8 +55,9 @@ def query_cmd(
                     decompose=decompose or None, expand=expand, planner=planner, model=model,
                     answer=answer or None, max_tokens=max_tokens, temperature=temperature, retry=False if no_retry else None, tree_mode=tree_mode,
                     context_budget=context_budget if context else None)
-    if (as_json or as_jsonl) and query not in (None, "-") and trace is None and not context \
-            and _through_server(api.resolve_index_dir(index), query, qcfg, as_json, explain):
+    streamed = qcfg.answer and not (as_json or as_jsonl)  # an answer written token by token: in process
+    if query not in (None, "-") and trace is None and not context and not streamed \
+            and _through_server(api.resolve_index_dir(index), query, qcfg, as_json, as_jsonl, explain):
         return
     reader = api.open_index(index)
     if query is None and sys.stdin.isatty():
@@ -79,16 +80,20 @@ def query_cmd(
         raise failed
 
 
-def _through_server(index_dir, text, qcfg, as_json: bool, explain: bool) -> bool:
+def _through_server(index_dir, text, qcfg, as_json: bool, as_jsonl: bool, explain: bool) -> bool:
     """Answer from a running ``ragkit serve`` of this index, printing what answering in process would print
     (timings aside); False when no server answers its health check in time."""
+    from ragkit.render import result_from_dict
     from ragkit.serve.client import emit, remote_query, server_for
 
     info = server_for(index_dir)
     if info is None:
         return False
     obj, failed = remote_query(info, text, qcfg, explain)
-    emit(obj, as_json)
+    if as_json or as_jsonl:
+        emit(obj, as_json)
+    else:
+        _emit(result_from_dict(obj), False, False, explain, batch=False)
     if failed is not None:
         raise failed
     return True
