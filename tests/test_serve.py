@@ -181,11 +181,14 @@ def test_index_watch_picks_up_a_change(tmp_path):
     shutil.copytree(REPO / "ragkit" / "samples" / "handbook", docs)
     idx = tmp_path / "idx"
     out_file, err_file = (tmp_path / "out.txt").open("w"), (tmp_path / "err.txt").open("w")
-    proc = subprocess.Popen([sys.executable, "-m", "ragkit", "index", str(docs), "--index", str(idx), "--watch"],
-                            cwd=REPO, env=ENV, stdout=out_file, stderr=err_file, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # Ctrl-C as on a
-    # terminal: a CI runner may start the suite with SIGINT ignored, and children inherit that (Python then never
-    # raises KeyboardInterrupt)
+    # Ctrl-C as on a terminal: a CI runner may start the suite with SIGINT ignored, and a child inherits that
+    # (Python then never raises KeyboardInterrupt); the child is started with the default disposition
+    inherited = signal.signal(signal.SIGINT, signal.SIG_DFL)
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "ragkit", "index", str(docs), "--index", str(idx), "--watch"],
+                                cwd=REPO, env=ENV, stdout=out_file, stderr=err_file, text=True)
+    finally:
+        signal.signal(signal.SIGINT, inherited)
 
     def last_run() -> int | None:
         try:
