@@ -45,6 +45,7 @@ class IndexConfig:
     include: list[str] = field(default_factory=lambda: list(DEFAULT_INCLUDE))
     exclude: list[str] = field(default_factory=list)
     include_hidden: bool = False
+    max_file_size_mb: float = 50.0  # larger files are skipped with a warning
     embed_model: str = "bundled:all-MiniLM-L6-v2"
     embed_batch_size: int = 32  # encoder = "torch": texts per batch (the ONNX encoders take one at a time)
     encoder: str = "onnx-int8"  # onnx-int8 (2.5× torch, same retrieval quality) | onnx | torch; queries: onnx

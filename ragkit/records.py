@@ -69,6 +69,7 @@ class ParsedDocument:
     blocks: dict[str, list[Block]]  # section id -> body blocks
     refs: list[Any] = field(default_factory=list)  # ragkit.ingest.resolve.RefRow
     entities: "EntityRows" = field(default_factory=lambda: EntityRows())
+    warnings: list[str] = field(default_factory=list)  # what of the file could not be read (the rest is indexed)
 
 
 @dataclass

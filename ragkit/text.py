@@ -112,3 +112,19 @@ def is_known_word(word: str, language: str) -> bool:
     """Whether ``word`` is a common word of ``language`` (wordfreq's list of its ~40,000 most frequent words,
     loaded on first use): a word the language knows is no typo, even where an index lacks it."""
     return word.lower() in _dictionary(language)
+
+
+_WORD = re.compile(r"[^\W\d_]+(?:['’\-][^\W\d_]+)*")
+_EDGE = ".,;:!?()[]{}\"'«»„“”‚‘’*_`#>|/\\-–—"
+PROSE_MIN = 0.3  # below this share of word-like tokens a text is not prose (base64, hex dumps, minified code)
+
+
+def word_share(text: str, sample: int = 65_536) -> float:
+    """The share of a text's tokens (whitespace-separated, with a letter or digit; in the first ``sample``
+    characters) that look like words: letters only, inner hyphens and apostrophes, at most 30 characters, edge
+    punctuation ignored. Every document of the shared data sets scores ≥ 0.51 (median 0.96), base64 and minified
+    code 0.0, a hex dump 0.14 (scripts/bench_prose.py)."""
+    tokens = [t for t in text[:sample].split() if any(ch.isalnum() for ch in t)]
+    if not tokens:
+        return 1.0
+    return sum(1 for t in tokens if len(t) <= 30 and _WORD.fullmatch(t.strip(_EDGE) or "-")) / len(tokens)

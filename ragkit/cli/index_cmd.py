@@ -31,6 +31,7 @@ def index_cmd(
     llm_model: Optional[str] = typer.Option(None, "--llm-model", help="GGUF file for --extract llm / --summaries llm."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask before a long LLM extraction."),
     version_of: Optional[str] = typer.Option(None, "--version-of", help="These documents supersede this path or id."),
+    max_file_size: Optional[float] = typer.Option(None, "--max-file-size", help="Skip files larger than this many MB (default 50)."),
     as_json: bool = typer.Option(False, "--json", help="Print the run summary as JSON."),
     watch: bool = typer.Option(False, "--watch", help="Stay up and index again whenever files change (Ctrl-C stops)."),
 ):
@@ -42,7 +43,7 @@ def index_cmd(
     icfg = override(icfg, include=include or None, exclude=exclude or None, include_hidden=hidden or None,
                     doc_type=doc_type, collection=collection, embed_model=embed_model, chunk_tokens=chunk_tokens,
                     fts_language=language, extract=extract, summaries=summaries, llm_model=llm_model,
-                    tree=False if no_tree else None)
+                    tree=False if no_tree else None, max_file_size_mb=max_file_size)
     current: list[RichReporter] = []
 
     def confirm(message: str) -> bool:

@@ -37,6 +37,7 @@ class RawDoc:
     items: list[RawHeading | Block] = field(default_factory=list)
     line_count: int = 0
     page_starts: list[int] | None = None  # paged formats (PDF): the first line of each page
+    warnings: list[str] = field(default_factory=list)  # what could not be read (the rest is indexed)
 
 
 class ParseError(Exception):
@@ -69,18 +70,23 @@ _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
 
 
-def _front_matter(text: str) -> tuple[dict[str, Any], int]:
+def _front_matter(text: str) -> tuple[dict[str, Any], int, str | None]:
+    """The front matter's metadata, the lines it takes, and why it was not read (invalid YAML, not a mapping):
+    the body is indexed either way, without the front matter's lines."""
     m = _FRONT.match(text)
     if not m:
-        return {}, 0
+        return {}, 0, None
+    lines = m.group(0).count("\n")
     try:
         meta = yaml.safe_load(m.group(1) or "") or {}
-    except yaml.YAMLError:
-        return {}, 0
+    except yaml.YAMLError as exc:
+        where = getattr(exc, "problem_mark", None)
+        return {}, lines, f"invalid YAML front matter{f' (line {where.line + 2})' if where else ''}: " \
+                          f"{getattr(exc, 'problem', None) or exc}; metadata ignored"
     if not isinstance(meta, dict):
-        return {}, 0
+        return {}, lines, "front matter is not a mapping of keys to values; metadata ignored"
     meta = {str(k): v for k, v in meta.items()}
-    return meta, m.group(0).count("\n")
+    return meta, lines, None
 
 
 def _clean_inline(text: str) -> str:
@@ -90,9 +96,9 @@ def _clean_inline(text: str) -> str:
 
 
 def parse_markdown(text: str) -> RawDoc:
-    meta, skip = _front_matter(text)
+    meta, skip, problem = _front_matter(text)
     lines = text.split("\n")
-    doc = RawDoc(title=_meta_title(meta), metadata=meta, line_count=len(lines))
+    doc = RawDoc(title=_meta_title(meta), metadata=meta, line_count=len(lines), warnings=[problem] if problem else [])
     body: list[str] = []
     body_start = skip + 1
     fence: str | None = None
@@ -264,6 +270,7 @@ class _HTMLCollector(HTMLParser):
             self._start = self.getpos()[0]
         elif tag in _BLOCK_TAGS:
             self._flush()
+            self._heading = None  # a block inside an unclosed heading ends it (<h1>Title<p>text…)
             self._start = self.getpos()[0]
 
     def handle_endtag(self, tag):

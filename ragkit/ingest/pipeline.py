@@ -36,7 +36,7 @@ from ragkit.ingest.resolve import ref_rows
 from ragkit.extract import llm as llm_extract
 from ragkit.extract.entities import entity_rows
 from ragkit.extract.german import document_law
-from ragkit.records import Chunk, Document, EntityRows, ParsedDocument
+from ragkit.records import Block, Chunk, Document, EntityRows, ParsedDocument
 from ragkit.store.duck import DuckStore
 from ragkit.store.lance import ChunkWriter, FtsSettings, chunk_rows
 from ragkit.store.manifest import FORMAT_VERSION, NAME as MANIFEST, manifest_format, read_manifest, write_manifest
@@ -44,7 +44,7 @@ from ragkit.store.entity_graph import EntityGraph
 from ragkit.store.graph import EvidenceGraph, save_pickled
 from ragkit.store.reader import DUCK_NAME, GRAPH_DIR, LANCE_DIR, VOCAB_FILE
 from ragkit.store.terms import CACHE, TermVectors
-from ragkit.text import detect_language
+from ragkit.text import PROSE_MIN, detect_language, word_share
 
 
 @dataclass
@@ -85,6 +85,16 @@ def _write_lock(index_dir: Path) -> Iterator[None]:
     finally:
         fcntl.flock(fh, fcntl.LOCK_UN)
         fh.close()
+
+
+def _check_prose(raw) -> None:
+    """``ParseError`` for a text file whose words are not words (a base64 blob or hex dump saved as .txt was
+    indexed as 11,696 chunks of noise in 22 minutes)."""
+    text = "\n".join(i.text for i in raw.items if isinstance(i, Block))
+    share = word_share(text)
+    if share < PROSE_MIN:
+        raise ParseError(f"not prose: {share:.0%} of its tokens look like words (base64, a hex dump or minified "
+                         "code?)")
 
 
 def _spans(numbers: list[int]) -> str:
@@ -131,6 +141,7 @@ class _Parser:
                                         title, rec.doc, mtime))
         else:
             raw = parser_for(src.path.name)(text)
+            _check_prose(raw)
             doc_id = stable_id(str(src.path), source_hash)
             title = infer_title(raw, src.path.stem)
             out.append(self._finish(src, source_hash, doc_id, src.rel, src.rel, title, raw, mtime))
@@ -157,7 +168,7 @@ class _Parser:
         if self.cfg.extract == "rules":
             own_law = document_law(title, meta) if doc.language == "de" else None
             entities = entity_rows(chunks, doc_id, doc.language, own_law)
-        return ParsedDocument(doc, sections, blocks, refs, entities), chunks
+        return ParsedDocument(doc, sections, blocks, refs, entities, warnings=list(raw.warnings)), chunks
 
 
 FTS_LANGUAGES = {"de": "German", "sv": "Swedish", "en": "English"}
@@ -307,6 +318,10 @@ def run_index(
             if old and old["size"] == f.size and old["mtime_ns"] == f.mtime_ns:
                 summary.unchanged += 1
                 continue
+            if f.size > cfg.max_file_size_mb * 1e6:  # not read at all (what it held before stays)
+                warn(f"skipped {f.rel}: {f.size / 1e6:,.1f} MB is over --max-file-size {cfg.max_file_size_mb:g} MB")
+                summary.skipped += 1
+                continue
             try:
                 data = f.path.read_bytes()
             except OSError as exc:
@@ -363,6 +378,8 @@ def run_index(
                 continue
             kept = 0
             for pd, doc_chunks in results:
+                for problem in pd.warnings:
+                    warn(f"{pd.document.path}: {problem}")
                 blank = pd.document.metadata.get("pages_without_text") or []
                 if blank:
                     summary.pages_without_text += len(blank)
