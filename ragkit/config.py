@@ -33,7 +33,16 @@ def parse_filters(items: list[str]) -> dict[str, str]:
         key, sep, value = item.partition("=")
         if not sep or not key.strip() or not value.strip():
             raise BadQuery(f"bad filter {item!r}", hint="Write filters as KEY=VALUE, e.g. --filter doc_type=policy")
-        out[key.strip()] = value.strip()
+        key, value = key.strip(), value.strip()
+        if key in ("date_from", "date_to"):
+            import datetime as dt
+
+            try:
+                dt.date.fromisoformat(value)
+            except ValueError:
+                raise BadQuery(f"bad date in --filter {key}={value}",
+                               hint="Dates are YYYY-MM-DD, e.g. --filter date_from=2024-01-31") from None
+        out[key] = value
     return out
 
 

@@ -54,6 +54,10 @@ def test_where_clause():
     assert parse_filters(["a=b", "path=docs/*"]) == {"a": "b", "path": "docs/*"}
     with pytest.raises(BadQuery):
         parse_filters(["novalue"])
+    assert parse_filters(["date_from=2024-01-31"]) == {"date_from": "2024-01-31"}
+    for bad in ("date_from=notadate", "date_to=2024-13-45"):  # a clear error, not a silently ignored filter
+        with pytest.raises(BadQuery, match="bad date"):
+            parse_filters([bad])
 
 
 def test_assembly_merges_adjacent_within_section_only():
