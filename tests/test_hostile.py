@@ -30,6 +30,9 @@ def folder(tmp_path):
     deep.mkdir(parents=True)
     (deep / "deep.md").write_text("# Deep\n\nA file sixty folders down mentions the sauna.\n")
     os.symlink(root, root / "loop")  # a link back up the tree
+    outside = tmp_path / "elsewhere.md"
+    outside.write_text("# Elsewhere\n\nA file outside the folder.\n")
+    os.symlink(outside, root / "linked.md")
     return root
 
 
@@ -39,10 +42,11 @@ def test_odd_files_are_skipped_with_reasons_or_indexed(tmp_path, index_with):
     warnings = "\n".join(summary.warnings)
     for name, reason in (("blob.txt", "not prose: 0%"), ("dump.txt", "not prose: 1"), ("app.txt", "not prose: 0%"),
                          ("nul.txt", "binary file"), ("empty.md", "no text"), ("blank.txt", "no text"),
-                         ("big.txt", "1.4 MB is over --max-file-size 1 MB")):
+                         ("big.txt", "1.4 MB is over --max-file-size 1 MB"), ("loop", "a link to a folder"),
+                         ("linked.md", "a link out of the folder")):
         assert f"skipped docs/{name}: {reason}" in warnings, name
     assert "docs/front.md: invalid YAML front matter" in warnings
-    assert summary.skipped == 7 and summary.new == 5  # policy, latin1, broken, front, deep
+    assert summary.skipped == 9 and summary.new == 5  # policy, latin1, broken, front, deep
     found = {p.path.split("/")[-1]: p for p in
              api.query(reader, "Überstunden parking badge unclosed paragraph sauna overtime",
                        QueryConfig(strategy="lexical", k=10)).passages}

@@ -28,12 +28,16 @@ def discover(
     include: list[str],
     exclude: list[str],
     include_hidden: bool = False,
+    skipped: list[tuple[str, str]] | None = None,
 ) -> list[SourceFile]:
     """Return the files under ``paths`` that the globs select, sorted by path.
 
     A missing path is an error. Hidden files and folders (``.git``, ``.venv``…)
-    are skipped unless ``include_hidden``.
+    are skipped unless ``include_hidden``. Links to folders are not followed (a
+    link back up the tree would loop) and links to files outside the folder are
+    not read; both go to ``skipped`` as (display path, reason).
     """
+    skipped = skipped if skipped is not None else []
     found: dict[Path, SourceFile] = {}
     for raw in paths:
         root = Path(raw).expanduser()
@@ -50,6 +54,10 @@ def discover(
                 dirnames[:] = [d for d in dirnames if not d.startswith(".")]
             dirnames.sort()
             rel_dir = os.path.relpath(dirpath, root)
+            for d in dirnames:
+                if os.path.islink(os.path.join(dirpath, d)):
+                    rel = d if rel_dir == "." else f"{rel_dir}/{d}"
+                    skipped.append((f"{base}/{rel}", "a link to a folder (not followed)"))
             for name in sorted(filenames):
                 if not include_hidden and name.startswith("."):
                     continue
@@ -62,6 +70,9 @@ def discover(
                 except OSError:
                     continue  # vanished or dangling link: nothing to index
                 if not full.is_file():
+                    continue
+                if full.is_symlink() and root not in full.resolve().parents:
+                    skipped.append((f"{base}/{rel}", f"a link out of the folder (to {full.resolve()})"))
                     continue
                 found[full] = SourceFile(full, f"{base}/{rel}", st.st_size, st.st_mtime_ns)
     return sorted(found.values(), key=lambda f: f.rel)

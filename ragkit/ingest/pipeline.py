@@ -275,7 +275,11 @@ def run_index(
         raise BadInput(f"unknown extractor {cfg.extract!r}", hint="Choose rules, llm or none")
     if cfg.summaries not in ("extractive", "llm"):
         raise BadInput(f"unknown summary kind {cfg.summaries!r}", hint="Choose extractive or llm")
-    files = discover(paths, cfg.include, cfg.exclude, cfg.include_hidden)
+    not_followed: list[tuple[str, str]] = []
+    files = discover(paths, cfg.include, cfg.exclude, cfg.include_hidden, not_followed)
+    for rel, reason in not_followed:
+        warn(f"skipped {rel}: {reason}")
+        summary.skipped += 1
     if not files:
         raise BadInput(
             f"nothing indexable under {', '.join(str(p) for p in paths)}",
