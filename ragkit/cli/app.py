@@ -6,6 +6,7 @@ import typer
 
 from ragkit import __version__
 from ragkit.cli.common import STATE
+from ragkit.cli.check_cmd import check_cmd
 from ragkit.cli.eval_cmd import eval_cmd
 from ragkit.cli.graph_cmd import graph_app
 from ragkit.cli.show_cmd import show_app
@@ -40,6 +41,7 @@ app.command("query")(query_cmd)
 app.command("eval")(eval_cmd)
 app.command("stats")(stats_cmd)
 app.command("serve")(serve_cmd)
+app.command("check")(check_cmd)
 app.add_typer(graph_app, name="graph")
 app.add_typer(show_app, name="show")
 

@@ -40,9 +40,7 @@ from ragkit.records import Block, Chunk, Document, EntityRows, ParsedDocument
 from ragkit.store.duck import DuckStore
 from ragkit.store.lance import ChunkWriter, FtsSettings, chunk_rows
 from ragkit.store.manifest import FORMAT_VERSION, NAME as MANIFEST, manifest_format, read_manifest, write_manifest
-from ragkit.store.entity_graph import EntityGraph
-from ragkit.store.graph import EvidenceGraph, save_pickled
-from ragkit.store.reader import DUCK_NAME, GRAPH_DIR, LANCE_DIR, VOCAB_FILE
+from ragkit.store.reader import DUCK_NAME, GRAPH_DIR, LANCE_DIR, write_derived
 from ragkit.store.terms import CACHE, TermVectors
 from ragkit.text import PROSE_MIN, detect_language, word_share
 
@@ -481,9 +479,7 @@ def run_index(
             summary.tree = run["summary"].get("tree", {})
             counts, facts = store.counts(), store.planning_facts()
             t2 = time.perf_counter()
-            EvidenceGraph.from_store(store, run_id).save(index_dir / GRAPH_DIR)
-            EntityGraph.from_store(store, run_id).save(index_dir / GRAPH_DIR)
-            save_pickled(index_dir / GRAPH_DIR, VOCAB_FILE, store.vocabulary(), run_id)
+            write_derived(store, index_dir, run_id)
             summary.seconds["graph"] = round(time.perf_counter() - t2, 3)
         summary.total_documents, summary.total_chunks = counts["documents"], counts["chunks"]
         write_manifest(index_dir, {

@@ -21,6 +21,17 @@ GRAPH_DIR = "graph"
 VOCAB_FILE = "vocab.pkl"  # the vocabulary of the committed run, beside its graphs (the speller reads it)
 
 
+def write_derived(store, index_dir: Path, run_id: int) -> None:
+    """The files derived from the store at a commit (evidence graph, entity graph, vocabulary), for ``run_id``
+    (the indexing run writes them; ``ragkit check --repair`` rebuilds them)."""
+    from ragkit.store.entity_graph import EntityGraph
+    from ragkit.store.graph import EvidenceGraph, save_pickled
+
+    EvidenceGraph.from_store(store, run_id).save(index_dir / GRAPH_DIR)
+    EntityGraph.from_store(store, run_id).save(index_dir / GRAPH_DIR)
+    save_pickled(index_dir / GRAPH_DIR, VOCAB_FILE, store.vocabulary(), run_id)
+
+
 class IndexReader:
     def __init__(self, index_dir: Path, embedder: Embedder | None = None, embed_model: str | None = None):
         self.index_dir = Path(index_dir)

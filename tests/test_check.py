@@ -1,0 +1,65 @@
+"""``ragkit check`` (issue 16): a whole index passes; damaged derived files are found and repaired; a
+LanceDB/DuckDB/manifest disagreement is found and named (exit 7)."""
+
+import json
+
+from typer.testing import CliRunner
+
+from ragkit.cli.app import app
+from ragkit.store import check as checker
+
+runner = CliRunner()
+
+
+def damaged(reader, change) -> list[str]:
+    path = reader.index_dir / "manifest.json"
+    saved = path.read_text()
+    manifest = json.loads(saved)
+    change(manifest)
+    path.write_text(json.dumps(manifest))
+    try:
+        return [p.what for p in checker.check(reader.index_dir)[0]]
+    finally:
+        path.write_text(saved)
+
+
+def test_check_passes_finds_and_repairs(corpus, index_with):
+    _, reader = index_with(corpus)
+    idx = str(reader.index_dir)
+    problems, facts = checker.check(reader.index_dir)
+    assert problems == [] and facts["lance_rows"] == facts["chunks"] > 0
+    r = runner.invoke(app, ["check", "--index", idx])
+    assert r.exit_code == 0 and "ok" in r.output
+
+    (reader.index_dir / "graph" / "entities.pkl").unlink()
+    r = runner.invoke(app, ["check", "--index", idx, "--json"])
+    assert r.exit_code == 7
+    out = json.loads(r.output.splitlines()[0])
+    assert not out["ok"] and out["problems"][0]["derived"] and "entity graph" in out["problems"][0]["what"]
+    r = runner.invoke(app, ["check", "--index", idx, "--repair"])
+    assert r.exit_code == 0 and "repaired: the entity graph is missing" in r.output
+    assert checker.check(reader.index_dir)[0] == []
+
+
+def test_check_names_disagreements(corpus, index_with):
+    _, reader = index_with(corpus)
+
+    def version(m):
+        m["last_run"]["lance_version"] += 50
+
+    def run(m):
+        m["last_run"]["id"] -= 1
+
+    def count(m):
+        m["counts"]["chunks"] += 1
+
+    assert any("does not open" in p for p in damaged(reader, version))
+    assert any("did not finish its commit" in p for p in damaged(reader, run))
+    assert any("the manifest says" in p for p in damaged(reader, count))
+    path = reader.index_dir / "manifest.json"
+    saved = path.read_text()
+    path.write_text(json.dumps({**json.loads(saved), "last_run": {**json.loads(saved)["last_run"],
+                                                                  "lance_version": 999}}))
+    r = runner.invoke(app, ["check", "--index", str(reader.index_dir)])
+    assert r.exit_code == 7 and "index PATH --full" in r.output
+    path.write_text(saved)
