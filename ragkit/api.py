@@ -29,10 +29,12 @@ def index(
     version_of: str | None = None,
     generator_factory=None,
     confirm: Callable[[str], bool] | None = None,
+    wait: bool = False,
 ):
     """Index ``paths`` into ``index_dir`` (incrementally unless ``full``).
 
-    ``confirm(message)`` approves LLM extraction after its time estimate; ``generator_factory`` loads the GGUF model.
+    ``confirm(message)`` approves LLM extraction after its time estimate; ``generator_factory`` loads the GGUF model;
+    ``wait``: wait for another run on the same index instead of raising ``IndexBusy``.
     """
     from dataclasses import replace
 
@@ -43,7 +45,7 @@ def index(
     return run_index(
         [Path(p) for p in paths], resolve_index_dir(index_dir), replace(cfg, embed_model=normalize_spec(cfg.embed_model)),
         embedder_factory or _default_embedder_factory, full=full, reporter=reporter, version_of=version_of,
-        generator_factory=generator_factory, confirm=confirm,
+        generator_factory=generator_factory, confirm=confirm, wait=wait,
     )
 
 

@@ -63,3 +63,42 @@ def test_check_names_disagreements(corpus, index_with):
     r = runner.invoke(app, ["check", "--index", str(reader.index_dir)])
     assert r.exit_code == 7 and "index PATH --full" in r.output
     path.write_text(saved)
+
+
+def test_a_second_writer_waits_or_exits_busy(corpus, tmp_path, fake, monkeypatch):
+    """While another run holds an index, `ragkit index --no-wait` exits 9 at once; by default a run says it
+    waits and goes on when the first is done. The lock is the kernel's (flock): it ends with its process."""
+    import fcntl
+    import threading
+    import time
+
+    from ragkit import api
+    from ragkit.events import Reporter
+
+    monkeypatch.setattr("ragkit.api._default_embedder_factory", lambda cfg: fake)
+    idx = tmp_path / "idx"
+    api.index([corpus], idx)
+    (corpus / "new.md").write_text("# New\n\nA new note about parking badges.\n")
+    holder = open(idx / ".lock", "w")
+    fcntl.flock(holder, fcntl.LOCK_EX)  # another indexing run holds the index
+    said, done = [], []
+
+    class Listening(Reporter):
+        def warn(self, message: str) -> None:
+            said.append(message)
+
+    second = threading.Thread(target=lambda: done.append(api.index([corpus], idx, reporter=Listening(), wait=True)))
+    try:
+        r = runner.invoke(app, ["index", str(corpus), "--index", str(idx), "--no-wait"])
+        assert r.exit_code == 9 and "being indexed by another process" in r.output
+        second.start()
+        deadline = time.time() + 30
+        while not said and time.time() < deadline:
+            time.sleep(0.05)
+        assert said and "waiting for it to finish" in said[0]
+        assert second.is_alive() and not done
+    finally:
+        fcntl.flock(holder, fcntl.LOCK_UN)
+        holder.close()
+    second.join(timeout=60)
+    assert done and done[0].new == 1

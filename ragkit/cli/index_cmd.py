@@ -31,6 +31,7 @@ def index_cmd(
     llm_model: Optional[str] = typer.Option(None, "--llm-model", help="GGUF file for --extract llm / --summaries llm."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask before a long LLM extraction."),
     version_of: Optional[str] = typer.Option(None, "--version-of", help="These documents supersede this path or id."),
+    no_wait: bool = typer.Option(False, "--no-wait", help="Exit 9 at once when another run holds the index (default: wait for it)."),
     max_file_size: Optional[float] = typer.Option(None, "--max-file-size", help="Skip files larger than this many MB (default 50)."),
     as_json: bool = typer.Option(False, "--json", help="Print the run summary as JSON."),
     watch: bool = typer.Option(False, "--watch", help="Stay up and index again whenever files change (Ctrl-C stops)."),
@@ -55,7 +56,7 @@ def index_cmd(
         current.append(RichReporter(interactive(as_json)))
         try:
             summary = api.index(paths, index, icfg, full=full_run, reporter=current[-1], version_of=version_of,
-                                confirm=confirm)
+                                confirm=confirm, wait=not no_wait)
         finally:
             current[-1].close()
         _report(summary, as_json)

@@ -70,14 +70,25 @@ class IndexSummary:
 
 
 @contextmanager
-def _write_lock(index_dir: Path) -> Iterator[None]:
+def _write_lock(index_dir: Path, wait: bool = False, on_wait: Callable[[str], None] | None = None) -> Iterator[None]:
+    """One writer per index: an flock on ``.lock``. The kernel releases it when its process ends, however it
+    ends, so a killed run never leaves a stale lock behind (the empty file stays, unlocked). A second writer
+    raises ``IndexBusy``, or with ``wait`` says so through ``on_wait`` and blocks until the first is done."""
     index_dir.mkdir(parents=True, exist_ok=True)
     fh = open(index_dir / ".lock", "w")
     try:
         fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError as exc:
-        fh.close()
-        raise IndexBusy(f"{index_dir} is being indexed by another process") from exc
+        if not wait:
+            fh.close()
+            raise IndexBusy(f"{index_dir} is being indexed by another process") from exc
+        if on_wait:
+            on_wait(f"{index_dir} is being indexed by another process; waiting for it to finish (Ctrl-C stops)")
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+        except BaseException:
+            fh.close()
+            raise
     try:
         yield
     finally:
@@ -258,9 +269,11 @@ def run_index(
     version_of: str | None = None,
     generator_factory: Callable[[IndexConfig], Any] | None = None,
     confirm: Callable[[str], bool] | None = None,
+    wait: bool = False,
 ) -> IndexSummary:
     """One indexing run. ``generator_factory`` loads the GGUF model for ``extract = "llm"`` /
-    ``summaries = "llm"``; ``confirm(message)`` approves LLM extraction after its estimate (default: yes)."""
+    ``summaries = "llm"``; ``confirm(message)`` approves LLM extraction after its estimate (default: yes);
+    ``wait``: when another run holds the index, wait for it (with a warning) instead of raising ``IndexBusy``."""
     rep = reporter or Reporter()
     t0 = time.perf_counter()
     summary = IndexSummary(index_dir=str(index_dir))
@@ -285,7 +298,7 @@ def run_index(
         )
     roots = [Path(p).expanduser().resolve() for p in paths]
 
-    with _write_lock(index_dir):
+    with _write_lock(index_dir, wait, on_wait=rep.warn):
         previous = None
         old_format = manifest_format(index_dir)
         if old_format not in (None, FORMAT_VERSION) and (index_dir / DUCK_NAME).exists():
