@@ -59,7 +59,15 @@ def open_index(index_dir: str | Path | None = None, embedder: Embedder | None = 
 
 def retrieve(reader, text: str, cfg: QueryConfig, limit: int | None = None):
     """Chunk hits for one query (no assembly): ``(hits, plan, timings_ms)``; the query's reads of the DuckDB
-    store share one connection."""
+    store share one connection. A reader follows the newest committed run; a query that fails because its run
+    was replaced under it (files removed) is asked again of the new run."""
+    reader.follow()
+    try:
+        with reader.one_connection():
+            return _retrieve(reader, text, cfg, limit)
+    except Exception:
+        if not reader.follow():
+            raise
     with reader.one_connection():
         return _retrieve(reader, text, cfg, limit)
 
@@ -264,7 +272,7 @@ def query(reader, text: str, cfg: QueryConfig | None = None) -> QueryResult:
     timings["total"] = (time.perf_counter() - t0) * 1000
     return QueryResult(query=text, strategy=plan["strategy"], plan=plan, passages=passages, hits=hits,
                        timings_ms={k: round(v, 2) for k, v in timings.items()}, context=context,
-                       context_items=items)
+                       context_items=items, run=reader.manifest["last_run"]["id"])
 
 
 def answer(result: QueryResult, cfg: QueryConfig, on_text=None):

@@ -60,6 +60,12 @@ class IndexBusy(RagkitError):
     hint = "Another ragkit process is writing this index; try again when it finishes."
 
 
+class IndexChanged(IndexBusy):
+    """The run a reader was reading was replaced (and its files removed) while it read: read the new one."""
+
+    hint = "A newer indexing run was committed while the query ran; ask again."
+
+
 class Cancelled(RagkitError):
     exit_code = 10
     hint = "Nothing was written; the index is as it was."

@@ -197,6 +197,7 @@ class QueryResult:
     context_items: list[dict[str, Any]] = field(default_factory=list)  # graph strategies' entities, reports…
     answer: Any = None  # ragkit.answer.Answer when one was written
     answer_error: str | None = None  # why no answer was written (the passages are still there)
+    run: int | None = None  # the committed indexing run that answered
 
 
 @dataclass

@@ -48,7 +48,8 @@ def result_from_dict(obj: dict[str, Any]) -> QueryResult:
     """What the terminal shows of a ``ragkit.query/1`` object (no hits, no answer: a server's result)."""
     return QueryResult(query=obj["query"], strategy=obj["strategy"], plan=obj["plan"],
                        passages=[passage_from_dict(p) for p in obj["passages"]], hits=[],
-                       timings_ms=obj["timings_ms"], context_items=obj.get("context", []))
+                       timings_ms=obj["timings_ms"], context_items=obj.get("context", []),
+                       run=obj.get("metadata", {}).get("run"))
 
 
 def trace_line(r: QueryResult) -> str:
@@ -68,7 +69,7 @@ def trace_line(r: QueryResult) -> str:
 def metadata(r: QueryResult) -> dict[str, Any]:
     """Seed 001's QueryMetadata: strategy, latency per stage, tokens used, context count, LLM calls."""
     a = r.answer
-    return {"strategy": r.strategy, "timings_ms": r.timings_ms, "passages": len(r.passages),
+    return {"strategy": r.strategy, "run": r.run, "timings_ms": r.timings_ms, "passages": len(r.passages),
             "context_count": len(a.sources) if a else 0,
             "tokens": {"prompt": a.prompt_tokens, "completion": a.completion_tokens} if a else None,
             "llm_calls": a.llm_calls if a else 0}

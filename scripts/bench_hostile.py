@@ -44,6 +44,10 @@ def cases(rng: random.Random) -> dict[str, callable]:
     def outside(root: Path):
         os.symlink("/etc/hostname", root / "hostname.txt")
 
+    def unreadable(root: Path):
+        (root / "secret.md").write_text("# Secret\n\nNot for the index.\n")
+        (root / "secret.md").chmod(0)
+
     return {
         "base64 blob, 400 KB .txt": write("blob.txt", base64.b64encode(rng.randbytes(300_000))),
         "hex dump .txt": write("dump.txt", "\n".join(" ".join(f"{rng.randrange(256):02x}" for _ in range(16))
@@ -62,6 +66,7 @@ def cases(rng: random.Random) -> dict[str, callable]:
         "60-deep nesting": deep,
         "symlink loop": loop,
         "symlink out of the tree": outside,
+        "no read permission (chmod 000)": unreadable,
         "encrypted PDF": lambda root: _pdf(root / "secret.pdf", password="x"),
         "broken PDF": write("broken.pdf", b"%PDF-1.4 not really"),
         "broken DOCX": write("broken.docx", b"PK not a zip"),

@@ -18,11 +18,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -34,25 +32,12 @@ from rich.table import Table  # noqa: E402
 from ragkit import api  # noqa: E402
 from ragkit.config import QueryConfig  # noqa: E402
 from ragkit.evaluate import percentile  # noqa: E402
+from benchlib import timed as run  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_Q = ROOT.parent / "shared/data/scifact-train/queries.jsonl"
 STAGES = [("plan", ("plan",)), ("embed", ("embed_query",)), ("dense", ("dense",)), ("lexical", ("lexical",)),
           ("fusion", ("fusion",)), ("rerank", ("rerank", "cross_encoder")), ("assembly", ("assemble",))]
-
-
-def run(cmd: list[str]) -> tuple[float, float]:
-    """Wall seconds and peak RSS (MiB) of one child process. The peak comes from ``/usr/bin/time``: the
-    kernel's own accounting of a child forked from this process starts at this process's size."""
-    timer = shutil.which("time") or "/usr/bin/time"
-    with tempfile.NamedTemporaryFile("r", suffix=".rss") as out:
-        t = time.perf_counter()
-        proc = subprocess.run([timer, "-f", "%M", "-o", out.name, *cmd], stdout=subprocess.DEVNULL,
-                              stderr=subprocess.PIPE)
-        wall = time.perf_counter() - t
-        if proc.returncode != 0:
-            sys.exit(f"{' '.join(cmd)} failed:\n{proc.stderr.decode()[-2000:]}")
-        return wall, int(out.read().split()[-1]) / 1024
 
 
 def main() -> None:

@@ -137,3 +137,32 @@ def test_context_output(corpus, tmp_path, fake_models):
     r = runner.invoke(app, ["query", "overtime", "--index", idx, "--context", "--json", "--context-budget", "30"])
     ctx = json.loads(r.output)["packed_context"]
     assert ctx["budget"] == 30 and ctx["tokens"] <= 30 and ctx["dropped"]
+
+
+def test_query_input_matrix(corpus, tmp_path, fake_models):
+    """Odd query input (issue 16): each is a clear error with the documented exit code, or a sensible result."""
+    idx = str(tmp_path / "idx")
+    runner.invoke(app, ["index", str(corpus), "--index", idx])
+
+    def ask(*args):
+        r = runner.invoke(app, ["query", "--index", idx, "--json", *args])
+        return r.exit_code, r.output
+
+    code, out = ask("")
+    assert code == 6 and "empty query" in out.lower()
+    code, out = ask("   ")
+    assert code == 6
+    code, out = ask("the and of is")  # only stop words: still answered (dense search needs no keyword)
+    assert code == 0 and json.loads(out)["passages"]
+    code, out = ask("--", "-overtime")  # only an excluded term
+    assert code == 6 and "only excluded terms" in out
+    code, out = ask("overtime " * 2_500)  # 20,000 characters
+    assert code == 0 and json.loads(out)["passages"]
+    code, out = ask("overtime", "--strategy", "magic")
+    assert code == 6 and "unknown strategy" in out
+    code, out = ask("overtime", "--filter", "doc_type")  # no "="
+    assert code == 6 and "bad filter" in out
+    code, out = ask("overtime", "--filter", "colour=blue")  # unknown key: nothing matches
+    assert code == 0 and json.loads(out)["passages"] == []
+    code, out = ask("overtime", "--filter", "date_from=last tuesday")
+    assert code == 6 and "date" in out

@@ -268,5 +268,5 @@ def test_a_query_opens_the_store_once_and_lets_it_go(mixed, index_with, monkeypa
     attached = {row[0] for row in duck._READERS["base"].execute("SELECT database_name FROM duckdb_databases()")
                 .fetchall()}
     assert attached <= {"memory", "system", "temp"}, attached
-    with DuckStore(reader.index_dir / "store.duckdb", read_only=False) as store:  # the file is free to write
+    with DuckStore(reader.store_path, read_only=False) as store:  # the file is free to write
         assert store.value("SELECT count(*) FROM documents") == 2

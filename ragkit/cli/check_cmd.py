@@ -13,22 +13,26 @@ from ragkit.errors import IndexCorrupt
 @handle_errors
 def check_cmd(
     index: Optional[str] = typer.Option(None, "--index", "-i", help="Index name (under ./indexes) or directory."),
-    repair: bool = typer.Option(False, "--repair", help="Rebuild what can be rebuilt from the store (graphs, vocabulary)."),
+    repair: bool = typer.Option(False, "--repair", help="Rebuild the graphs and vocabulary from the store, go back to the "
+                                "newest whole run when the manifest is lost or names a damaged one, remove what an "
+                                "unfinished run left."),
     as_json: bool = typer.Option(False, "--json", help="Print the findings as JSON."),
 ):
     """Verify an index: manifest, DuckDB run, LanceDB version and row counts, graphs. Exit 0 when whole, 7 when not."""
     from ragkit.config import resolve_index_dir
     from ragkit.errors import IndexNotFound
     from ragkit.store import check as checker
+    from ragkit.store.layout import write_lock
 
     index_dir = resolve_index_dir(index)
-    if not (index_dir / "manifest.json").exists():
+    if not (index_dir / "lance").is_dir():
         raise IndexNotFound(f"no index at {index_dir}")
     problems, facts = checker.check(index_dir)
-    repaired = []
-    if repair and problems and all(p.derived for p in problems):
-        checker.repair(index_dir)
-        repaired, (problems, facts) = [p.what for p in problems], checker.check(index_dir)
+    repaired: list[str] = []
+    if repair and (problems or facts.get("leftovers")):
+        with write_lock(index_dir, wait=True, on_wait=lambda msg: err.print(f"[yellow]{msg}[/]")):
+            repaired = checker.repair(index_dir)
+        problems, facts = checker.check(index_dir)
     if as_json:
         print_json({"index": str(index_dir), "ok": not problems, **facts, "repaired": repaired,
                     "problems": [{"what": p.what, "repair": p.repair, "derived": p.derived} for p in problems]})
@@ -37,9 +41,13 @@ def check_cmd(
             console.print(f"[green]repaired:[/] {what}")
         for p in problems:
             err.print(f"[red]problem:[/] {p.what}  [dim](repair: {p.repair})[/]", soft_wrap=True)
+        if facts.get("leftovers"):
+            console.print(f"[dim]note: files of an unfinished run (never read; the next run or --repair removes "
+                          f"them): {', '.join(facts['leftovers'])}[/]", soft_wrap=True)
         if not problems:
             console.print(f"[bold green]ok[/] {index_dir}: run {facts['run']}, LanceDB {facts['lance_table']} "
                           f"v{facts['lance_version']}, {facts['lance_rows']:,} chunks, graphs of the run")
     if problems:
         raise IndexCorrupt(f"{index_dir}: {len(problems)} problem(s)",
-                           hint="ragkit check --repair" if all(p.derived for p in problems) else checker.REBUILD)
+                           hint=checker.REPAIR if all(p.repair == checker.REPAIR for p in problems)
+                           else checker.REBUILD)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -76,6 +77,49 @@ def discover(
                     continue
                 found[full] = SourceFile(full, f"{base}/{rel}", st.st_size, st.st_mtime_ns)
     return sorted(found.values(), key=lambda f: f.rel)
+
+
+class Unreadable(Exception):
+    """A file the run cannot read (permission, vanished, never still); the pipeline skips it with the reason."""
+
+    def __init__(self, reason: str, vanished: bool = False):
+        super().__init__(reason)
+        self.vanished = vanished
+
+
+def _may_read(st: os.stat_result) -> bool:
+    """Do the file's permission bits let this user read it? Root reads anything, so for root a file that no
+    one may read (no r bit at all, e.g. ``chmod 000``) counts as unreadable too: its owner meant it so."""
+    uid = os.geteuid()
+    if uid == 0:
+        return bool(st.st_mode & 0o444)
+    if st.st_uid == uid:
+        return bool(st.st_mode & 0o400)
+    if st.st_gid in os.getgroups() or st.st_gid == os.getegid():
+        return bool(st.st_mode & 0o040)
+    return bool(st.st_mode & 0o004)
+
+
+def read_source(f: SourceFile, attempts: int = 3) -> bytes:
+    """The bytes of ``f``, read whole while the file stood still; ``f.size``/``f.mtime_ns`` become those of
+    the bytes read (a file written to while read is read again; one deleted since it was found is
+    ``Unreadable(vanished=True)``)."""
+    for _ in range(attempts):
+        try:
+            st = f.path.stat()
+            if not _may_read(st):
+                raise Unreadable("unreadable (no read permission)")
+            data = f.path.read_bytes()
+            after = f.path.stat()
+        except FileNotFoundError as exc:
+            raise Unreadable("deleted while the run read the folder", vanished=True) from exc
+        except OSError as exc:
+            raise Unreadable(f"unreadable ({exc.strerror or exc})") from exc
+        if (st.st_size, st.st_mtime_ns) == (after.st_size, after.st_mtime_ns) and len(data) == after.st_size:
+            f.size, f.mtime_ns = after.st_size, after.st_mtime_ns
+            return data
+        time.sleep(0.05)
+    raise Unreadable(f"changing while read ({attempts} reads differed); indexed by a later run")
 
 
 def content_hash(data: bytes) -> str:

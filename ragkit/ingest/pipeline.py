@@ -1,32 +1,34 @@
 """One indexing run: discover → diff → parse → chunk → embed → write → commit.
 
 Nothing is written until every new document is parsed, chunked and embedded;
-then LanceDB gets a new version and one DuckDB transaction commits the run
-(with that version). Ctrl-C or a crash before the commit leaves the previous
-index as it was. No model runs inside the transaction: chunks are embedded
-before it; ``--summaries llm`` summaries and ``expand = true`` vocabulary
-vectors are made after it.
+then LanceDB gets a new version, one DuckDB transaction writes the run into a
+copy of the committed store, the derived graphs go into the run's own folder,
+and replacing the manifest commits all three (ragkit/store/layout.py). Ctrl-C
+or a kill at any point before that rename leaves the previous run whole and
+readable. No model runs inside the transaction: chunks are embedded before it,
+``--summaries llm`` summaries after it (before the commit), ``expand = true``
+vocabulary vectors after the commit.
 """
 
 from __future__ import annotations
 
-import fcntl
 import functools
 import os
+import shutil
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import numpy as np
 
 from ragkit.config import IndexConfig
 from ragkit.embed import Embedder
-from ragkit.errors import BadInput, EmbedderMismatch, IndexBusy
+from ragkit.errors import BadInput, EmbedderMismatch
 from ragkit.events import Reporter
 from ragkit.ingest.chunk import chunk_document
-from ragkit.ingest.discover import SourceFile, Undecodable, content_hash, decode, discover, stable_id
+from ragkit.ingest.discover import (SourceFile, Undecodable, Unreadable, content_hash, decode, discover,
+                                    read_source, stable_id)
 from ragkit.ingest.doctype import infer_doc_type
 from ragkit.ingest.parse import (ParseError, binary_parser_for, build_sections, infer_title, parse_beir_jsonl,
                                  parser_for)
@@ -40,9 +42,11 @@ from ragkit.records import Block, Chunk, Document, EntityRows, ParsedDocument
 from ragkit.store.duck import DuckStore
 from ragkit.store.lance import ChunkWriter, FtsSettings, chunk_rows
 from ragkit.store.manifest import FORMAT_VERSION, NAME as MANIFEST, manifest_format, read_manifest, write_manifest
-from ragkit.store.reader import DUCK_NAME, GRAPH_DIR, LANCE_DIR, write_derived
+from ragkit.store import layout
+from ragkit.store.layout import DUCK_NAME, GRAPH_DIR, LANCE_DIR
+from ragkit.store.reader import write_derived
 from ragkit.store.terms import CACHE, TermVectors
-from ragkit.text import PROSE_MIN, detect_language, word_share
+from ragkit.text import PROSE_MIN, REPEAT_MAX, detect_language, repetition, word_share
 
 
 @dataclass
@@ -69,33 +73,6 @@ class IndexSummary:
         return dict(self.__dict__)
 
 
-@contextmanager
-def _write_lock(index_dir: Path, wait: bool = False, on_wait: Callable[[str], None] | None = None) -> Iterator[None]:
-    """One writer per index: an flock on ``.lock``. The kernel releases it when its process ends, however it
-    ends, so a killed run never leaves a stale lock behind (the empty file stays, unlocked). A second writer
-    raises ``IndexBusy``, or with ``wait`` says so through ``on_wait`` and blocks until the first is done."""
-    index_dir.mkdir(parents=True, exist_ok=True)
-    fh = open(index_dir / ".lock", "w")
-    try:
-        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError as exc:
-        if not wait:
-            fh.close()
-            raise IndexBusy(f"{index_dir} is being indexed by another process") from exc
-        if on_wait:
-            on_wait(f"{index_dir} is being indexed by another process; waiting for it to finish (Ctrl-C stops)")
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX)
-        except BaseException:
-            fh.close()
-            raise
-    try:
-        yield
-    finally:
-        fcntl.flock(fh, fcntl.LOCK_UN)
-        fh.close()
-
-
 def _check_prose(raw) -> None:
     """``ParseError`` for a text file whose words are not words (a base64 blob or hex dump saved as .txt was
     indexed as 11,696 chunks of noise in 22 minutes)."""
@@ -104,6 +81,9 @@ def _check_prose(raw) -> None:
     if share < PROSE_MIN:
         raise ParseError(f"not prose: {share:.0%} of its tokens look like words (base64, a hex dump or minified "
                          "code?)")
+    ratio = repetition(text)
+    if ratio > REPEAT_MAX:
+        raise ParseError(f"not prose: the text repeats itself (its start compresses {ratio:.0f}×)")
 
 
 def _spans(numbers: list[int]) -> str:
@@ -250,8 +230,7 @@ def _write_llm_summaries(duck_path: Path, generator, embedder: Embedder, chunk_v
 
 def _clear_index(index_dir: Path) -> None:
     """Remove what ragkit keeps in an index folder (and nothing else)."""
-    import shutil
-
+    layout.remove(layout.leftovers(index_dir, None))
     for name in (LANCE_DIR, GRAPH_DIR, CACHE.parts[0]):
         shutil.rmtree(index_dir / name, ignore_errors=True)
     for name in (DUCK_NAME, DUCK_NAME + ".wal", MANIFEST):
@@ -298,10 +277,10 @@ def run_index(
         )
     roots = [Path(p).expanduser().resolve() for p in paths]
 
-    with _write_lock(index_dir, wait, on_wait=rep.warn):
+    with layout.write_lock(index_dir, wait, on_wait=rep.warn):
         previous = None
         old_format = manifest_format(index_dir)
-        if old_format not in (None, FORMAT_VERSION) and (index_dir / DUCK_NAME).exists():
+        if old_format not in (None, FORMAT_VERSION) and (index_dir / "lance").exists():
             warn(f"{index_dir} is in index format {old_format}; rebuilding it in format {FORMAT_VERSION}")
             _clear_index(index_dir)
         if (index_dir / "manifest.json").exists():
@@ -310,10 +289,12 @@ def run_index(
                 raise EmbedderMismatch(
                     f"index {index_dir} was built with {previous['index_config']['embed_model']}, "
                     f"not {cfg.embed_model}")
-        duck_path = index_dir / DUCK_NAME
+        # what an unfinished run left (never read: the manifest does not name it)
+        layout.remove(layout.leftovers(index_dir, previous))
+        duck_path = layout.store_path(index_dir, previous or {})
         states: dict[str, dict[str, Any]] = {}
         committed = None
-        if duck_path.exists():
+        if previous is not None and duck_path.exists():
             with DuckStore(duck_path, read_only=True) as store:
                 states = store.sources()
                 committed = store.last_run()
@@ -338,10 +319,12 @@ def run_index(
                 summary.skipped += 1
                 continue
             try:
-                data = f.path.read_bytes()
-            except OSError as exc:
-                warn(f"skipped {f.rel}: unreadable ({exc.strerror or exc})")
+                data = read_source(f)
+            except Unreadable as exc:
+                warn(f"skipped {f.rel}: {exc}")
                 summary.skipped += 1
+                if exc.vanished:  # as if the run had not found it: what it held goes
+                    seen.discard(key)
                 continue
             h = content_hash(data)
             if old and old["hash"] == h:
@@ -479,8 +462,18 @@ def run_index(
         run = {"started_at": time.time() - (time.perf_counter() - t0), "finished_at": time.time(),
                "lance_table": table, "lance_version": version,
                "summary": {k: v for k, v in summary.to_dict().items() if k not in ("warnings",)}}
-        with DuckStore(duck_path, read_only=False) as store:
-            run_id = store.commit_run(
+        # the run goes into a copy of the committed store, its graphs into a folder of their own; the
+        # manifest's rename commits them with the LanceDB version (ragkit/store/layout.py)
+        run_id = (committed["id"] if committed else 0) + 1
+        store_name, graph_name = layout.run_names(run_id)
+        new_store, graph_dir = index_dir / store_name, index_dir / graph_name
+        layout.remove([new_store, graph_dir])
+        if committed is not None:  # (a --full run keeps only the run numbers of it)
+            shutil.copyfile(duck_path, new_store)
+            if Path(f"{duck_path}.wal").exists():
+                shutil.copyfile(f"{duck_path}.wal", f"{new_store}.wal")
+        with DuckStore(new_store, read_only=False) as store:
+            store.commit_run(run_id,
                 removed_doc_ids=removed_ids, removed_sources=gone + [str(f.path) for f, *_ in todo] + [s["source_path"] for s in unchanged_sources],
                 sources=new_sources + unchanged_sources, documents=list(docs.values()),
                 sections=[s for pd in parsed for s in pd.sections], chunks=chunks,
@@ -492,33 +485,39 @@ def run_index(
             summary.tree = run["summary"].get("tree", {})
             counts, facts = store.counts(), store.planning_facts()
             t2 = time.perf_counter()
-            write_derived(store, index_dir, run_id)
+            write_derived(store, graph_dir, run_id)
             summary.seconds["graph"] = round(time.perf_counter() - t2, 3)
+            manifest = {
+                "index_config": cfg.to_dict(),
+                "embedder": {"name": embedder.name, "spec": cfg.embed_model, "dimension": embedder.dimension,
+                             "fingerprint": embedder.fingerprint, "max_tokens": embedder.max_tokens,
+                             "encoder": getattr(embedder, "encoder", cfg.encoder)},
+                "counts": counts,
+                "facts": facts,
+                "fts_language": fts_language,
+                "store": store_name,
+                "graph": graph_name,
+                "last_run": {"id": run_id, "lance_table": table, "lance_version": version,
+                             "finished_at": run["finished_at"],
+                             "summary": {k: getattr(summary, k) for k in
+                                         ("new", "changed", "unchanged", "removed", "skipped")}},
+            }
+            store.keep_manifest(manifest)  # ``check --repair`` can restore a lost manifest from it
+            store.con.execute("CHECKPOINT")  # the committed store is one file, no write-ahead log
         summary.total_documents, summary.total_chunks = counts["documents"], counts["chunks"]
-        write_manifest(index_dir, {
-            "index_config": cfg.to_dict(),
-            "embedder": {"name": embedder.name, "spec": cfg.embed_model, "dimension": embedder.dimension,
-                         "fingerprint": embedder.fingerprint, "max_tokens": embedder.max_tokens,
-                         "encoder": getattr(embedder, "encoder", cfg.encoder)},
-            "counts": counts,
-            "facts": facts,
-            "fts_language": fts_language,
-            "last_run": {"id": run_id, "lance_table": table, "lance_version": version,
-                         "finished_at": run["finished_at"],
-                         "summary": {k: getattr(summary, k) for k in
-                                     ("new", "changed", "unchanged", "removed", "skipped")}},
-        })
         rep.finish("write")
-        summary.seconds["commit"] = round(time.perf_counter() - t1, 3)
-        # the models that write summaries and vocabulary vectors run after the commit, never inside it
+        # the models that write summaries run before the commit too (no model inside a DuckDB transaction)
         if cfg.summaries == "llm":
             t2 = time.perf_counter()
             chunk_vectors = writer.vectors_lookup({c.id: v for c, v in zip(chunks, vectors)})
-            summary.written = _write_llm_summaries(duck_path, generator, embedder, chunk_vectors, rep)
+            summary.written = _write_llm_summaries(new_store, generator, embedder, chunk_vectors, rep)
             summary.seconds["llm_summaries"] = round(time.perf_counter() - t2, 3)
+        write_manifest(index_dir, manifest)  # the commit
+        layout.remove(layout.leftovers(index_dir, manifest))  # the replaced run's store and graphs
+        summary.seconds["commit"] = round(time.perf_counter() - t1, 3)
         if cfg.expand:
             t2 = time.perf_counter()
-            TermVectors(index_dir, run_id, lambda: DuckStore(duck_path, read_only=True), embedder.encode,
+            TermVectors(index_dir, run_id, lambda: DuckStore(new_store, read_only=True), embedder.encode,
                         embedder.fingerprint).load()
             summary.seconds["term_vectors"] = round(time.perf_counter() - t2, 3)
         summary.seconds["total"] = round(time.perf_counter() - t0, 3)

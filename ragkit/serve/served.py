@@ -14,18 +14,15 @@ class Served:
         self.index_dir = api.resolve_index_dir(index)
         self.lock = threading.Lock()
         self._reader = None
-        self._stamp: int | None = None
 
     def reader(self):
+        """The reader of the newest committed run."""
         from ragkit import api
 
-        try:
-            stamp = (self.index_dir / "manifest.json").stat().st_mtime_ns
-        except OSError:
-            stamp = None
-        if self._reader is None or stamp != self._stamp:
+        if self._reader is None:
             self._reader = api.open_index(self.index_dir)
-            self._stamp = stamp
+        else:
+            self._reader.follow()
         return self._reader
 
     def warm(self) -> None:

@@ -1,23 +1,28 @@
-"""``ragkit check``: is the committed index whole, and can what is not be rebuilt?
+"""``ragkit check``: is the committed index whole, and can what is not be repaired?
 
-The commit protocol (ragkit/ingest/pipeline.py) writes a new LanceDB version, then one DuckDB transaction
-with the run (which names that version), then the derived files (graphs, vocabulary) and the manifest. A
-reader trusts the manifest; ``check`` verifies what it names: the manifest reads and has this ragkit's
-format; DuckDB's last run is the manifest's run and names the same LanceDB table and version; that version
-opens, has as many chunks as DuckDB and the manifest count, vectors of the embedder's dimension and its
-full-text index; the evidence graph, the entity graph and the vocabulary load and belong to the run.
+The commit protocol (ragkit/store/layout.py): a run writes a new LanceDB version, its copy of the store
+(``store.<run>.duckdb``, which keeps a copy of the manifest that commits it) and its derived files
+(``graph.<run>/``), then replaces the manifest. ``check`` verifies what the manifest names: the manifest reads
+and has this ragkit's format; the store's last run is the manifest's run and names the same LanceDB table and
+version; that version opens, has as many chunks as the store and the manifest count, vectors of the
+embedder's dimension and its full-text index; the evidence graph, the entity graph and the vocabulary load
+and belong to the run. Files of an unfinished run are reported (they are never read).
 
-The derived files can be rebuilt from DuckDB (``repair``); a LanceDB/DuckDB disagreement cannot (the next
-``ragkit index PATH --full`` rebuilds the index).
+``repair`` rebuilds the derived files from the store; when the manifest is lost or names a damaged run it
+goes back to the newest whole run kept in the folder (its store's copy of the manifest), and it removes an
+unfinished run's files. A damaged store or LanceDB table with no whole run to go back to needs
+``ragkit index PATH --full``.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ragkit.errors import RagkitError
+from ragkit.errors import IndexCorrupt, RagkitError
+from ragkit.store import layout
 
 
 @dataclass
@@ -28,27 +33,40 @@ class Problem:
 
 
 REBUILD = "ragkit index PATH --full (the folders the index was built from)"
+REPAIR = "ragkit check --repair"
 
 
 def check(index_dir: Path) -> tuple[list[Problem], dict[str, Any]]:
-    """The problems found (none: whole) and what was checked (counts, run, version)."""
-    from ragkit.store.duck import DuckStore
-    from ragkit.store.graph import EvidenceGraph, load_pickled
-    from ragkit.store.entity_graph import EntityGraph
-    from ragkit.store.lance import ChunkTable
+    """The problems found (none: whole) and what was checked (counts, run, version, leftovers)."""
     from ragkit.store.manifest import read_manifest
-    from ragkit.store.reader import DUCK_NAME, GRAPH_DIR, LANCE_DIR, VOCAB_FILE
 
-    problems: list[Problem] = []
+    index_dir = Path(index_dir)
     try:
         manifest = read_manifest(index_dir)
     except RagkitError as exc:
-        return [Problem(exc.message, exc.hint or REBUILD)], {}
+        kept = _newest_whole_run(index_dir)
+        return [Problem(exc.message, REPAIR if kept else exc.hint or REBUILD)], {}
+    problems, facts = check_run(index_dir, manifest)
+    facts["leftovers"] = [p.name for p in layout.leftovers(index_dir, manifest)]
+    if any(not p.derived for p in problems) and _newest_whole_run(index_dir, but=manifest["last_run"]["id"]):
+        for p in problems:
+            p.repair = REPAIR
+    return problems, facts
+
+
+def check_run(index_dir: Path, manifest: dict[str, Any]) -> tuple[list[Problem], dict[str, Any]]:
+    """The problems of the run ``manifest`` commits (the manifest's own or one kept in a store)."""
+    from ragkit.store.duck import DuckStore
+    from ragkit.store.entity_graph import EntityGraph
+    from ragkit.store.graph import EvidenceGraph, load_pickled
+    from ragkit.store.lance import ChunkTable
+
+    problems: list[Problem] = []
     run = manifest["last_run"]
     facts: dict[str, Any] = {"run": run["id"], "lance_table": run["lance_table"], "lance_version": run["lance_version"],
-                             "chunks": manifest["counts"]["chunks"]}
+                             "chunks": manifest["counts"]["chunks"], "store": layout.store_path(index_dir, manifest).name}
     try:
-        with DuckStore(index_dir / DUCK_NAME, read_only=True) as store:
+        with DuckStore(layout.store_path(index_dir, manifest), read_only=True) as store:
             last, counts = store.last_run(), store.counts()
     except Exception as exc:  # a damaged or missing DuckDB file, whatever DuckDB says of it
         return [Problem(f"the DuckDB store does not open: {exc}", REBUILD)], facts
@@ -62,7 +80,7 @@ def check(index_dir: Path) -> tuple[list[Problem], dict[str, Any]]:
         problems.append(Problem(f"DuckDB has {counts['chunks']} chunks, the manifest says "
                                 f"{manifest['counts']['chunks']}", REBUILD))
     try:
-        table = ChunkTable(index_dir / LANCE_DIR, run["lance_table"], run["lance_version"])
+        table = ChunkTable(index_dir / layout.LANCE_DIR, run["lance_table"], run["lance_version"])
         rows = table.count()
         facts["lance_rows"] = rows
         if rows != counts["chunks"]:
@@ -78,15 +96,16 @@ def check(index_dir: Path) -> tuple[list[Problem], dict[str, Any]]:
     except Exception as exc:  # a missing version or damaged files, whatever Lance says of them
         problems.append(Problem(f"LanceDB {run['lance_table']} v{run['lance_version']} does not open: "
                                 f"{str(exc).splitlines()[0][:200]}", REBUILD))
-    for name, load in (("evidence graph", lambda: EvidenceGraph.load(index_dir / GRAPH_DIR)),
-                       ("entity graph", lambda: EntityGraph.load(index_dir / GRAPH_DIR)),
-                       ("vocabulary", lambda: _pickled(load_pickled(index_dir / GRAPH_DIR, VOCAB_FILE)))):
+    folder = layout.graph_path(index_dir, manifest)
+    for name, load in (("evidence graph", lambda: EvidenceGraph.load(folder)),
+                       ("entity graph", lambda: EntityGraph.load(folder)),
+                       ("vocabulary", lambda: _pickled(load_pickled(folder, layout.VOCAB_FILE)))):
         found = load()
         if found is None:
-            problems.append(Problem(f"the {name} is missing or unreadable", "ragkit check --repair", derived=True))
+            problems.append(Problem(f"the {name} is missing or unreadable", REPAIR, derived=True))
         elif found.run_id != run["id"]:
-            problems.append(Problem(f"the {name} belongs to run {found.run_id}, not {run['id']}",
-                                    "ragkit check --repair", derived=True))
+            problems.append(Problem(f"the {name} belongs to run {found.run_id}, not {run['id']}", REPAIR,
+                                    derived=True))
     return problems, facts
 
 
@@ -99,12 +118,61 @@ def _pickled(loaded):
     return None if loaded is None else _Pickled(loaded[1])
 
 
-def repair(index_dir: Path) -> None:
-    """Rebuild the derived files (graphs, vocabulary) of the committed run from the DuckDB store."""
+def _kept_runs(index_dir: Path) -> list[dict[str, Any]]:
+    """The manifests kept in the folder's stores, newest run first."""
     from ragkit.store.duck import DuckStore
-    from ragkit.store.manifest import read_manifest
-    from ragkit.store.reader import DUCK_NAME, write_derived
 
-    run_id = read_manifest(index_dir)["last_run"]["id"]
-    with DuckStore(index_dir / DUCK_NAME, read_only=True) as store:
-        write_derived(store, index_dir, run_id)
+    found = []
+    for path in Path(index_dir).glob("store*.duckdb"):
+        if not re.fullmatch(r"store(\.\d+)?\.duckdb", path.name):
+            continue
+        try:
+            with DuckStore(path, read_only=True) as store:
+                kept = store.kept_manifest()
+        except Exception:  # a damaged store keeps nothing usable
+            continue
+        if kept is not None and kept.get("store", layout.DUCK_NAME) == path.name:
+            found.append(kept)
+    return sorted(found, key=lambda m: m["last_run"]["id"], reverse=True)
+
+
+def _newest_whole_run(index_dir: Path, but: int | None = None) -> dict[str, Any] | None:
+    """The newest kept run whose store, LanceDB version and counts agree (its derived files may be
+    rebuilt), other than run ``but``."""
+    for kept in _kept_runs(index_dir):
+        if kept["last_run"]["id"] != but and all(p.derived for p in check_run(index_dir, kept)[0]):
+            return kept
+    return None
+
+
+def repair(index_dir: Path) -> list[str]:
+    """Make the index whole if it can be; what was done. ``IndexCorrupt`` when only a rebuild can."""
+    from ragkit.store.duck import DuckStore
+    from ragkit.store.manifest import read_manifest, write_manifest
+    from ragkit.store.reader import write_derived
+
+    index_dir = Path(index_dir)
+    done: list[str] = []
+    try:
+        manifest = read_manifest(index_dir)
+        problems = check_run(index_dir, manifest)[0]
+    except RagkitError as exc:
+        manifest, problems = None, [Problem(exc.message, REBUILD)]
+    if any(not p.derived for p in problems):
+        kept = _newest_whole_run(index_dir, but=manifest and manifest["last_run"]["id"])
+        if kept is None:
+            raise IndexCorrupt(f"{index_dir}: {problems[0].what}; no whole run is kept to go back to",
+                               hint=REBUILD)
+        write_manifest(index_dir, kept)
+        done.append(f"went back to run {kept['last_run']['id']} ({kept['store']}, LanceDB "
+                    f"v{kept['last_run']['lance_version']}): {problems[0].what}")
+        manifest, problems = kept, check_run(index_dir, kept)[0]
+    if problems:
+        with DuckStore(layout.store_path(index_dir, manifest), read_only=True) as store:
+            write_derived(store, layout.graph_path(index_dir, manifest), manifest["last_run"]["id"])
+        done.extend(p.what for p in problems)
+    gone = layout.leftovers(index_dir, manifest)
+    if gone:
+        layout.remove(gone)
+        done.append(f"removed what an unfinished run left: {', '.join(p.name for p in gone)}")
+    return done

@@ -204,6 +204,7 @@ class DuckStore:
 
     def commit_run(
         self,
+        run_id: int,
         *,
         removed_doc_ids: list[str],
         removed_sources: list[str],
@@ -217,7 +218,7 @@ class DuckStore:
         entities: EntityRows | None = None,
         tree: bool = True,
     ) -> int:
-        """Apply one run's changes atomically; returns the run id.
+        """Apply run ``run_id``'s changes atomically.
 
         Pure data work: nothing is embedded or generated inside the transaction. The run's knowledge
         counts (entities, relations, recomputed communities) go into its summary; ``tree`` False keeps no
@@ -273,13 +274,23 @@ class DuckStore:
             run["summary"]["tree"] = self._tree(documents, sections, chunks) if tree else self._no_tree()
             if full or removed_doc_ids or documents:
                 run["summary"]["knowledge"] = knowledge.refresh(self, touched, collections)
-            run_id = self.value("SELECT coalesce(max(id), 0) + 1 FROM runs")
             con.execute(
                 "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?)",
                 [run_id, run["started_at"], run["finished_at"], run["lance_table"], run["lance_version"],
                  json.dumps(run["summary"])],
             )
-        return run_id
+
+    def keep_manifest(self, manifest: dict[str, Any]) -> None:
+        """A copy of the manifest that commits this store's run (``ragkit check --repair`` restores it)."""
+        self.con.execute("CREATE OR REPLACE TABLE manifest AS SELECT ? AS json",
+                         [json.dumps(manifest, sort_keys=True, default=str)])
+
+    def kept_manifest(self) -> dict[str, Any] | None:
+        try:
+            row = self.con.execute("SELECT json FROM manifest").fetchone()
+        except Exception:  # a store from before manifests were kept in it
+            return None
+        return json.loads(row[0]) if row else None
 
     @contextmanager
     def transaction(self) -> Iterator[None]:

@@ -257,6 +257,8 @@ class ChunkWriter:
         self.fts = fts
         self.vector_index_min_rows = vector_index_min_rows
         self.table = None
+        if table in self.db.list_tables().tables and committed_version is None:
+            self.db.drop_table(table)  # an unfinished first run's table: nobody reads it
         if table in self.db.list_tables().tables:
             self.table = self.db.open_table(table)
             if committed_version is not None and self.table.version != committed_version:
@@ -267,15 +269,18 @@ class ChunkWriter:
         self._fresh_index = self.table is None or rebuild_fts  # rebuild_fts: the BM25 settings changed
 
     def _forget_older_versions(self, committed: int) -> None:
-        """Drop versions older than the committed one (safe: nobody reads them)."""
+        """Drop versions older than the committed one (safe: nobody reads them; a reader of the committed run
+        reads the committed one)."""
         try:
             versions = {v["version"]: v["timestamp"] for v in self.table.list_versions()}
             ts = versions.get(committed)
             if ts is None or len(versions) < 3:
                 return
+            # versions written before the committed one go (those in the half second before it stay); the
+            # committed one stays even when it is no longer the newest (after a restore): readers read it
             age = datetime.now(timezone.utc) - ts.astimezone(timezone.utc)
             if age > timedelta(seconds=1):
-                self.table.optimize(cleanup_older_than=age - timedelta(milliseconds=500))
+                self.table.optimize(cleanup_older_than=age + timedelta(milliseconds=500))
         except Exception:  # cleanup is an optimisation; never fail a run on it
             pass
 

@@ -8,28 +8,33 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from ragkit.embed import Embedder, load_embedder, normalize_spec, query_encoder
-from ragkit.errors import EmbedderMismatch, IndexCorrupt, IndexNotFound
+from ragkit.errors import EmbedderMismatch, IndexChanged, IndexCorrupt, IndexNotFound
 from ragkit.records import Hit, Scope
 from ragkit.store.duck import DuckStore
 from ragkit.store.graph import load_pickled
 from ragkit.store.lance import ChunkTable, sql_str
-from ragkit.store.manifest import read_manifest
-
-DUCK_NAME = "store.duckdb"
-LANCE_DIR = "lance"
-GRAPH_DIR = "graph"
-VOCAB_FILE = "vocab.pkl"  # the vocabulary of the committed run, beside its graphs (the speller reads it)
+from ragkit.store.layout import LANCE_DIR, VOCAB_FILE, graph_path, store_path
+from ragkit.store.manifest import NAME as MANIFEST, read_manifest
 
 
-def write_derived(store, index_dir: Path, run_id: int) -> None:
-    """The files derived from the store at a commit (evidence graph, entity graph, vocabulary), for ``run_id``
-    (the indexing run writes them; ``ragkit check --repair`` rebuilds them)."""
+def write_derived(store, folder: Path, run_id: int) -> None:
+    """The files derived from the store at a commit (evidence graph, entity graph, vocabulary) for ``run_id``,
+    into the run's graph folder (the indexing run writes them; ``ragkit check --repair`` rebuilds them)."""
     from ragkit.store.entity_graph import EntityGraph
     from ragkit.store.graph import EvidenceGraph, save_pickled
 
-    EvidenceGraph.from_store(store, run_id).save(index_dir / GRAPH_DIR)
-    EntityGraph.from_store(store, run_id).save(index_dir / GRAPH_DIR)
-    save_pickled(index_dir / GRAPH_DIR, VOCAB_FILE, store.vocabulary(), run_id)
+    EvidenceGraph.from_store(store, run_id).save(folder)
+    EntityGraph.from_store(store, run_id).save(folder)
+    save_pickled(folder, VOCAB_FILE, store.vocabulary(), run_id)
+
+
+def _stamp(index_dir: Path) -> tuple[int, int] | None:
+    """What changes when a run commits (the manifest is replaced by a rename: a new inode)."""
+    try:
+        st = (index_dir / MANIFEST).stat()
+    except OSError:
+        return None
+    return st.st_ino, st.st_mtime_ns
 
 
 class IndexReader:
@@ -37,7 +42,10 @@ class IndexReader:
         self.index_dir = Path(index_dir)
         if not self.index_dir.exists():
             raise IndexNotFound(f"no index at {self.index_dir}")
+        self.stamp = _stamp(self.index_dir)
         self.manifest = read_manifest(self.index_dir)
+        self.store_path = store_path(self.index_dir, self.manifest)
+        self.graph_dir = graph_path(self.index_dir, self.manifest)
         info = self.manifest["embedder"]
         if embed_model is not None and normalize_spec(embed_model) != info["spec"]:
             raise EmbedderMismatch(f"{self.index_dir} was built with {info['spec']}, not {embed_model}")
@@ -73,7 +81,7 @@ class IndexReader:
     def _derived(self, cls):
         """A graph of the committed run: the saved one, or rebuilt from the store if it is stale."""
         run_id = self.manifest["last_run"]["id"]
-        g = cls.load(self.index_dir / GRAPH_DIR)
+        g = cls.load(self.graph_dir)
         if g is None or g.run_id != run_id:
             with self.duck() as store:
                 g = cls.from_store(store, run_id)
@@ -132,7 +140,7 @@ class IndexReader:
         """The index's words and their chunk frequencies: the committed run's snapshot next to its graphs,
         else (stale or missing) the store's ``vocab`` table (read once)."""
         if self._vocabulary is None:
-            saved = load_pickled(self.index_dir / GRAPH_DIR, VOCAB_FILE)
+            saved = load_pickled(self.graph_dir, VOCAB_FILE)
             if saved is not None and saved[1] == self.manifest["last_run"]["id"]:
                 self._vocabulary = saved[0]
             else:
@@ -221,10 +229,26 @@ class IndexReader:
         """A short-lived read-only connection (a held one would block the indexer), to use as ``with
         reader.duck() as store``; inside ``one_connection()`` the block's shared connection."""
         if not self._sharing:
-            return DuckStore(self.index_dir / DUCK_NAME, read_only=True)
+            return self._open_store()
         if self._shared is None:
-            self._shared = DuckStore(self.index_dir / DUCK_NAME, read_only=True)
+            self._shared = self._open_store()
         return _Borrowed(self._shared)
+
+    def _open_store(self) -> DuckStore:
+        if not self.store_path.exists() and self.changed():
+            raise IndexChanged(f"{self.index_dir}: a newer run was committed while this one was read")
+        return DuckStore(self.store_path, read_only=True)
+
+    def changed(self) -> bool:
+        """Has a run been committed since this reader opened the index?"""
+        return _stamp(self.index_dir) != self.stamp
+
+    def follow(self) -> bool:
+        """Read the newest committed run if there is one (True: reopened); the embedder is kept."""
+        if not self.changed():
+            return False
+        self.__init__(self.index_dir, self._embedder)
+        return True
 
     @contextmanager
     def one_connection(self) -> Iterator[None]:

@@ -52,17 +52,17 @@ def _duck(store, file_bytes: int) -> dict[str, int]:
 
 def component_bytes(reader) -> dict[str, int]:
     """Bytes per component of a committed index (estimates where one file holds several components)."""
-    from ragkit.store.reader import DUCK_NAME, GRAPH_DIR, LANCE_DIR
+    from ragkit.store.layout import LANCE_DIR
 
     out: dict[str, int] = {}
     table = reader.manifest["last_run"]["lance_table"]
     out.update(_lance(reader.index_dir / LANCE_DIR / f"{table}.lance", reader.chunks.count(),
                       reader.manifest["embedder"]["dimension"]))
-    duck_file = reader.index_dir / DUCK_NAME
+    duck_file = reader.store_path
     with reader.duck() as store:
         for part, n in _duck(store, duck_file.stat().st_size).items():
             out[part] = out.get(part, 0) + n
-    out["graphs"] = folder_bytes(reader.index_dir / GRAPH_DIR)
+    out["graphs"] = folder_bytes(reader.graph_dir)
     cache = folder_bytes(reader.index_dir / "cache")
     if cache:
         out["vocabulary"] = out.get("vocabulary", 0) + cache

@@ -1,0 +1,90 @@
+"""Where the parts of an index live, run by run.
+
+An index folder holds ``manifest.json``, the LanceDB tables (``lance/``: each run writes a new version), and
+per committed run a DuckDB store ``store.<run>.duckdb`` with its derived files ``graph.<run>/`` (evidence
+graph, entity graph, vocabulary). An indexing run copies the committed store, writes the new run into the
+copy and its graphs beside it, and commits by replacing the manifest, which names the LanceDB version, the
+store and the graph folder of the run (one ``rename``). Until then nobody reads the new files: a run killed
+at any point leaves the committed run whole, and its leftovers are removed by the next run (or
+``ragkit check --repair``). Indexes written before this layout have ``store.duckdb`` and ``graph/``; their
+next run moves them over.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import re
+import shutil
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from ragkit.errors import IndexBusy
+
+DUCK_NAME = "store.duckdb"  # an index's store before per-run stores (read as such, replaced by the next run)
+LANCE_DIR = "lance"
+GRAPH_DIR = "graph"
+VOCAB_FILE = "vocab.pkl"  # the vocabulary of the committed run, beside its graphs (the speller reads it)
+_RUN_FILE = re.compile(r"^(store\.\d+\.duckdb(\.wal|\.tmp)?|graph\.\d+)$")
+
+
+def run_names(run_id: int) -> tuple[str, str]:
+    """The store file and graph folder names of run ``run_id``."""
+    return f"store.{run_id}.duckdb", f"graph.{run_id}"
+
+
+def store_path(index_dir: Path, manifest: dict[str, Any]) -> Path:
+    """The DuckDB store of the manifest's run."""
+    return Path(index_dir) / manifest.get("store", DUCK_NAME)
+
+
+def graph_path(index_dir: Path, manifest: dict[str, Any]) -> Path:
+    """The folder with the derived files of the manifest's run."""
+    return Path(index_dir) / manifest.get("graph", GRAPH_DIR)
+
+
+def leftovers(index_dir: Path, manifest: dict[str, Any] | None) -> list[Path]:
+    """Run files the manifest does not name: an unfinished run's, or a replaced run's not yet removed."""
+    keep = set() if manifest is None else {manifest.get("store", DUCK_NAME), manifest.get("store", DUCK_NAME) + ".wal",
+                                           manifest.get("graph", GRAPH_DIR)}
+    legacy = {DUCK_NAME, DUCK_NAME + ".wal", GRAPH_DIR} if manifest is not None and "store" in manifest else set()
+    index_dir = Path(index_dir)
+    if not index_dir.is_dir():
+        return []
+    return sorted(p for p in index_dir.iterdir()
+                  if p.name not in keep and (_RUN_FILE.match(p.name) or p.name in legacy))
+
+
+def remove(paths: list[Path]) -> None:
+    for p in paths:
+        if p.is_dir():
+            shutil.rmtree(p, ignore_errors=True)
+        else:
+            p.unlink(missing_ok=True)
+
+
+@contextmanager
+def write_lock(index_dir: Path, wait: bool = False, on_wait: Callable[[str], None] | None = None) -> Iterator[None]:
+    """One writer per index: an flock on ``.lock``. The kernel releases it when its process ends, however it
+    ends, so a killed run never leaves a stale lock behind (the empty file stays, unlocked). A second writer
+    raises ``IndexBusy``, or with ``wait`` says so through ``on_wait`` and blocks until the first is done."""
+    index_dir.mkdir(parents=True, exist_ok=True)
+    fh = open(index_dir / ".lock", "w")
+    try:
+        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError as exc:
+        if not wait:
+            fh.close()
+            raise IndexBusy(f"{index_dir} is being indexed by another process") from exc
+        if on_wait:
+            on_wait(f"{index_dir} is being indexed by another process; waiting for it to finish (Ctrl-C stops)")
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+        except BaseException:
+            fh.close()
+            raise
+    try:
+        yield
+    finally:
+        fcntl.flock(fh, fcntl.LOCK_UN)
+        fh.close()
