@@ -8,7 +8,7 @@ A run that dies half-way therefore leaves the committed version readable.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -262,25 +262,20 @@ class ChunkWriter:
         if table in self.db.list_tables().tables:
             self.table = self.db.open_table(table)
             if committed_version is not None and self.table.version != committed_version:
-                # a previous run died after writing: go back to what was committed
+                # a previous run died after writing: go back to what was committed (no clean-up this time:
+                # it keeps only the newest version, and readers read the committed one; the next run cleans)
                 self.table.restore(committed_version)
-            if committed_version is not None:
+            elif committed_version is not None:
                 self._forget_older_versions(committed_version)
         self._fresh_index = self.table is None or rebuild_fts  # rebuild_fts: the BM25 settings changed
 
     def _forget_older_versions(self, committed: int) -> None:
-        """Drop versions older than the committed one (safe: nobody reads them; a reader of the committed run
-        reads the committed one)."""
+        """Drop the versions older than the committed one while it is the newest (a plain clean-up, no
+        compaction: Lance keeps the newest version, which readers read). Never after a restore, when the
+        committed version is no longer the newest."""
         try:
-            versions = {v["version"]: v["timestamp"] for v in self.table.list_versions()}
-            ts = versions.get(committed)
-            if ts is None or len(versions) < 3:
-                return
-            # versions written before the committed one go (those in the half second before it stay); the
-            # committed one stays even when it is no longer the newest (after a restore): readers read it
-            age = datetime.now(timezone.utc) - ts.astimezone(timezone.utc)
-            if age > timedelta(seconds=1):
-                self.table.optimize(cleanup_older_than=age + timedelta(milliseconds=500))
+            if self.table.version == committed and len(self.table.list_versions()) > 1:
+                self.table.to_lance().cleanup_old_versions(older_than=timedelta(0))
         except Exception:  # cleanup is an optimisation; never fail a run on it
             pass
 
