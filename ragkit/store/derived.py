@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-BLOCK = 65_536  # gathered chunk rows per step when averaging (bounds the temporary matrix)
+BLOCK = 16_384  # rows gathered per step when averaging or summing (bounds the temporary matrices)
 
 # the chunks of an entity (per collection) and of a relation are read from the extraction rows
 _ENTITY_CHUNKS = ("SELECT m.entity AS key, d.collection, list(DISTINCT m.chunk_id ORDER BY m.chunk_id) AS chunk_ids "
@@ -83,7 +83,7 @@ class DerivedVectors:
         return self._chunks
 
     def _rows(self, kind: str) -> list[dict[str, Any]]:
-        with self.reader.duck() as store:
+        with self.reader.duck_alone() as store:
             return store.rows(QUERIES[kind])
 
     def matrix(self, kind: str) -> tuple[list[dict[str, Any]], np.ndarray]:
@@ -106,14 +106,18 @@ class DerivedVectors:
         at = {(e["key"], e["collection"]): i for i, e in enumerate(ents)}
         row_of, cmat = self.chunk_vectors()
         dim = cmat.shape[1]
-        zero = np.zeros((1, dim), dtype=np.float32)
-        evec = np.vstack([evec, zero]) if len(evec) else zero
-        cvec = np.vstack([cmat, zero]) if len(cmat) else zero
-        none_e, none_c = len(evec) - 1, len(cvec) - 1
-        a = np.fromiter((at.get((r["a"], r["collection"]), none_e) for r in rows), dtype=np.int64, count=len(rows))
-        b = np.fromiter((at.get((r["b"], r["collection"]), none_e) for r in rows), dtype=np.int64, count=len(rows))
-        c = np.fromiter((row_of.get(r["source_chunk"], none_c) for r in rows), dtype=np.int64, count=len(rows))
-        return rows, unit_rows(evec[a] + evec[b] + cvec[c]) if rows else np.zeros((0, dim), dtype=np.float32)
+        a = np.fromiter((at.get((r["a"], r["collection"]), -1) for r in rows), dtype=np.int64, count=len(rows))
+        b = np.fromiter((at.get((r["b"], r["collection"]), -1) for r in rows), dtype=np.int64, count=len(rows))
+        c = np.fromiter((row_of.get(r["source_chunk"], -1) for r in rows), dtype=np.int64, count=len(rows))
+        out = np.zeros((len(rows), dim), dtype=np.float32)
+        for start in range(0, len(rows), BLOCK):  # gathered matrices in blocks; a row of no entity/chunk adds 0
+            part = slice(start, start + BLOCK)
+            for idx, mat in ((a[part], evec), (b[part], evec), (c[part], cmat)):
+                known = idx >= 0
+                if len(mat) and known.any():
+                    out[part][known] += mat[idx[known]]
+            out[part] = unit_rows(out[part])
+        return rows, out
 
     def _communities(self):
         rows = self._rows("communities")

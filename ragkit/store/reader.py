@@ -180,7 +180,7 @@ class IndexReader:
         from ragkit.store.memory import KnowledgeMemory, StoreRows
 
         if self._memory is None and self._queries >= 2:
-            with self.duck() as store:
+            with self.duck_alone() as store:
                 self._memory = KnowledgeMemory(store)
         return self._memory or StoreRows(self)
 
@@ -234,10 +234,15 @@ class IndexReader:
             self._shared = self._open_store()
         return _Borrowed(self._shared)
 
-    def _open_store(self) -> DuckStore:
+    def _open_store(self, alone: bool = False) -> DuckStore:
         if not self.store_path.exists() and self.changed():
             raise IndexChanged(f"{self.index_dir}: a newer run was committed while this one was read")
-        return DuckStore(self.store_path, read_only=True)
+        return DuckStore(self.store_path, read_only=True, alone=alone)
+
+    def duck_alone(self) -> DuckStore:
+        """A read-only connection of its own for one big read that is kept (derived rows, a warm reader's
+        knowledge rows): the memory DuckDB used for it goes back when it closes."""
+        return self._open_store(alone=True)
 
     def changed(self) -> bool:
         """Has a run been committed since this reader opened the index?"""
