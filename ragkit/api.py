@@ -315,17 +315,17 @@ def answer_into(result: QueryResult, cfg: QueryConfig, on_text=None):
 
 def stats(reader) -> dict[str, Any]:
     """What an index holds, and what it costs on disk per component against its source bytes."""
-    from ragkit.store import sizes
+    from ragkit.store import remote, sizes
 
     with reader.duck() as store:
         counts = store.counts()
         doc_types = store.doc_types()
         collections = store.collections()
         last = store.last_run()
-    size = sizes.folder_bytes(reader.index_dir)
+    size = sizes.index_bytes(reader.index_dir)
     source = sizes.source_bytes(reader)
     return {
-        "index": str(reader.index_dir), **counts, "doc_types": doc_types, "collections": collections,
+        "index": remote.display(reader.index_dir), **counts, "doc_types": doc_types, "collections": collections,
         "size_bytes": size, "source_bytes": source, "size_ratio": round(size / source, 2) if source else None,
         "bytes": sizes.component_bytes(reader), "embedder": reader.manifest["embedder"],
         "last_run": last and {k: last[k] for k in ("id", "finished_at", "lance_version")} | {

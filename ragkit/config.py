@@ -17,10 +17,15 @@ DEFAULT_HOME = Path("indexes")
 
 
 def resolve_index_dir(index: str | Path | None) -> Path:
-    """``None`` → ./indexes/default; a bare name → ./indexes/NAME; anything else is a directory."""
+    """``None`` → ./indexes/default; a bare name → ./indexes/NAME; a URI (``s3://bucket/prefix``) → its local
+    mirror (ragkit/store/remote.py); anything else is a directory."""
     if index is None:
         return DEFAULT_HOME / "default"
     s = str(index)
+    from ragkit.store import remote
+
+    if remote.is_uri(s):
+        return remote.mirror_for(s)
     if "/" not in s and "\\" not in s and s not in (".", ".."):
         return DEFAULT_HOME / s
     return Path(s).expanduser()

@@ -22,19 +22,22 @@ def check_cmd(
     from ragkit.config import resolve_index_dir
     from ragkit.errors import IndexNotFound
     from ragkit.store import check as checker
+    from ragkit.store import remote
     from ragkit.store.layout import write_lock
 
     index_dir = resolve_index_dir(index)
-    if not (index_dir / "lance").is_dir():
-        raise IndexNotFound(f"no index at {index_dir}")
+    remote.pull(index_dir, required=False)  # an index on object storage: what the manifest names, into the mirror
+    if not (index_dir / "lance").is_dir() and not (index_dir / "manifest.json").exists():
+        raise IndexNotFound(f"no index at {index if remote.uri_of(index_dir) else index_dir}")
     problems, facts = checker.check(index_dir)
     repaired: list[str] = []
     if repair and (problems or facts.get("leftovers")):
         with write_lock(index_dir, wait=True, on_wait=lambda msg: err.print(f"[yellow]{msg}[/]")):
             repaired = checker.repair(index_dir)
         problems, facts = checker.check(index_dir)
+    name = remote.display(index_dir)
     if as_json:
-        print_json({"index": str(index_dir), "ok": not problems, **facts, "repaired": repaired,
+        print_json({"index": name, "ok": not problems, **facts, "repaired": repaired,
                     "problems": [{"what": p.what, "repair": p.repair, "derived": p.derived} for p in problems]})
     else:
         for what in repaired:
@@ -45,9 +48,9 @@ def check_cmd(
             console.print(f"[dim]note: files of an unfinished run (never read; the next run or --repair removes "
                           f"them): {', '.join(facts['leftovers'])}[/]", soft_wrap=True)
         if not problems:
-            console.print(f"[bold green]ok[/] {index_dir}: run {facts['run']}, LanceDB {facts['lance_table']} "
+            console.print(f"[bold green]ok[/] {name}: run {facts['run']}, LanceDB {facts['lance_table']} "
                           f"v{facts['lance_version']}, {facts['lance_rows']:,} chunks, graphs of the run")
     if problems:
-        raise IndexCorrupt(f"{index_dir}: {len(problems)} problem(s)",
+        raise IndexCorrupt(f"{name}: {len(problems)} problem(s)",
                            hint=checker.REPAIR if all(p.repair == checker.REPAIR for p in problems)
                            else checker.REBUILD)

@@ -42,7 +42,7 @@ from ragkit.records import Block, Chunk, Document, EntityRows, ParsedDocument
 from ragkit.store.duck import DuckStore
 from ragkit.store.lance import ChunkWriter, FtsSettings, chunk_rows
 from ragkit.store.manifest import FORMAT_VERSION, NAME as MANIFEST, manifest_format, read_manifest, write_manifest
-from ragkit.store import layout
+from ragkit.store import layout, remote
 from ragkit.store.layout import DUCK_NAME, GRAPH_DIR, LANCE_DIR
 from ragkit.store.reader import write_derived
 from ragkit.store.terms import CACHE, TermVectors
@@ -255,7 +255,7 @@ def run_index(
     ``wait``: when another run holds the index, wait for it (with a warning) instead of raising ``IndexBusy``."""
     rep = reporter or Reporter()
     t0 = time.perf_counter()
-    summary = IndexSummary(index_dir=str(index_dir))
+    summary = IndexSummary(index_dir=remote.display(index_dir))
 
     def warn(msg: str) -> None:
         summary.warnings.append(msg)
@@ -278,6 +278,7 @@ def run_index(
     roots = [Path(p).expanduser().resolve() for p in paths]
 
     with layout.write_lock(index_dir, wait, on_wait=rep.warn):
+        remote.pull(index_dir, required=False)  # an index on object storage: its committed files into the mirror
         previous = None
         old_format = manifest_format(index_dir)
         if old_format not in (None, FORMAT_VERSION) and (index_dir / "lance").exists():
@@ -291,6 +292,8 @@ def run_index(
                     f"not {cfg.embed_model}")
         # what an unfinished run left (never read: the manifest does not name it)
         layout.remove(layout.leftovers(index_dir, previous))
+        if remote.uri_of(index_dir):
+            remote.Remote(index_dir).remove_leftovers(previous)
         duck_path = layout.store_path(index_dir, previous or {})
         states: dict[str, dict[str, Any]] = {}
         committed = None
@@ -442,7 +445,7 @@ def run_index(
         if full and previous and previous["embedder"]["dimension"] != embedder.dimension:
             table = f"chunks_{int(time.time())}"  # a new schema needs a new table
         writer = ChunkWriter(
-            index_dir / LANCE_DIR, table,
+            remote.lance_location(index_dir), table,
             committed["lance_version"] if committed and committed["lance_table"] == table else None,
             embedder.dimension,
             FtsSettings(fts_language, cfg.fts_stem, cfg.fts_remove_stop_words),
@@ -512,8 +515,12 @@ def run_index(
             chunk_vectors = writer.vectors_lookup({c.id: v for c, v in zip(chunks, vectors)})
             summary.written = _write_llm_summaries(new_store, generator, embedder, chunk_vectors, rep)
             summary.seconds["llm_summaries"] = round(time.perf_counter() - t2, 3)
+        if remote.uri_of(index_dir):  # the run's files go up before the manifest that names them
+            remote.Remote(index_dir).push_run(manifest)
         write_manifest(index_dir, manifest)  # the commit
         layout.remove(layout.leftovers(index_dir, manifest))  # the replaced run's store and graphs
+        if remote.uri_of(index_dir):
+            remote.Remote(index_dir).remove_leftovers(manifest)
         summary.seconds["commit"] = round(time.perf_counter() - t1, 3)
         if cfg.expand:
             t2 = time.perf_counter()

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ragkit.errors import IndexCorrupt, RagkitError
-from ragkit.store import layout
+from ragkit.store import layout, remote
 
 
 @dataclass
@@ -80,7 +80,7 @@ def check_run(index_dir: Path, manifest: dict[str, Any]) -> tuple[list[Problem],
         problems.append(Problem(f"DuckDB has {counts['chunks']} chunks, the manifest says "
                                 f"{manifest['counts']['chunks']}", REBUILD))
     try:
-        table = ChunkTable(index_dir / layout.LANCE_DIR, run["lance_table"], run["lance_version"])
+        table = ChunkTable(remote.lance_location(index_dir), run["lance_table"], run["lance_version"])
         rows = table.count()
         facts["lance_rows"] = rows
         if rows != counts["chunks"]:
@@ -170,6 +170,8 @@ def repair(index_dir: Path) -> list[str]:
     if problems:
         with DuckStore(layout.store_path(index_dir, manifest), read_only=True) as store:
             write_derived(store, layout.graph_path(index_dir, manifest), manifest["last_run"]["id"])
+        if remote.uri_of(index_dir):
+            remote.Remote(index_dir).upload(layout.graph_path(index_dir, manifest).name)
         done.extend(p.what for p in problems)
     gone = layout.leftovers(index_dir, manifest)
     if gone:

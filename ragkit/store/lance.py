@@ -25,7 +25,7 @@ def _quiet() -> None:
     os.environ.setdefault("LANCEDB_LOG", "error")
 
 
-def _connect(path: Path):
+def _connect(path: Path | str):
     _quiet()
     import lancedb
 
@@ -130,12 +130,12 @@ class ChunkTable:
                "doc_type", "collection", "external_id", "line_start", "line_end", "token_count",
                "boundary_confidence", "page_start", "page_end", "vector"]
 
-    def __init__(self, lance_dir: Path, table: str, version: int):
+    def __init__(self, lance_dir: Path | str, table: str, version: int):
         _quiet()
         import lance
 
-        self.uri = lance_dir / f"{table}.lance"
-        self.ds = lance.dataset(str(self.uri), version=version)
+        self.uri = f"{lance_dir}/{table}.lance"  # a folder or an object-store URI
+        self.ds = lance.dataset(self.uri, version=version)
         self.version = version
         self._matrix: tuple[list[str], dict[str, int], np.ndarray] | None = None
         self._table: pa.Table | None = None  # every column but the vector, in row order
@@ -241,16 +241,14 @@ class ChunkTable:
         ids, _, mat = self.matrix()
         return ids, mat
 
-    def size_bytes(self) -> int:
-        return sum(p.stat().st_size for p in self.uri.rglob("*") if p.is_file())
-
 
 class ChunkWriter:
     """Write side used by one indexing run; returns the new version to commit."""
 
-    def __init__(self, lance_dir: Path, table: str, committed_version: int | None, dim: int, fts: FtsSettings,
+    def __init__(self, lance_dir: Path | str, table: str, committed_version: int | None, dim: int, fts: FtsSettings,
                  vector_index_min_rows: int, rebuild_fts: bool = False):
-        lance_dir.mkdir(parents=True, exist_ok=True)
+        if isinstance(lance_dir, Path):
+            lance_dir.mkdir(parents=True, exist_ok=True)
         self.db = _connect(lance_dir)
         self.name = table
         self.dim = dim

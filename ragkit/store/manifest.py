@@ -40,8 +40,14 @@ def manifest_format(index_dir: Path) -> int | None:
 
 
 def write_manifest(index_dir: Path, data: dict[str, Any]) -> None:
-    """Atomic replace: a reader sees the old or the new manifest, never half."""
+    """Atomic replace: a reader sees the old or the new manifest, never half. For an index on object storage
+    (a mirror, ragkit/store/remote.py) the upload is the commit; the mirror's copy follows."""
+    from ragkit.store import remote
+
     data = {"format_version": FORMAT_VERSION, **data}
+    text = json.dumps(data, indent=2, sort_keys=True, default=str)
+    if remote.uri_of(index_dir) is not None:
+        remote.Remote(index_dir).write(NAME, text.encode())
     tmp = index_dir / f".{NAME}.tmp"
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str))
+    tmp.write_text(text)
     os.replace(tmp, index_dir / NAME)

@@ -13,7 +13,8 @@ from ragkit.records import Hit, Scope
 from ragkit.store.duck import DuckStore
 from ragkit.store.graph import load_pickled
 from ragkit.store.lance import ChunkTable, sql_str
-from ragkit.store.layout import LANCE_DIR, VOCAB_FILE, graph_path, store_path
+from ragkit.store import remote
+from ragkit.store.layout import VOCAB_FILE, graph_path, store_path
 from ragkit.store.manifest import NAME as MANIFEST, read_manifest
 
 
@@ -28,8 +29,10 @@ def write_derived(store, folder: Path, run_id: int) -> None:
     save_pickled(folder, VOCAB_FILE, store.vocabulary(), run_id)
 
 
-def _stamp(index_dir: Path) -> tuple[int, int] | None:
-    """What changes when a run commits (the manifest is replaced by a rename: a new inode)."""
+def _stamp(index_dir: Path, max_age: float = 1.0) -> tuple[int, int] | None:
+    """What changes when a run commits (the manifest is replaced by a rename: a new inode). For an index on
+    object storage the remote manifest is looked at first (at most once per ``max_age`` seconds)."""
+    remote.refresh(index_dir, max_age)
     try:
         st = (index_dir / MANIFEST).stat()
     except OSError:
@@ -42,7 +45,7 @@ class IndexReader:
         self.index_dir = Path(index_dir)
         if not self.index_dir.exists():
             raise IndexNotFound(f"no index at {self.index_dir}")
-        self.stamp = _stamp(self.index_dir)
+        self.stamp = _stamp(self.index_dir, max_age=0.0)
         self.manifest = read_manifest(self.index_dir)
         self.store_path = store_path(self.index_dir, self.manifest)
         self.graph_dir = graph_path(self.index_dir, self.manifest)
@@ -67,7 +70,7 @@ class IndexReader:
         self._memory = None
         run = self.manifest["last_run"]
         try:
-            self.chunks = ChunkTable(self.index_dir / LANCE_DIR, run["lance_table"], run["lance_version"])
+            self.chunks = ChunkTable(remote.lance_location(self.index_dir), run["lance_table"], run["lance_version"])
         except Exception as exc:  # missing table files, bad version, …
             raise IndexCorrupt(f"cannot open the chunks table of {self.index_dir}: {exc}") from exc
 

@@ -28,12 +28,22 @@ def folder_bytes(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.exists() else 0
 
 
-def _lance(table_dir: Path, rows: int, dim: int) -> dict[str, int]:
-    data = folder_bytes(table_dir / "data")
+def index_bytes(index_dir: Path, rel: str = "") -> int:
+    """Bytes of the index below ``rel``: on object storage, of the objects there (a mirror holds only a copy
+    of some)."""
+    from ragkit.store import remote
+
+    if remote.uri_of(index_dir):
+        return remote.Remote(index_dir).bytes(rel)
+    return folder_bytes(Path(index_dir) / rel if rel else Path(index_dir))
+
+
+def _lance(index_dir: Path, table_dir: str, rows: int, dim: int) -> dict[str, int]:
+    data = index_bytes(index_dir, f"{table_dir}/data")
+    indices = index_bytes(index_dir, f"{table_dir}/_indices")
     vectors = min(data, rows * dim * 4)
-    return {"vectors": vectors, "chunk text and metadata (LanceDB)": data - vectors,
-            "full-text index": folder_bytes(table_dir / "_indices"),
-            "LanceDB bookkeeping": folder_bytes(table_dir) - data - folder_bytes(table_dir / "_indices")}
+    return {"vectors": vectors, "chunk text and metadata (LanceDB)": data - vectors, "full-text index": indices,
+            "LanceDB bookkeeping": index_bytes(index_dir, table_dir) - data - indices}
 
 
 def _duck(store, file_bytes: int) -> dict[str, int]:
@@ -56,7 +66,7 @@ def component_bytes(reader) -> dict[str, int]:
 
     out: dict[str, int] = {}
     table = reader.manifest["last_run"]["lance_table"]
-    out.update(_lance(reader.index_dir / LANCE_DIR / f"{table}.lance", reader.chunks.count(),
+    out.update(_lance(reader.index_dir, f"{LANCE_DIR}/{table}.lance", reader.chunks.count(),
                       reader.manifest["embedder"]["dimension"]))
     duck_file = reader.store_path
     with reader.duck() as store:

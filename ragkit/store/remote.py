@@ -1,0 +1,232 @@
+"""Indexes on object storage (``--index s3://bucket/prefix``, or any URI Lance and Arrow's filesystems take).
+
+An index at a URI has the layout of a local one (ragkit/store/layout.py). The LanceDB tables live at
+``<uri>/lance`` and are read and written there by LanceDB and pylance. The other files (the manifest, the
+committed run's DuckDB store and graph folder) are small; a process works on them in a local mirror,
+``$RAGKIT_CACHE/remote/<hash>/`` (marked by ``remote.json``), which every ragkit component already reads as an
+index folder:
+
+- a reader downloads the manifest and, once per run, the run's store and graph files (they never change: a
+  run writes new ones), and looks for a newer manifest at most once a second;
+- a writer downloads the same, writes its run into the mirror as it would locally, uploads the run's store and
+  graph files, and commits by uploading the manifest (one PUT, atomic on object stores), then removes the
+  replaced run's objects. A reader never sees LanceDB and DuckDB from different runs: it reads the run the
+  manifest names, whose files were uploaded before it.
+
+Credentials and endpoint come from the standard variables (``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``,
+``AWS_REGION``/``AWS_DEFAULT_REGION``, ``AWS_ENDPOINT_URL``; an ``http://`` endpoint, e.g. a local MinIO or moto,
+sets ``AWS_ALLOW_HTTP``), never the command line. One writer at a time is held by a lock on the mirror, so on
+one machine; two machines writing one index must take turns themselves.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+from ragkit.errors import IndexNotFound, RagkitError
+
+MARKER = "remote.json"
+_URI = re.compile(r"^[a-z][a-z0-9+.-]*://", re.I)
+_RUN_OBJECT = re.compile(r"^(store\.\d+\.duckdb|graph\.\d+)$")
+_checked: dict[str, float] = {}  # mirror → when the remote manifest was last looked at
+
+
+def is_uri(index: str) -> bool:
+    return bool(_URI.match(index)) and not index.lower().startswith("file://")
+
+
+def mirror_for(uri: str) -> Path:
+    """The local mirror of the index at ``uri`` (made and marked on first use; no network)."""
+    from ragkit.embed.export import cache_root
+
+    uri = uri.rstrip("/")
+    mirror = cache_root() / "remote" / hashlib.sha256(uri.encode()).hexdigest()[:16]
+    marker = mirror / MARKER
+    if not marker.is_file():
+        mirror.mkdir(parents=True, exist_ok=True)
+        marker.write_text(json.dumps({"uri": uri}))
+    return mirror
+
+
+def uri_of(index_dir: Path) -> str | None:
+    """The URI a mirror stands for; None for a local index."""
+    try:
+        return json.loads((Path(index_dir) / MARKER).read_text())["uri"]
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def display(index_dir: Path) -> str:
+    """How to name the index at ``index_dir`` to a person: its URI for a mirror, else the folder."""
+    return uri_of(index_dir) or str(index_dir)
+
+
+def _filesystem(uri: str):
+    import pyarrow.fs as pafs
+
+    endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+    if endpoint and endpoint.startswith("http://"):
+        os.environ.setdefault("AWS_ALLOW_HTTP", "true")  # Lance's object store refuses plain http without it
+    if uri.lower().startswith("s3://"):
+        fs = pafs.S3FileSystem(endpoint_override=endpoint or None,
+                               region=os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION"))
+        return fs, uri[len("s3://"):].rstrip("/")
+    return pafs.FileSystem.from_uri(uri)
+
+
+class Remote:
+    """The object-store side of one mirror."""
+
+    def __init__(self, index_dir: Path):
+        self.mirror = Path(index_dir)
+        uri = uri_of(self.mirror)
+        if uri is None:
+            raise RagkitError(f"{index_dir} is not the mirror of a remote index")
+        self.uri = uri
+        self.fs, self.root = _filesystem(uri)
+
+    def _path(self, name: str) -> str:
+        return f"{self.root}/{name}"
+
+    def read(self, name: str) -> bytes | None:
+        try:
+            with self.fs.open_input_stream(self._path(name)) as fh:
+                return fh.read()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            if "NoSuchKey" in str(exc) or "not found" in str(exc).lower():
+                return None
+            raise RagkitError(f"cannot read {self.uri}/{name}: {exc}",
+                              hint="Check the AWS_* variables (credentials, AWS_ENDPOINT_URL) and the URI.") from exc
+
+    def write(self, name: str, data: bytes) -> None:
+        with self.fs.open_output_stream(self._path(name)) as fh:
+            fh.write(data)
+
+    def names(self) -> list[str]:
+        """The top-level names under the index URI (objects and "folders")."""
+        import pyarrow.fs as pafs
+
+        try:
+            infos = self.fs.get_file_info(pafs.FileSelector(self.root, allow_not_found=True))
+        except OSError:
+            return []
+        return [i.path.rsplit("/", 1)[-1] for i in infos]
+
+    def bytes(self, name: str = "") -> int:
+        """Bytes of the objects below ``name`` (the whole index when empty)."""
+        import pyarrow.fs as pafs
+
+        path = self._path(name) if name else self.root
+        try:
+            info = self.fs.get_file_info(path)
+            if info.type == pafs.FileType.File:
+                return info.size
+            return sum(i.size for i in self.fs.get_file_info(pafs.FileSelector(path, recursive=True,
+                                                                              allow_not_found=True))
+                       if i.type == pafs.FileType.File)
+        except OSError:
+            return 0
+
+    def download(self, name: str) -> None:
+        """``name`` (a file or a folder of files) into the mirror, each file written whole then renamed."""
+        import pyarrow.fs as pafs
+
+        info = self.fs.get_file_info(self._path(name))
+        files = ([i.path for i in self.fs.get_file_info(pafs.FileSelector(self._path(name), recursive=True))
+                  if i.type == pafs.FileType.File] if info.type == pafs.FileType.Directory else [self._path(name)])
+        for remote in files:
+            rel = remote[len(self.root) + 1:]
+            dest = self.mirror / rel
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            tmp = dest.with_name(f".{dest.name}.{os.getpid()}.part")
+            with self.fs.open_input_stream(remote) as src, open(tmp, "wb") as out:
+                while chunk := src.read(1 << 22):
+                    out.write(chunk)
+            os.replace(tmp, dest)
+
+    def upload(self, name: str) -> None:
+        """``name`` (a file or folder of the mirror) to the index URI."""
+        local = self.mirror / name
+        files = sorted(p for p in local.rglob("*") if p.is_file()) if local.is_dir() else [local]
+        for path in files:
+            with open(path, "rb") as src, self.fs.open_output_stream(self._path(str(path.relative_to(self.mirror)))) as out:
+                while chunk := src.read(1 << 22):
+                    out.write(chunk)
+
+    def delete(self, names: list[str]) -> None:
+        import pyarrow.fs as pafs
+
+        for name in names:
+            try:
+                if self.fs.get_file_info(self._path(name)).type == pafs.FileType.Directory:
+                    self.fs.delete_dir(self._path(name))
+                else:
+                    self.fs.delete_file(self._path(name))
+            except OSError:
+                pass  # gone already
+
+    # ------------------------------------------------------------------ what readers and writers call
+
+    def pull(self) -> dict[str, Any] | None:
+        """The committed manifest into the mirror and the files of its run (those not there yet); the manifest,
+        or None when the URI holds no index."""
+        from ragkit.store.manifest import NAME
+
+        data = self.read(NAME)
+        _checked[str(self.mirror)] = time.monotonic()
+        if data is None:
+            (self.mirror / NAME).unlink(missing_ok=True)
+            return None
+        manifest = json.loads(data)
+        for name in (manifest.get("store"), manifest.get("graph")):
+            if name and not (self.mirror / name).exists():
+                self.download(name)
+        if (self.mirror / NAME).is_file() and (self.mirror / NAME).read_bytes() == data:
+            return manifest
+        tmp = self.mirror / f".{NAME}.{os.getpid()}.part"
+        tmp.write_bytes(data)
+        os.replace(tmp, self.mirror / NAME)
+        return manifest
+
+    def push_run(self, manifest: dict[str, Any]) -> None:
+        """Upload the run's store and graph folder (before its manifest: a reader reads only what is there)."""
+        for name in (manifest["store"], manifest["graph"]):
+            self.upload(name)
+
+    def remove_leftovers(self, manifest: dict[str, Any] | None) -> None:
+        """Remove run objects the manifest does not name (a replaced run's, or an unfinished run's)."""
+        keep = set() if manifest is None else {manifest.get("store"), manifest.get("graph")}
+        self.delete([n for n in self.names() if _RUN_OBJECT.match(n) and n not in keep])
+
+
+def pull(index_dir: Path, required: bool = True) -> None:
+    """For a mirror: bring the committed manifest and run files from the URI (``IndexNotFound`` when there is
+    no index there and ``required``); a local index: nothing."""
+    if uri_of(index_dir) is None:
+        return
+    remote = Remote(index_dir)
+    if remote.pull() is None and required:
+        raise IndexNotFound(f"no index at {remote.uri}")
+
+
+def refresh(index_dir: Path, max_age: float = 1.0) -> None:
+    """For a mirror: look for a newer committed manifest, at most once per ``max_age`` seconds."""
+    if uri_of(index_dir) is None or time.monotonic() - _checked.get(str(index_dir), -1e9) < max_age:
+        return
+    Remote(index_dir).pull()
+
+
+def lance_location(index_dir: Path) -> Path | str:
+    """Where the LanceDB tables of the index at ``index_dir`` live: ``<uri>/lance`` for a mirror."""
+    from ragkit.store.layout import LANCE_DIR
+
+    uri = uri_of(index_dir)
+    return f"{uri}/{LANCE_DIR}" if uri else Path(index_dir) / LANCE_DIR
