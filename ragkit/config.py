@@ -60,6 +60,9 @@ class IndexConfig:
     exclude: list[str] = field(default_factory=list)
     include_hidden: bool = False
     max_file_size_mb: float = 50.0  # larger files are skipped with a warning
+    engine: str = "local"  # local | ray: where files are parsed, chunked and embedded (ragkit/ingest/ray_engine.py)
+    ray_address: str = ""  # --engine ray: a cluster to join ("auto", "ray://host:10001"); empty: a local Ray
+    ray_workers: int = 0  # --engine ray: actors (and CPUs of a local Ray); 0: every CPU
     embed_model: str = "bundled:all-MiniLM-L6-v2"
     embed_batch_size: int = 32  # encoder = "torch": texts per batch (the ONNX encoders take one at a time)
     encoder: str = "onnx-int8"  # onnx-int8 (2.5× torch, same retrieval quality) | onnx | torch; queries: onnx

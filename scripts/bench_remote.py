@@ -76,6 +76,10 @@ def main() -> None:
     from ragkit.config import resolve_index_dir
 
     with moto_s3(work / "moto.log", "bench", work / "cache"):
+        warmup = work / "warmup"  # the encoder's one-time export into the fresh cache, before anything is timed
+        warmup.mkdir()
+        (warmup / "a.md").write_text("# A\n\nA short note.\n")
+        cli("index", str(warmup), "--index", str(work / "warmup-index"))
         where = {"local disk": str(work / "local"), "S3 (moto, loopback)": "s3://bench/corpus"}
         rows: dict[str, dict[str, str]] = {name: {} for name in where}
         for name, index in where.items():

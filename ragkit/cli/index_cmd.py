@@ -33,6 +33,9 @@ def index_cmd(
     version_of: Optional[str] = typer.Option(None, "--version-of", help="These documents supersede this path or id."),
     no_wait: bool = typer.Option(False, "--no-wait", help="Exit 9 at once when another run holds the index (default: wait for it)."),
     max_file_size: Optional[float] = typer.Option(None, "--max-file-size", help="Skip files larger than this many MB (default 50)."),
+    engine: Optional[str] = typer.Option(None, "--engine", help="Parse, chunk and embed here (local, default) or on Ray (ray)."),
+    ray_address: Optional[str] = typer.Option(None, "--ray-address", help="--engine ray: the cluster to join (auto, ray://host:10001); default: a local Ray."),
+    ray_workers: Optional[int] = typer.Option(None, "--ray-workers", help="--engine ray: worker actors (default: every CPU)."),
     as_json: bool = typer.Option(False, "--json", help="Print the run summary as JSON."),
     watch: bool = typer.Option(False, "--watch", help="Stay up and index again whenever files change (Ctrl-C stops)."),
 ):
@@ -44,7 +47,8 @@ def index_cmd(
     icfg = override(icfg, include=include or None, exclude=exclude or None, include_hidden=hidden or None,
                     doc_type=doc_type, collection=collection, embed_model=embed_model, chunk_tokens=chunk_tokens,
                     fts_language=language, extract=extract, summaries=summaries, llm_model=llm_model,
-                    tree=False if no_tree else None, max_file_size_mb=max_file_size)
+                    tree=False if no_tree else None, max_file_size_mb=max_file_size, engine=engine,
+                    ray_address=ray_address, ray_workers=ray_workers)
     current: list[RichReporter] = []
 
     def confirm(message: str) -> bool:

@@ -66,7 +66,9 @@ class OnnxEmbedder:
 
             opts = ort.SessionOptions()
             # a query on one thread when int8 (2.1 ms; 2.6 on two), on every core when full precision (4.2 / 6.2)
-            opts.intra_op_num_threads = 1 if kind == "query" and self.quantized else os.cpu_count() or 1
+            # (OMP_NUM_THREADS, which Ray sets to a worker's CPUs, bounds indexing threads)
+            cores = int(os.environ.get("OMP_NUM_THREADS") or 0) or os.cpu_count() or 1
+            opts.intra_op_num_threads = 1 if kind == "query" and self.quantized else cores
             opts.inter_op_num_threads = 1
             opts.add_session_config_entry("session.intra_op.allow_spinning", "0" if kind == "query" else "1")
             opts.log_severity_level = 3

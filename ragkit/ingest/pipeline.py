@@ -26,19 +26,11 @@ from ragkit.config import IndexConfig
 from ragkit.embed import Embedder
 from ragkit.errors import BadInput, EmbedderMismatch
 from ragkit.events import Reporter
-from ragkit.ingest.chunk import chunk_document
-from ragkit.ingest.discover import (SourceFile, Undecodable, Unreadable, content_hash, decode, discover,
-                                    read_source, stable_id)
-from ragkit.ingest.doctype import infer_doc_type
-from ragkit.ingest.parse import (ParseError, binary_parser_for, build_sections, infer_title, parse_beir_jsonl,
-                                 parser_for)
-from ragkit.ingest.pdf import page_of
-from ragkit.ingest.refs import find_refs
-from ragkit.ingest.resolve import ref_rows
 from ragkit.extract import llm as llm_extract
-from ragkit.extract.entities import entity_rows
-from ragkit.extract.german import document_law
-from ragkit.records import Block, Chunk, Document, EntityRows, ParsedDocument
+from ragkit.ingest.discover import SourceFile, Undecodable, Unreadable, content_hash, discover, read_source
+from ragkit.ingest.parse import ParseError
+from ragkit.ingest.source import SourceParser
+from ragkit.records import Chunk, Document, EntityRows, ParsedDocument
 from ragkit.store.duck import DuckStore
 from ragkit.store.lance import ChunkWriter, FtsSettings, chunk_rows
 from ragkit.store.manifest import FORMAT_VERSION, NAME as MANIFEST, manifest_format, read_manifest, write_manifest
@@ -46,7 +38,6 @@ from ragkit.store import layout, remote
 from ragkit.store.layout import DUCK_NAME, GRAPH_DIR, LANCE_DIR
 from ragkit.store.reader import write_derived
 from ragkit.store.terms import CACHE, TermVectors
-from ragkit.text import PROSE_MIN, REPEAT_MAX, detect_language, repetition, word_share
 
 
 @dataclass
@@ -73,19 +64,6 @@ class IndexSummary:
         return dict(self.__dict__)
 
 
-def _check_prose(raw) -> None:
-    """``ParseError`` for a text file whose words are not words (a base64 blob or hex dump saved as .txt was
-    indexed as 11,696 chunks of noise in 22 minutes)."""
-    text = "\n".join(i.text for i in raw.items if isinstance(i, Block))
-    share = word_share(text)
-    if share < PROSE_MIN:
-        raise ParseError(f"not prose: {share:.0%} of its tokens look like words (base64, a hex dump or minified "
-                         "code?)")
-    ratio = repetition(text)
-    if ratio > REPEAT_MAX:
-        raise ParseError(f"not prose: the text repeats itself (its start compresses {ratio:.0f}×)")
-
-
 def _spans(numbers: list[int]) -> str:
     """``1-3, 7`` for [1, 2, 3, 7]."""
     out, start = [], None
@@ -99,65 +77,6 @@ def _spans(numbers: list[int]) -> str:
 
 def _under(path: str, roots: list[Path]) -> bool:
     return any(path == str(r) or path.startswith(str(r) + os.sep) for r in roots)
-
-
-class _Parser:
-    """Parses one source file into documents; collects sections and chunks."""
-
-    def __init__(self, cfg: IndexConfig, embedder: Embedder, collection: str, doc_type: str | None,
-                 version_of: str | None = None):
-        self.cfg, self.embedder = cfg, embedder
-        self.collection, self.doc_type = collection, doc_type
-        self.version_of = version_of
-        self.max_tokens = min(cfg.chunk_tokens, embedder.max_tokens)
-
-    def parse(self, src: SourceFile, data: bytes, source_hash: str) -> list[tuple[ParsedDocument, list[Chunk]]]:
-        binary = binary_parser_for(src.path.name)
-        text = None if binary else decode(data)
-        mtime = src.mtime_ns / 1e9
-        out = []
-        if binary:
-            raw = binary(data)
-            doc_id = stable_id(str(src.path), source_hash)
-            # a PDF without a title in its metadata: the file name (its first heading is rarely the title)
-            title = raw.title or (src.path.stem if raw.page_starts is not None else infer_title(raw, src.path.stem))
-            out.append(self._finish(src, source_hash, doc_id, src.rel, src.rel, title, raw, mtime))
-        elif src.path.suffix.lower() == ".jsonl":
-            for rec in parse_beir_jsonl(text):
-                doc_id = stable_id(source_hash, rec.external_id)
-                title = rec.title or rec.external_id
-                out.append(self._finish(src, source_hash, doc_id, rec.external_id, f"{src.rel}#{rec.external_id}",
-                                        title, rec.doc, mtime))
-        else:
-            raw = parser_for(src.path.name)(text)
-            _check_prose(raw)
-            doc_id = stable_id(str(src.path), source_hash)
-            title = infer_title(raw, src.path.stem)
-            out.append(self._finish(src, source_hash, doc_id, src.rel, src.rel, title, raw, mtime))
-        return out
-
-    def _finish(self, src, source_hash, doc_id, external_id, path, title, raw, mtime):
-        meta = raw.metadata
-        doc = Document(
-            id=doc_id, path=path, source_path=str(src.path), source_hash=source_hash, external_id=external_id,
-            title=title, doc_type=infer_doc_type(meta, self.doc_type, path, title),
-            collection=str(meta.get("collection") or self.collection), metadata=meta, mtime=mtime,
-            version=str(meta["version"]) if meta.get("version") is not None else None,
-            line_count=raw.line_count,
-            supersedes=str(meta.get("supersedes") or self.version_of or "") or None,
-        )
-        sections, blocks = build_sections(raw, doc_id, title, stable_id)
-        chunks = chunk_document(sections, blocks, self.max_tokens, self.embedder.count_tokens, stable_id)
-        if raw.page_starts:
-            for c in chunks:
-                c.page_start, c.page_end = page_of(raw.page_starts, c.line_start), page_of(raw.page_starts, c.line_end)
-        refs = [r for c in chunks for r in ref_rows(c.id, doc_id, find_refs(c.text), stable_id)]
-        doc.language = detect_language(" ".join(c.text for c in chunks[:40]))
-        entities = EntityRows()
-        if self.cfg.extract == "rules":
-            own_law = document_law(title, meta) if doc.language == "de" else None
-            entities = entity_rows(chunks, doc_id, doc.language, own_law)
-        return ParsedDocument(doc, sections, blocks, refs, entities, warnings=list(raw.warnings)), chunks
 
 
 FTS_LANGUAGES = {"de": "German", "sv": "Swedish", "en": "English"}
@@ -360,18 +279,28 @@ def run_index(
                 f"({previous['embedder']['fingerprint']} → {embedder.fingerprint})")
         summary.seconds["load_model"] = round(time.perf_counter() - t1, 3)
         t1 = time.perf_counter()
-        parser = _Parser(cfg, embedder, cfg.collection, cfg.doc_type, version_of)
+        parser = SourceParser(cfg, embedder, version_of)
+        prepared = None  # --engine ray: every file parsed, chunked and embedded by Ray workers first
+        if cfg.engine == "ray" and todo:
+            from ragkit.ingest import ray_engine
+
+            rep.start("ray", len(todo))
+            prepared = ray_engine.prepare(todo, cfg, version_of, progress=lambda n: rep.advance("ray", n))
+            summary.seconds.update(prepared.seconds)
+            rep.finish("ray")
+        elif cfg.engine not in ("local", "ray"):
+            raise BadInput(f"unknown engine {cfg.engine!r}", hint="Choose local or ray")
         docs: dict[str, Document] = {}
         parsed: list[ParsedDocument] = []
         chunks: list[Chunk] = []
         new_sources: list[dict[str, Any]] = []
         replaced_ids: list[str] = []
         rep.start("parse", len(todo))
-        for f, data, h, is_changed in todo:
+        for n, (f, data, h, is_changed) in enumerate(todo):
             if is_changed:  # its old documents go, whether or not the new bytes parse
                 replaced_ids.extend(states_for_diff[str(f.path)]["doc_ids"])
             try:
-                results = parser.parse(f, data, h)
+                results = parser.parse(f, data, h) if prepared is None else prepared.results(n)
             except (Undecodable, ParseError) as exc:
                 warn(f"skipped {f.rel}: {exc}")
                 summary.skipped += 1
@@ -431,8 +360,11 @@ def run_index(
         # ---- embed
         t1 = time.perf_counter()
         rep.start("embed", len(chunks))
-        vectors = embedder.encode([c.embed_text for c in chunks], progress=lambda n: rep.advance("embed", n)) \
-            if chunks else np.zeros((0, embedder.dimension), dtype=np.float32)
+        if prepared is not None:
+            vectors = prepared.vectors_for([c.id for c in chunks], embedder.dimension)
+        else:
+            vectors = embedder.encode([c.embed_text for c in chunks], progress=lambda n: rep.advance("embed", n)) \
+                if chunks else np.zeros((0, embedder.dimension), dtype=np.float32)
         rep.finish("embed")
         summary.seconds["embed"] = round(time.perf_counter() - t1, 3)
         summary.documents, summary.chunks = len(docs), len(chunks)

@@ -1,0 +1,92 @@
+"""One source file → its documents, each with sections, chunks, references and rule-based entities (the
+parse-and-chunk stage of an indexing run; ragkit/ingest/pipeline.py runs it in process, ragkit/ingest/ray_engine.py
+on Ray workers)."""
+
+from __future__ import annotations
+
+from ragkit.config import IndexConfig
+from ragkit.embed import Embedder
+from ragkit.extract.entities import entity_rows
+from ragkit.extract.german import document_law
+from ragkit.ingest.chunk import chunk_document
+from ragkit.ingest.discover import SourceFile, decode, stable_id
+from ragkit.ingest.doctype import infer_doc_type
+from ragkit.ingest.parse import (ParseError, binary_parser_for, build_sections, infer_title, parse_beir_jsonl,
+                                 parser_for)
+from ragkit.ingest.pdf import page_of
+from ragkit.ingest.refs import find_refs
+from ragkit.ingest.resolve import ref_rows
+from ragkit.records import Block, Chunk, Document, EntityRows, ParsedDocument
+from ragkit.text import PROSE_MIN, REPEAT_MAX, detect_language, repetition, word_share
+
+
+def _check_prose(raw) -> None:
+    """``ParseError`` for a text file whose words are not words (a base64 blob or hex dump saved as .txt was
+    indexed as 11,696 chunks of noise in 22 minutes)."""
+    text = "\n".join(i.text for i in raw.items if isinstance(i, Block))
+    share = word_share(text)
+    if share < PROSE_MIN:
+        raise ParseError(f"not prose: {share:.0%} of its tokens look like words (base64, a hex dump or minified "
+                         "code?)")
+    ratio = repetition(text)
+    if ratio > REPEAT_MAX:
+        raise ParseError(f"not prose: the text repeats itself (its start compresses {ratio:.0f}×)")
+
+
+
+class SourceParser:
+    """Parses one source file into documents; collects sections and chunks."""
+
+    def __init__(self, cfg: IndexConfig, embedder: Embedder, version_of: str | None = None):
+        self.cfg, self.embedder = cfg, embedder
+        self.collection, self.doc_type = cfg.collection, cfg.doc_type
+        self.version_of = version_of
+        self.max_tokens = min(cfg.chunk_tokens, embedder.max_tokens)
+
+    def parse(self, src: SourceFile, data: bytes, source_hash: str) -> list[tuple[ParsedDocument, list[Chunk]]]:
+        binary = binary_parser_for(src.path.name)
+        text = None if binary else decode(data)
+        mtime = src.mtime_ns / 1e9
+        out = []
+        if binary:
+            raw = binary(data)
+            doc_id = stable_id(str(src.path), source_hash)
+            # a PDF without a title in its metadata: the file name (its first heading is rarely the title)
+            title = raw.title or (src.path.stem if raw.page_starts is not None else infer_title(raw, src.path.stem))
+            out.append(self._finish(src, source_hash, doc_id, src.rel, src.rel, title, raw, mtime))
+        elif src.path.suffix.lower() == ".jsonl":
+            for rec in parse_beir_jsonl(text):
+                doc_id = stable_id(source_hash, rec.external_id)
+                title = rec.title or rec.external_id
+                out.append(self._finish(src, source_hash, doc_id, rec.external_id, f"{src.rel}#{rec.external_id}",
+                                        title, rec.doc, mtime))
+        else:
+            raw = parser_for(src.path.name)(text)
+            _check_prose(raw)
+            doc_id = stable_id(str(src.path), source_hash)
+            title = infer_title(raw, src.path.stem)
+            out.append(self._finish(src, source_hash, doc_id, src.rel, src.rel, title, raw, mtime))
+        return out
+
+    def _finish(self, src, source_hash, doc_id, external_id, path, title, raw, mtime):
+        meta = raw.metadata
+        doc = Document(
+            id=doc_id, path=path, source_path=str(src.path), source_hash=source_hash, external_id=external_id,
+            title=title, doc_type=infer_doc_type(meta, self.doc_type, path, title),
+            collection=str(meta.get("collection") or self.collection), metadata=meta, mtime=mtime,
+            version=str(meta["version"]) if meta.get("version") is not None else None,
+            line_count=raw.line_count,
+            supersedes=str(meta.get("supersedes") or self.version_of or "") or None,
+        )
+        sections, blocks = build_sections(raw, doc_id, title, stable_id)
+        chunks = chunk_document(sections, blocks, self.max_tokens, self.embedder.count_tokens, stable_id)
+        if raw.page_starts:
+            for c in chunks:
+                c.page_start, c.page_end = page_of(raw.page_starts, c.line_start), page_of(raw.page_starts, c.line_end)
+        refs = [r for c in chunks for r in ref_rows(c.id, doc_id, find_refs(c.text), stable_id)]
+        doc.language = detect_language(" ".join(c.text for c in chunks[:40]))
+        entities = EntityRows()
+        if self.cfg.extract == "rules":
+            own_law = document_law(title, meta) if doc.language == "de" else None
+            entities = entity_rows(chunks, doc_id, doc.language, own_law)
+        return ParsedDocument(doc, sections, blocks, refs, entities, warnings=list(raw.warnings)), chunks
