@@ -12,6 +12,7 @@ from typing import Any, Callable
 
 from ragkit.config import IndexConfig, QueryConfig
 from ragkit.errors import BadDataset
+from ragkit.store import remote
 from ragkit.events import Reporter
 
 RECALL_AT = (2, 5, 10, 100)
@@ -156,7 +157,7 @@ def run_eval(
             label = name if not reranks or len(reranks) == 1 else f"{name}+{rr}"
             results.append(score_strategy(label, ds, search, rep, limit))
     return {
-        "schema": "ragkit.eval/1", "dataset": str(dataset), "index": str(index_dir),
+        "schema": "ragkit.eval/1", "dataset": str(dataset), "index": remote.display(index_dir),
         "queries": min(len(ds.queries), limit or len(ds.queries)), "k": k,
         "documents": summary.total_documents, "chunks": summary.total_chunks,
         "alpha": base.alpha,

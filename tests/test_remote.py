@@ -93,3 +93,31 @@ def test_a_second_reader_elsewhere_and_a_killed_run(s3, corpus, tmp_path):
                                     check=True).stdout)
     assert out["run"] == 2
     assert resolve_index_dir(uri) != resolve_index_dir(f"s3://{BUCKET}/handbook")
+
+
+def test_check_stats_and_eval_on_s3(s3, corpus, tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from ragkit.cli.app import app
+
+    fake = FakeEmbedder()
+    monkeypatch.setattr("ragkit.api._default_embedder_factory", lambda cfg: fake)
+    monkeypatch.setattr("ragkit.store.reader.load_embedder", lambda spec, *a, **kw: fake)
+    runner = CliRunner()
+    uri = f"s3://{BUCKET}/cli"
+    assert runner.invoke(app, ["index", str(corpus), "--index", uri]).exit_code == 0
+    r = runner.invoke(app, ["check", "--index", uri])
+    assert r.exit_code == 0 and f"ok {uri}: run 1" in r.output
+    st = json.loads(runner.invoke(app, ["stats", "--index", uri, "--json"]).output)
+    assert st["index"] == uri and st["documents"] == 3 and st["bytes"]["vectors"] > 0  # LanceDB bytes from the bucket
+    ds = tmp_path / "beir"
+    write(ds, "corpus.jsonl", "\n".join(json.dumps(d) for d in [
+        {"_id": "d1", "title": "Cats", "text": "Cats purr and chase mice."},
+        {"_id": "d2", "title": "Dogs", "text": "Dogs bark at the mail carrier."}]) + "\n")
+    write(ds, "queries.jsonl", '{"_id": "q1", "text": "which animal purrs"}\n')
+    write(ds, "qrels/test.tsv", "query-id\tcorpus-id\tscore\nq1\td1\t1\n")
+    r = runner.invoke(app, ["eval", str(ds), "--index", f"s3://{BUCKET}/eval", "--json", "--strategy", "hybrid"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.output)
+    assert out["index"] == f"s3://{BUCKET}/eval" and out["results"][0]["recall@10"] == 1.0
+    assert "manifest.json" in keys("eval/")

@@ -83,8 +83,10 @@ def create_app(served: Served):
 
     @app.get("/healthz")
     def healthz():
+        from ragkit.store import remote
+
         reader = served.reader()
-        return {"status": "ok", "index": str(served.index_dir), "run": reader.manifest["last_run"]["id"]}
+        return {"status": "ok", "index": remote.display(served.index_dir), "run": reader.manifest["last_run"]["id"]}
 
     @app.post("/v1/query")
     def query(req: QueryRequest):
