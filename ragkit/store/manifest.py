@@ -18,7 +18,9 @@ NAME = "manifest.json"
 def read_manifest(index_dir: Path) -> dict[str, Any]:
     path = index_dir / NAME
     if not path.is_file():
-        raise IndexNotFound(f"no index at {index_dir}")
+        from ragkit.store import remote
+
+        raise IndexNotFound(f"no index at {remote.display(index_dir)}")
     try:
         data = json.loads(path.read_text())
     except (OSError, json.JSONDecodeError) as exc:

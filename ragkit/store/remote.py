@@ -136,21 +136,28 @@ class Remote:
             return 0
 
     def download(self, name: str) -> None:
-        """``name`` (a file or a folder of files) into the mirror, each file written whole then renamed."""
+        """``name`` (a file or a folder of files) into the mirror, whole or not at all: written under a
+        temporary name, then renamed (a folder once all its files are in)."""
+        import shutil
+
         import pyarrow.fs as pafs
 
         info = self.fs.get_file_info(self._path(name))
+        folder = info.type == pafs.FileType.Directory
         files = ([i.path for i in self.fs.get_file_info(pafs.FileSelector(self._path(name), recursive=True))
-                  if i.type == pafs.FileType.File] if info.type == pafs.FileType.Directory else [self._path(name)])
+                  if i.type == pafs.FileType.File] if folder else [self._path(name)])
+        tmp = self.mirror / f".{name}.{os.getpid()}.part"
+        shutil.rmtree(tmp, ignore_errors=True)
         for remote in files:
-            rel = remote[len(self.root) + 1:]
-            dest = self.mirror / rel
+            dest = tmp / remote[len(self._path(name)) + 1:] if folder else tmp
             dest.parent.mkdir(parents=True, exist_ok=True)
-            tmp = dest.with_name(f".{dest.name}.{os.getpid()}.part")
-            with self.fs.open_input_stream(remote) as src, open(tmp, "wb") as out:
+            with self.fs.open_input_stream(remote) as src, open(dest, "wb") as out:
                 while chunk := src.read(1 << 22):
                     out.write(chunk)
-            os.replace(tmp, dest)
+        try:
+            os.replace(tmp, self.mirror / name)
+        except OSError:  # another process of this machine brought the same run's folder first
+            shutil.rmtree(tmp, ignore_errors=True)
 
     def upload(self, name: str) -> None:
         """``name`` (a file or folder of the mirror) to the index URI."""
