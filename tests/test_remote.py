@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -38,13 +39,18 @@ def keys(prefix: str) -> set[str]:
     return {o["Key"][len(prefix):] for o in found}
 
 
+def run_objects(names: set[str]) -> set[int]:
+    """The runs whose store (``store.<run>-<token>.duckdb``) is in the bucket."""
+    return {int(m.group(1)) for n in names if (m := re.fullmatch(r"store\.(\d+)-[0-9a-f]+\.duckdb", n))}
+
+
 def test_index_query_reindex_on_s3(s3, corpus, tmp_path):
     uri = f"s3://{BUCKET}/handbook"
     fake = FakeEmbedder()
     summary = api.index([corpus], uri, embedder_factory=lambda cfg: fake)
     assert summary.new == 3
     top = keys("handbook/")
-    assert {"manifest.json", "store.1.duckdb"} <= top and any(k.startswith("graph.1/") for k in top)
+    assert "manifest.json" in top and run_objects(top) == {1}
     assert any(k.startswith("lance/chunks.lance/") for k in top)  # LanceDB writes to the bucket itself
 
     reader = api.open_index(uri, embedder=fake)
@@ -55,7 +61,7 @@ def test_index_query_reindex_on_s3(s3, corpus, tmp_path):
     again = api.index([corpus], uri, embedder_factory=lambda cfg: fake)
     assert again.new == 1 and again.unchanged == 3
     top = keys("handbook/")
-    assert "store.2.duckdb" in top and "store.1.duckdb" not in top  # the replaced run's objects are gone
+    assert run_objects(top) == {2}  # the replaced run's objects are gone
     r = api.query(reader, "parking badges", QueryConfig(k=3, strategy="hybrid"))  # the reader follows run 2
     assert r.run == 2 and r.passages[0].path.endswith("parking.md")
 
@@ -83,7 +89,7 @@ def test_a_second_reader_elsewhere_and_a_killed_run(s3, corpus, tmp_path):
         repo=str(REPO), folder=str(corpus), uri=uri)
     done = subprocess.run([sys.executable, "-c", killed], env=dict(os.environ), capture_output=True, text=True)
     assert done.returncode == -9, done.stderr[-2000:]
-    assert "store.2.duckdb" in keys("killed/")  # uploaded, never named by a manifest
+    assert run_objects(keys("killed/")) == {1, 2}  # run 2's were uploaded, never named by a manifest
     out = json.loads(subprocess.run([sys.executable, "-c", ask], env=other, capture_output=True, text=True,
                                     check=True).stdout)
     assert out["run"] == 1
@@ -121,3 +127,34 @@ def test_check_stats_and_eval_on_s3(s3, corpus, tmp_path, monkeypatch):
     out = json.loads(r.output)
     assert out["index"] == f"s3://{BUCKET}/eval" and out["results"][0]["recall@10"] == 1.0
     assert "manifest.json" in keys("eval/")
+
+
+def test_a_writer_on_another_machine_commits_first(s3, corpus, tmp_path, monkeypatch):
+    """Two writers of one index on two machines (two mirrors): the one that commits second finds out before its
+    manifest upload, commits nothing and says so (exit 9); the first one's run stays whole."""
+    from ragkit.errors import IndexBusy
+    from ragkit.ingest import pipeline
+
+    uri = f"s3://{BUCKET}/race"
+    fake = FakeEmbedder()
+    api.index([corpus], uri, embedder_factory=lambda cfg: fake)
+    other = {**os.environ, "RAGKIT_CACHE": str(tmp_path / "machine2")}
+    script = ("import sys; sys.path.insert(0, {repo!r})\nfrom tests.fakes import FakeEmbedder\nfrom ragkit import api\n"
+              "api.index([{folder!r}], {uri!r}, embedder_factory=lambda cfg: FakeEmbedder())").format(
+        repo=str(REPO), folder=str(corpus), uri=uri)
+    derived = pipeline.write_derived
+
+    def meanwhile(*args, **kwargs):  # while this run commits, the other machine's run commits
+        derived(*args, **kwargs)
+        write(corpus, "notes/other.md", "# Other\n\nWritten on the other machine.\n")
+        subprocess.run([sys.executable, "-c", script], env=other, check=True, capture_output=True)
+
+    write(corpus, "notes/mine.md", "# Mine\n\nWritten here.\n")
+    monkeypatch.setattr(pipeline, "write_derived", meanwhile)
+    with pytest.raises(IndexBusy, match="another writer committed run 2"):
+        api.index([corpus], uri, embedder_factory=lambda cfg: fake)
+    monkeypatch.setattr(pipeline, "write_derived", derived)
+    reader = api.open_index(uri, embedder=fake)
+    assert reader.manifest["last_run"]["id"] == 2 and reader.manifest["counts"]["documents"] == 5  # the other's run
+    again = api.index([corpus], uri, embedder_factory=lambda cfg: fake)  # starts from run 2: nothing left to do
+    assert again.unchanged == 5 and again.new == 0

@@ -400,7 +400,8 @@ def run_index(
         # the run goes into a copy of the committed store, its graphs into a folder of their own; the
         # manifest's rename commits them with the LanceDB version (ragkit/store/layout.py)
         run_id = (committed["id"] if committed else 0) + 1
-        store_name, graph_name = layout.run_names(run_id)
+        # on object storage the names carry a token of this writer's (writers on two machines)
+        store_name, graph_name = layout.run_names(run_id, os.urandom(3).hex() if remote.uri_of(index_dir) else "")
         new_store, graph_dir = index_dir / store_name, index_dir / graph_name
         layout.remove([new_store, graph_dir])
         if committed is not None:  # (a --full run keeps only the run numbers of it)
@@ -448,7 +449,10 @@ def run_index(
             summary.written = _write_llm_summaries(new_store, generator, embedder, chunk_vectors, rep)
             summary.seconds["llm_summaries"] = round(time.perf_counter() - t2, 3)
         if remote.uri_of(index_dir):  # the run's files go up before the manifest that names them
-            remote.Remote(index_dir).push_run(manifest)
+            bucket = remote.Remote(index_dir)
+            bucket.expect(committed and committed["id"], run_id)
+            bucket.push_run(manifest)
+            bucket.expect(committed and committed["id"], run_id)
         write_manifest(index_dir, manifest)  # the commit
         layout.remove(layout.leftovers(index_dir, manifest))  # the replaced run's store and graphs
         if remote.uri_of(index_dir):

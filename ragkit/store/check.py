@@ -124,7 +124,7 @@ def _kept_runs(index_dir: Path) -> list[dict[str, Any]]:
 
     found = []
     for path in Path(index_dir).glob("store*.duckdb"):
-        if not re.fullmatch(r"store(\.\d+)?\.duckdb", path.name):
+        if not re.fullmatch(rf"store({layout.RUN})?\.duckdb", path.name):
             continue
         try:
             with DuckStore(path, read_only=True) as store:

@@ -25,12 +25,15 @@ DUCK_NAME = "store.duckdb"  # an index's store before per-run stores (read as su
 LANCE_DIR = "lance"
 GRAPH_DIR = "graph"
 VOCAB_FILE = "vocab.pkl"  # the vocabulary of the committed run, beside its graphs (the speller reads it)
-_RUN_FILE = re.compile(r"^(store\.\d+\.duckdb(\.wal|\.tmp)?|graph\.\d+)$")
+RUN = r"\.\d+(?:-[0-9a-f]+)?"  # ".<run>", or ".<run>-<token>" on object storage (writers on two machines)
+_RUN_FILE = re.compile(rf"^(store{RUN}\.duckdb(\.wal|\.tmp)?|graph{RUN})$")
 
 
-def run_names(run_id: int) -> tuple[str, str]:
-    """The store file and graph folder names of run ``run_id``."""
-    return f"store.{run_id}.duckdb", f"graph.{run_id}"
+def run_names(run_id: int, token: str = "") -> tuple[str, str]:
+    """The store file and graph folder names of run ``run_id`` (``token``: a writer's own, so that two
+    writers of one index on object storage never write the same object)."""
+    tag = f"{run_id}-{token}" if token else str(run_id)
+    return f"store.{tag}.duckdb", f"graph.{tag}"
 
 
 def store_path(index_dir: Path, manifest: dict[str, Any]) -> Path:

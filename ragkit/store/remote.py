@@ -15,8 +15,9 @@ index folder:
 
 Credentials and endpoint come from the standard variables (``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``,
 ``AWS_REGION``/``AWS_DEFAULT_REGION``, ``AWS_ENDPOINT_URL``; an ``http://`` endpoint, e.g. a local MinIO or moto,
-sets ``AWS_ALLOW_HTTP``), never the command line. One writer at a time is held by a lock on the mirror, so on
-one machine; two machines writing one index must take turns themselves.
+sets ``AWS_ALLOW_HTTP``), never the command line. Writers on one machine take turns on the mirror's lock; on
+two machines each run's objects carry a token of the writer's, and a run that finds, right before its manifest
+upload, that another committed meanwhile commits nothing (``Remote.expect``; not an atomic compare-and-swap).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from ragkit.errors import IndexNotFound, RagkitError
 
 MARKER = "remote.json"
 _URI = re.compile(r"^[a-z][a-z0-9+.-]*://", re.I)
-_RUN_OBJECT = re.compile(r"^(store\.\d+\.duckdb|graph\.\d+)$")
+_RUN_OBJECT = re.compile(r"^(store\.\d+(?:-[0-9a-f]+)?\.duckdb|graph\.\d+(?:-[0-9a-f]+)?)$")
 _checked: dict[str, float] = {}  # mirror → when the remote manifest was last looked at
 
 
@@ -202,6 +203,25 @@ class Remote:
         tmp.write_bytes(data)
         os.replace(tmp, self.mirror / NAME)
         return manifest
+
+    def committed_run(self) -> int | None:
+        """The run the manifest at the URI commits now (None: no index there yet)."""
+        from ragkit.store.manifest import NAME
+
+        data = self.read(NAME)
+        return json.loads(data)["last_run"]["id"] if data else None
+
+    def expect(self, run_id: int | None, mine: int) -> None:
+        """``IndexBusy`` when the URI's committed run is no longer ``run_id``, the one this run started from:
+        a writer on another machine committed meanwhile (this run's objects have names of their own, so
+        nothing of that run was overwritten; checked again right before the manifest upload)."""
+        from ragkit.errors import IndexBusy
+
+        now = self.committed_run()
+        if now != run_id:
+            raise IndexBusy(f"{self.uri}: another writer committed run {now} while this one worked from run "
+                            f"{run_id}; run {mine} is not committed",
+                            hint="Run ragkit index again: it starts from the newest run.")
 
     def push_run(self, manifest: dict[str, Any]) -> None:
         """Upload the run's store and graph folder (before its manifest: a reader reads only what is there)."""
