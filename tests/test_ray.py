@@ -42,3 +42,26 @@ def test_ray_pipeline_equals_the_local_one(corpus, tmp_path):
     (corpus / "notes/meeting.txt").write_text("Meeting notes\n\nThe planning meeting moved to Thursday.\n")
     again = api.index([corpus], tmp_path / "ray", replace(IndexConfig(), engine="ray", ray_workers=1))
     assert again.changed == 1 and again.unchanged == 3 and again.skipped == 1
+
+
+@pytest.mark.integration
+def test_a_jsonl_corpus_spreads_over_workers(tmp_path, monkeypatch):
+    """A BEIR corpus.jsonl is one file; on Ray it is parsed in parts of records, with the same result."""
+    import json
+
+    from ragkit.ingest import ray_engine
+
+    monkeypatch.setattr(ray_engine, "JSONL_PART", 7)
+    folder = tmp_path / "beir"
+    folder.mkdir()
+    topics = ["overtime", "parking", "sauna", "rollback", "holiday", "badge", "laptop", "travel"]
+    (folder / "corpus.jsonl").write_text("".join(
+        json.dumps({"_id": f"d{i}", "title": f"Note {i}", "text": f"Note {i} is about {topics[i % 8]} and "
+                    f"{topics[(i * 3) % 8]}; it was written on day {i}."}) + "\n" for i in range(30)))
+    assert len(ray_engine._parts(ray_engine.SourceFile(folder / "corpus.jsonl", "c", 0, 0),
+                                 (folder / "corpus.jsonl").read_bytes())) == 5
+    local = api.index([folder], tmp_path / "local", IndexConfig())
+    on_ray = api.index([folder], tmp_path / "ray", IndexConfig(engine="ray", ray_workers=2))
+    assert on_ray.documents == local.documents == 30 and on_ray.chunks == local.chunks
+    a, b = vectors(tmp_path / "local"), vectors(tmp_path / "ray")
+    assert a.keys() == b.keys() and max(float(np.abs(a[k] - b[k]).max()) for k in a) < 1e-5

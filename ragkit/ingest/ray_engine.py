@@ -25,7 +25,8 @@ from ragkit.config import IndexConfig
 from ragkit.errors import BadInput
 from ragkit.ingest.discover import SourceFile
 
-BATCH = 4  # files per batch handed to an actor
+BATCH = 4  # items (files, or parts of a JSONL corpus) per batch handed to an actor
+JSONL_PART = 256  # records of a JSONL corpus (BEIR corpus.jsonl) per item: one big file still spreads
 
 
 class _Worker:
@@ -48,6 +49,8 @@ class _Worker:
         out = []
         for path, rel, size, mtime_ns, digest, data in zip(batch["path"], batch["rel"], batch["size"],
                                                             batch["mtime_ns"], batch["hash"], batch["data"]):
+            # (a part of a JSONL corpus parses as the whole file would: its documents' ids come from the
+            # whole file's hash and their own ids)
             src = SourceFile(Path(path), rel, int(size), int(mtime_ns))
             try:
                 results, failure = self.parser.parse(src, bytes(data), digest), None
@@ -57,7 +60,15 @@ class _Worker:
             vectors = self.embedder.encode([c.embed_text for c in chunks]) if chunks else None
             out.append(pickle.dumps((results, failure, [c.id for c in chunks], vectors),
                                     protocol=pickle.HIGHEST_PROTOCOL))
-        return {"n": list(batch["n"]), "out": out}
+        return {"n": list(batch["n"]), "part": list(batch["part"]), "out": out}
+
+
+def _parts(f: SourceFile, data: bytes) -> list[bytes]:
+    """A JSONL corpus in parts of ``JSONL_PART`` records (whole lines); any other file whole."""
+    if f.path.suffix.lower() != ".jsonl":
+        return [data]
+    lines = data.splitlines(keepends=True)
+    return [b"".join(lines[i:i + JSONL_PART]) for i in range(0, len(lines), JSONL_PART)] or [data]
 
 
 @dataclass
@@ -99,20 +110,27 @@ def prepare(todo: list[tuple[SourceFile, bytes, str, bool]], cfg: IndexConfig, v
     try:
         workers = cfg.ray_workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
         t1 = time.perf_counter()
-        items = [{"n": n, "path": str(f.path), "rel": f.rel, "size": f.size, "mtime_ns": f.mtime_ns, "hash": h,
-                  "data": data} for n, (f, data, h, _) in enumerate(todo)]
+        split = [_parts(f, data) for f, data, _, _ in todo]
+        items = [{"n": n, "part": k, "path": str(f.path), "rel": f.rel, "size": f.size, "mtime_ns": f.mtime_ns,
+                  "hash": h, "data": part} for n, (f, _, h, _) in enumerate(todo) for k, part in enumerate(split[n])]
         ds = ray.data.from_items(items).map_batches(
             _Worker, fn_constructor_kwargs={"cfg": cfg, "version_of": version_of}, batch_size=BATCH,
             concurrency=workers, num_cpus=1, batch_format="default")
-        outcomes: list[Any] = [None] * len(todo)
+        parts: dict[int, dict[int, tuple[list, str | None]]] = {}
         vectors: dict[str, np.ndarray] = {}
         for row in ds.iter_rows():
             results, failure, ids, mat = pickle.loads(row["out"])
-            outcomes[int(row["n"])] = (results, failure)
+            n = int(row["n"])
+            parts.setdefault(n, {})[int(row["part"])] = (results, failure)
             if mat is not None:
                 vectors.update(zip(ids, mat))
-            if progress:
+            if progress and len(parts[n]) == len(split[n]):
                 progress(1)
+        outcomes = []
+        for n in range(len(todo)):  # a file's parts in order; one part that fails fails the file
+            got = [parts[n][k] for k in sorted(parts[n])]
+            failure = next((f for _, f in got if f is not None), None)
+            outcomes.append(([] if failure else [r for results, _ in got for r in results], failure))
         return Prepared(outcomes, vectors, {"ray_start": round(t1 - t0, 3),
                                             "ray_work": round(time.perf_counter() - t1, 3)})
     finally:
