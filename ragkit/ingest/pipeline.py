@@ -33,8 +33,8 @@ from ragkit.ingest.source import SourceParser
 from ragkit.records import Chunk, Document, EntityRows, ParsedDocument
 from ragkit.store.duck import DuckStore
 from ragkit.store.lance import ChunkWriter, FtsSettings, chunk_rows
-from ragkit.store.manifest import FORMAT_VERSION, NAME as MANIFEST, manifest_format, read_manifest, write_manifest
 from ragkit.store import layout, remote
+from ragkit.store.manifest import FORMAT_VERSION, NAME as MANIFEST, manifest_format, read_manifest, write_manifest
 from ragkit.store.layout import DUCK_NAME, GRAPH_DIR, LANCE_DIR
 from ragkit.store.reader import write_derived
 from ragkit.store.terms import CACHE, TermVectors

@@ -10,10 +10,10 @@ from typing import Any, Callable, Iterator
 from ragkit.embed import Embedder, load_embedder, normalize_spec, query_encoder
 from ragkit.errors import EmbedderMismatch, IndexChanged, IndexCorrupt, IndexNotFound
 from ragkit.records import Hit, Scope
+from ragkit.store import remote
 from ragkit.store.duck import DuckStore
 from ragkit.store.graph import load_pickled
 from ragkit.store.lance import ChunkTable, sql_str
-from ragkit.store import remote
 from ragkit.store.layout import VOCAB_FILE, graph_path, store_path
 from ragkit.store.manifest import NAME as MANIFEST, read_manifest
 
