@@ -90,6 +90,10 @@ def test_a_second_reader_elsewhere_and_a_killed_run(s3, corpus, tmp_path):
     done = subprocess.run([sys.executable, "-c", killed], env=dict(os.environ), capture_output=True, text=True)
     assert done.returncode == -9, done.stderr[-2000:]
     assert run_objects(keys("killed/")) == {1, 2}  # run 2's were uploaded, never named by a manifest
+    from ragkit.store import check as checker
+
+    problems, facts = checker.check(resolve_index_dir(uri))
+    assert problems == [] and any(n.startswith("store.2-") for n in facts["leftovers"])  # noted, never read
     out = json.loads(subprocess.run([sys.executable, "-c", ask], env=other, capture_output=True, text=True,
                                     check=True).stdout)
     assert out["run"] == 1

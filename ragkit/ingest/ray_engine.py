@@ -22,7 +22,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ragkit.config import IndexConfig
-from ragkit.errors import BadInput
+from ragkit.errors import BadInput, RagkitError
 from ragkit.ingest.discover import SourceFile
 
 BATCH = 4  # items (files, or parts of a JSONL corpus) per batch handed to an actor
@@ -69,6 +69,16 @@ def _parts(f: SourceFile, data: bytes) -> list[bytes]:
         return [data]
     lines = data.splitlines(keepends=True)
     return [b"".join(lines[i:i + JSONL_PART]) for i in range(0, len(lines), JSONL_PART)] or [data]
+
+
+def _rows(ds):
+    """The dataset's rows; a worker's failure (a model missing on a node, …) as a ragkit error."""
+    try:
+        yield from ds.iter_rows()
+    except Exception as exc:  # Ray wraps the worker's exception in its own
+        cause = str(exc).strip().splitlines()[-1][:300] if str(exc).strip() else type(exc).__name__
+        raise RagkitError(f"a Ray worker failed: {cause}", hint="Every node needs ragkit and its bundled model "
+                          "installed; see the Ray worker logs (ray logs) for the whole traceback.") from exc
 
 
 @dataclass
@@ -118,7 +128,7 @@ def prepare(todo: list[tuple[SourceFile, bytes, str, bool]], cfg: IndexConfig, v
             concurrency=workers, num_cpus=1, batch_format="default")
         parts: dict[int, dict[int, tuple[list, str | None]]] = {}
         vectors: dict[str, np.ndarray] = {}
-        for row in ds.iter_rows():
+        for row in _rows(ds):
             results, failure, ids, mat = pickle.loads(row["out"])
             n = int(row["n"])
             parts.setdefault(n, {})[int(row["part"])] = (results, failure)

@@ -48,6 +48,8 @@ def check(index_dir: Path) -> tuple[list[Problem], dict[str, Any]]:
         return [Problem(exc.message, REPAIR if kept else exc.hint or REBUILD)], {}
     problems, facts = check_run(index_dir, manifest)
     facts["leftovers"] = [p.name for p in layout.leftovers(index_dir, manifest)]
+    if remote.uri_of(index_dir):  # and the objects an unfinished run uploaded
+        facts["leftovers"] += remote.Remote(index_dir).leftovers(manifest)
     if any(not p.derived for p in problems) and _newest_whole_run(index_dir, but=manifest["last_run"]["id"]):
         for p in problems:
             p.repair = REPAIR
@@ -173,8 +175,12 @@ def repair(index_dir: Path) -> list[str]:
         if remote.uri_of(index_dir):
             remote.Remote(index_dir).upload(layout.graph_path(index_dir, manifest).name)
         done.extend(p.what for p in problems)
-    gone = layout.leftovers(index_dir, manifest)
+    gone = [p.name for p in layout.leftovers(index_dir, manifest)]
+    layout.remove(layout.leftovers(index_dir, manifest))
+    if remote.uri_of(index_dir):
+        bucket = remote.Remote(index_dir)
+        gone += bucket.leftovers(manifest)
+        bucket.remove_leftovers(manifest)
     if gone:
-        layout.remove(gone)
-        done.append(f"removed what an unfinished run left: {', '.join(p.name for p in gone)}")
+        done.append(f"removed what an unfinished run left: {', '.join(gone)}")
     return done

@@ -228,10 +228,13 @@ class Remote:
         for name in (manifest["store"], manifest["graph"]):
             self.upload(name)
 
-    def remove_leftovers(self, manifest: dict[str, Any] | None) -> None:
-        """Remove run objects the manifest does not name (a replaced run's, or an unfinished run's)."""
+    def leftovers(self, manifest: dict[str, Any] | None) -> list[str]:
+        """Run objects the manifest does not name (a replaced run's, or an unfinished run's)."""
         keep = set() if manifest is None else {manifest.get("store"), manifest.get("graph")}
-        self.delete([n for n in self.names() if _RUN_OBJECT.match(n) and n not in keep])
+        return sorted(n for n in self.names() if _RUN_OBJECT.match(n) and n not in keep)
+
+    def remove_leftovers(self, manifest: dict[str, Any] | None) -> None:
+        self.delete(self.leftovers(manifest))
 
 
 def pull(index_dir: Path, required: bool = True) -> None:
