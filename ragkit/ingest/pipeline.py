@@ -197,7 +197,10 @@ def run_index(
     roots = [Path(p).expanduser().resolve() for p in paths]
 
     with layout.write_lock(index_dir, wait, on_wait=rep.warn):
-        remote.pull(index_dir, required=False)  # an index on object storage: its committed files into the mirror
+        # an index on object storage: its committed files into the mirror, and the bucket for this run's
+        bucket = remote.Remote(index_dir) if remote.uri_of(index_dir) else None
+        if bucket is not None:
+            bucket.pull()
         previous = None
         old_format = manifest_format(index_dir)
         if old_format not in (None, FORMAT_VERSION) and (index_dir / "lance").exists():
@@ -211,8 +214,8 @@ def run_index(
                     f"not {cfg.embed_model}")
         # what an unfinished run left (never read: the manifest does not name it)
         layout.remove(layout.leftovers(index_dir, previous))
-        if remote.uri_of(index_dir):
-            remote.Remote(index_dir).remove_leftovers(previous)
+        if bucket is not None:
+            bucket.remove_leftovers(previous)
         duck_path = layout.store_path(index_dir, previous or {})
         states: dict[str, dict[str, Any]] = {}
         committed = None
@@ -401,7 +404,7 @@ def run_index(
         # manifest's rename commits them with the LanceDB version (ragkit/store/layout.py)
         run_id = (committed["id"] if committed else 0) + 1
         # on object storage the names carry a token of this writer's (writers on two machines)
-        store_name, graph_name = layout.run_names(run_id, os.urandom(3).hex() if remote.uri_of(index_dir) else "")
+        store_name, graph_name = layout.run_names(run_id, os.urandom(3).hex() if bucket else "")
         new_store, graph_dir = index_dir / store_name, index_dir / graph_name
         layout.remove([new_store, graph_dir])
         if committed is not None:  # (a --full run keeps only the run numbers of it)
@@ -448,15 +451,14 @@ def run_index(
             chunk_vectors = writer.vectors_lookup({c.id: v for c, v in zip(chunks, vectors)})
             summary.written = _write_llm_summaries(new_store, generator, embedder, chunk_vectors, rep)
             summary.seconds["llm_summaries"] = round(time.perf_counter() - t2, 3)
-        if remote.uri_of(index_dir):  # the run's files go up before the manifest that names them
-            bucket = remote.Remote(index_dir)
+        if bucket is not None:  # the run's files go up before the manifest that names them
             bucket.expect(committed and committed["id"], run_id)
             bucket.push_run(manifest)
             bucket.expect(committed and committed["id"], run_id)
         write_manifest(index_dir, manifest)  # the commit
         layout.remove(layout.leftovers(index_dir, manifest))  # the replaced run's store and graphs
-        if remote.uri_of(index_dir):
-            remote.Remote(index_dir).remove_leftovers(manifest)
+        if bucket is not None:
+            bucket.remove_leftovers(manifest)
         summary.seconds["commit"] = round(time.perf_counter() - t1, 3)
         if cfg.expand:
             t2 = time.perf_counter()
