@@ -133,32 +133,104 @@ def test_check_stats_and_eval_on_s3(s3, corpus, tmp_path, monkeypatch):
     assert "manifest.json" in keys("eval/")
 
 
-def test_a_writer_on_another_machine_commits_first(s3, corpus, tmp_path, monkeypatch):
-    """Two writers of one index on two machines (two mirrors): the one that commits second finds out before its
-    manifest upload, commits nothing and says so (exit 9); the first one's run stays whole."""
-    from ragkit.errors import IndexBusy
-    from ragkit.ingest import pipeline
+def other_machine(tmp_path, uri: str, folder, **index_kwargs) -> str:
+    """A script indexing ``folder`` into ``uri`` as another machine would (a mirror of its own)."""
+    return ("import sys; sys.path.insert(0, {repo!r})\nfrom tests.fakes import FakeEmbedder\nfrom ragkit import api\n"
+            "import ragkit.store.lease as lease\nlease.POLL = 0.2\n"
+            "s = api.index([{folder!r}], {uri!r}, embedder_factory=lambda cfg: FakeEmbedder(), **{kw!r})\n"
+            "print(s.new, s.unchanged)").format(repo=str(REPO), folder=str(folder), uri=uri, kw=index_kwargs)
 
-    uri = f"s3://{BUCKET}/race"
+
+def test_writers_on_two_machines_take_turns(s3, corpus, tmp_path):
+    """A writer on another machine finds the lease held: without waiting it stops at once naming the holder
+    (exit 9); waiting, it starts when the lease is given back, from the newest run."""
+    from ragkit.store import remote
+
+    uri = f"s3://{BUCKET}/turns"
     fake = FakeEmbedder()
     api.index([corpus], uri, embedder_factory=lambda cfg: fake)
     other = {**os.environ, "RAGKIT_CACHE": str(tmp_path / "machine2")}
-    script = ("import sys; sys.path.insert(0, {repo!r})\nfrom tests.fakes import FakeEmbedder\nfrom ragkit import api\n"
-              "api.index([{folder!r}], {uri!r}, embedder_factory=lambda cfg: FakeEmbedder())").format(
-        repo=str(REPO), folder=str(corpus), uri=uri)
+    write(corpus, "notes/other.md", "# Other\n\nWritten on the other machine.\n")
+    with remote.writing(resolve_index_dir(uri)) as bucket:  # this machine holds the lease
+        assert "writer.lease" in keys("turns/")
+        busy = subprocess.run([sys.executable, "-c", other_machine(tmp_path, uri, corpus)], env=other,
+                              capture_output=True, text=True)
+        assert busy.returncode != 0 and "IndexBusy" in busy.stderr and f"pid {os.getpid()}" in busy.stderr
+        waiting = subprocess.Popen([sys.executable, "-c", other_machine(tmp_path, uri, corpus, wait=True)],
+                                   env=other, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        with pytest.raises(subprocess.TimeoutExpired):
+            waiting.wait(timeout=3)  # it waits for the lease
+        assert bucket.lease.lost is None
+    out, err = waiting.communicate(timeout=120)
+    assert waiting.returncode == 0, err[-2000:]
+    assert out.split() == ["1", "3"]  # it started from run 1: one new file
+    assert "writer.lease" not in keys("turns/")  # given back
+    assert api.open_index(uri, embedder=fake).manifest["last_run"]["id"] == 2
+
+
+def test_a_run_that_lost_its_lease_commits_nothing(s3, corpus, tmp_path, monkeypatch):
+    """A run that stalls past the lease's time loses it to a writer on another machine, which commits; the
+    stalled run finds out before its next write and commits nothing (exit 9); the other run stays whole."""
+    import time
+
+    from ragkit.errors import IndexBusy
+    from ragkit.ingest import pipeline
+    from ragkit.store import lease
+
+    uri = f"s3://{BUCKET}/lost"
+    fake = FakeEmbedder()
+    api.index([corpus], uri, embedder_factory=lambda cfg: fake)
+    other = {**os.environ, "RAGKIT_CACHE": str(tmp_path / "machine2")}
+    taking_over = other_machine(tmp_path, uri, corpus).replace("lease.POLL = 0.2", "lease.TTL, lease.RENEW = 1, 0.2")
     derived = pipeline.write_derived
 
-    def meanwhile(*args, **kwargs):  # while this run commits, the other machine's run commits
+    def stall(*args, **kwargs):  # this run stops renewing; the other machine takes the lease over and commits
         derived(*args, **kwargs)
+        time.sleep(2.5)
         write(corpus, "notes/other.md", "# Other\n\nWritten on the other machine.\n")
-        subprocess.run([sys.executable, "-c", script], env=other, check=True, capture_output=True)
+        done = subprocess.run([sys.executable, "-c", taking_over], env=other, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr[-3000:]
 
     write(corpus, "notes/mine.md", "# Mine\n\nWritten here.\n")
-    monkeypatch.setattr(pipeline, "write_derived", meanwhile)
-    with pytest.raises(IndexBusy, match="another writer committed run 2"):
+    monkeypatch.setattr(lease, "RENEW", 3600)
+    monkeypatch.setattr(pipeline, "write_derived", stall)
+    with pytest.raises(IndexBusy, match="another writer took over its lease"):
         api.index([corpus], uri, embedder_factory=lambda cfg: fake)
     monkeypatch.setattr(pipeline, "write_derived", derived)
     reader = api.open_index(uri, embedder=fake)
     assert reader.manifest["last_run"]["id"] == 2 and reader.manifest["counts"]["documents"] == 5  # the other's run
+    r = api.query(reader, "written on the other machine", QueryConfig(k=2, strategy="lexical"))
+    assert r.passages[0].path.endswith("other.md")
+    from ragkit.store import check as checker
+
+    assert checker.check(resolve_index_dir(uri))[0] == []
     again = api.index([corpus], uri, embedder_factory=lambda cfg: fake)  # starts from run 2: nothing left to do
     assert again.unchanged == 5 and again.new == 0
+
+
+def test_the_commit_is_conditional_on_the_manifest_the_run_started_from(s3, corpus, tmp_path, monkeypatch):
+    """Were the manifest replaced behind the lease's back, the commit (an upload with If-Match) fails and
+    commits nothing; the manifest in the bucket stays the one that replaced it."""
+    import boto3
+
+    from ragkit.errors import IndexBusy
+    from ragkit.ingest import pipeline
+    from ragkit.store.lease import Lease
+
+    uri = f"s3://{BUCKET}/cas"
+    fake = FakeEmbedder()
+    api.index([corpus], uri, embedder_factory=lambda cfg: fake)
+    s3c = boto3.client("s3")
+    committed = s3c.get_object(Bucket=BUCKET, Key="cas/manifest.json")["Body"].read()
+    derived = pipeline.write_derived
+
+    def replaced(*args, **kwargs):
+        derived(*args, **kwargs)
+        s3c.put_object(Bucket=BUCKET, Key="cas/manifest.json", Body=committed + b"\n")  # same run, new ETag
+
+    write(corpus, "notes/mine.md", "# Mine\n\nWritten here.\n")
+    monkeypatch.setattr(Lease, "check", lambda self: None)
+    monkeypatch.setattr(pipeline, "write_derived", replaced)
+    with pytest.raises(IndexBusy, match="another writer committed a run"):
+        api.index([corpus], uri, embedder_factory=lambda cfg: fake)
+    assert s3c.get_object(Bucket=BUCKET, Key="cas/manifest.json")["Body"].read() == committed + b"\n"

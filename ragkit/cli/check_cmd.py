@@ -23,7 +23,6 @@ def check_cmd(
     from ragkit.errors import IndexNotFound
     from ragkit.store import check as checker
     from ragkit.store import remote
-    from ragkit.store.layout import write_lock
 
     index_dir = resolve_index_dir(index)
     remote.pull(index_dir, required=False)  # an index on object storage: what the manifest names, into the mirror
@@ -32,8 +31,8 @@ def check_cmd(
     problems, facts = checker.check(index_dir)
     repaired: list[str] = []
     if repair and (problems or facts.get("leftovers")):
-        with write_lock(index_dir, wait=True, on_wait=lambda msg: err.print(f"[yellow]{msg}[/]")):
-            repaired = checker.repair(index_dir)
+        with remote.writing(index_dir, wait=True, on_wait=lambda msg: err.print(f"[yellow]{msg}[/]")) as bucket:
+            repaired = checker.repair(index_dir, bucket)
         problems, facts = checker.check(index_dir)
     name = remote.display(index_dir)
     if as_json:

@@ -196,11 +196,9 @@ def run_index(
         )
     roots = [Path(p).expanduser().resolve() for p in paths]
 
-    with layout.write_lock(index_dir, wait, on_wait=rep.warn):
-        # an index on object storage: its committed files into the mirror, and the bucket for this run's
-        bucket = remote.Remote(index_dir) if remote.uri_of(index_dir) else None
-        if bucket is not None:
-            bucket.pull()
+    # one writer at a time; an index on object storage: its lease, its committed files in the mirror, and the
+    # bucket this run commits through
+    with remote.writing(index_dir, wait, on_wait=rep.warn) as bucket:
         previous = None
         old_format = manifest_format(index_dir)
         if old_format not in (None, FORMAT_VERSION) and (index_dir / "lance").exists():
@@ -384,7 +382,7 @@ def run_index(
             committed["lance_version"] if committed and committed["lance_table"] == table else None,
             embedder.dimension,
             FtsSettings(fts_language, cfg.fts_stem, cfg.fts_remove_stop_words),
-            cfg.vector_index_min_rows, rebuild_fts=fts_changed,
+            cfg.vector_index_min_rows, rebuild_fts=fts_changed, guard=bucket.guard if bucket else None,
         )
         removed_ids = [d for p in gone for d in states_for_diff[p]["doc_ids"]] + replaced_ids
         if full:
@@ -452,10 +450,9 @@ def run_index(
             summary.written = _write_llm_summaries(new_store, generator, embedder, chunk_vectors, rep)
             summary.seconds["llm_summaries"] = round(time.perf_counter() - t2, 3)
         if bucket is not None:  # the run's files go up before the manifest that names them
-            bucket.expect(committed and committed["id"], run_id)
+            bucket.guard()
             bucket.push_run(manifest)
-            bucket.expect(committed and committed["id"], run_id)
-        write_manifest(index_dir, manifest)  # the commit
+        write_manifest(index_dir, manifest, bucket)  # the commit
         layout.remove(layout.leftovers(index_dir, manifest))  # the replaced run's store and graphs
         if bucket is not None:
             bucket.remove_leftovers(manifest)

@@ -147,8 +147,9 @@ def _newest_whole_run(index_dir: Path, but: int | None = None) -> dict[str, Any]
     return None
 
 
-def repair(index_dir: Path) -> list[str]:
-    """Make the index whole if it can be; what was done. ``IndexCorrupt`` when only a rebuild can."""
+def repair(index_dir: Path, bucket: remote.Remote | None = None) -> list[str]:
+    """Make the index whole if it can be; what was done. ``IndexCorrupt`` when only a rebuild can. ``bucket``:
+    for an index on object storage, the writer's side of it (``remote.writing``)."""
     from ragkit.store.duck import DuckStore
     from ragkit.store.manifest import read_manifest, write_manifest
     from ragkit.store.reader import write_derived
@@ -165,20 +166,19 @@ def repair(index_dir: Path) -> list[str]:
         if kept is None:
             raise IndexCorrupt(f"{index_dir}: {problems[0].what}; no whole run is kept to go back to",
                                hint=REBUILD)
-        write_manifest(index_dir, kept)
+        write_manifest(index_dir, kept, bucket)
         done.append(f"went back to run {kept['last_run']['id']} ({kept['store']}, LanceDB "
                     f"v{kept['last_run']['lance_version']}): {problems[0].what}")
         manifest, problems = kept, check_run(index_dir, kept)[0]
     if problems:
         with DuckStore(layout.store_path(index_dir, manifest), read_only=True) as store:
             write_derived(store, layout.graph_path(index_dir, manifest), manifest["last_run"]["id"])
-        if remote.uri_of(index_dir):
-            remote.Remote(index_dir).upload(layout.graph_path(index_dir, manifest).name)
+        if bucket is not None:
+            bucket.upload(layout.graph_path(index_dir, manifest).name)
         done.extend(p.what for p in problems)
     gone = [p.name for p in layout.leftovers(index_dir, manifest)]
     layout.remove(layout.leftovers(index_dir, manifest))
-    if remote.uri_of(index_dir):
-        bucket = remote.Remote(index_dir)
+    if bucket is not None:
         gone += bucket.leftovers(manifest)
         bucket.remove_leftovers(manifest)
     if gone:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import pyarrow as pa
@@ -243,12 +243,16 @@ class ChunkTable:
 
 
 class ChunkWriter:
-    """Write side used by one indexing run; returns the new version to commit."""
+    """Write side used by one indexing run; returns the new version to commit. ``guard`` is called before
+    every write (on object storage: raises when this run no longer holds the index's lease)."""
 
     def __init__(self, lance_dir: Path | str, table: str, committed_version: int | None, dim: int, fts: FtsSettings,
-                 vector_index_min_rows: int, rebuild_fts: bool = False):
+                 vector_index_min_rows: int, rebuild_fts: bool = False, guard: Callable[[], None] | None = None):
         if isinstance(lance_dir, Path):
             lance_dir.mkdir(parents=True, exist_ok=True)
+        self.guard = guard or (lambda: None)
+        self.guard()
+        self.lance_dir = lance_dir
         self.db = _connect(lance_dir)
         self.name = table
         self.dim = dim
@@ -280,17 +284,20 @@ class ChunkWriter:
     def delete_documents(self, doc_ids: list[str]) -> None:
         if self.table is None or not doc_ids:
             return
+        self.guard()
         for i in range(0, len(doc_ids), 500):
             self.table.delete(in_list("document_id", doc_ids[i:i + 500]))
 
     def delete_all(self) -> None:
         if self.table is not None:
+            self.guard()
             self.table.delete("true")
         self._fresh_index = True  # settings may have changed: rebuild the FTS index
 
     def add(self, rows: pa.Table) -> None:
         if rows.num_rows == 0:
             return
+        self.guard()
         if self.table is None:
             self.table = self.db.create_table(self.name, rows, schema=chunk_schema(self.dim))
         else:
@@ -311,6 +318,7 @@ class ChunkWriter:
 
     def finish(self) -> int:
         """Bring indexes up to date and return the version to commit."""
+        self.guard()
         if self.table is None:
             self.table = self.db.create_table(self.name, schema=chunk_schema(self.dim))
         from lancedb.index import FTS

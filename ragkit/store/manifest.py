@@ -41,15 +41,18 @@ def manifest_format(index_dir: Path) -> int | None:
         return None
 
 
-def write_manifest(index_dir: Path, data: dict[str, Any]) -> None:
+def write_manifest(index_dir: Path, data: dict[str, Any], bucket=None) -> None:
     """Atomic replace: a reader sees the old or the new manifest, never half. For an index on object storage
-    (a mirror, ragkit/store/remote.py) the upload is the commit; the mirror's copy follows."""
+    (a mirror, ragkit/store/remote.py) the conditional upload through the writer's ``bucket`` is the commit;
+    the mirror's copy follows."""
     from ragkit.store import remote
 
     data = {"format_version": FORMAT_VERSION, **data}
     text = json.dumps(data, indent=2, sort_keys=True, default=str)
-    if remote.uri_of(index_dir) is not None:
-        remote.Remote(index_dir).write(NAME, text.encode())
+    if bucket is not None:
+        bucket.commit_manifest(text.encode())
+    elif remote.uri_of(index_dir) is not None:
+        raise ValueError(f"{remote.display(index_dir)}: a remote manifest is written by the writer holding its lease")
     tmp = index_dir / f".{NAME}.tmp"
     tmp.write_text(text)
     os.replace(tmp, index_dir / NAME)

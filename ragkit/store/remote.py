@@ -8,16 +8,15 @@ index folder:
 
 - a reader downloads the manifest and, once per run, the run's store and graph files (they never change: a
   run writes new ones), and looks for a newer manifest at most once a second;
-- a writer downloads the same, writes its run into the mirror as it would locally, uploads the run's store and
-  graph files, and commits by uploading the manifest (one PUT, atomic on object stores), then removes the
+- a writer takes the index's lease (one writer at a time, across machines: ragkit/store/lease.py), downloads
+  the same, writes its run into the mirror as it would locally, uploads the run's store and graph files, and
+  commits by uploading the manifest (one PUT, conditional on the manifest it started from), then removes the
   replaced run's objects. A reader never sees LanceDB and DuckDB from different runs: it reads the run the
   manifest names, whose files were uploaded before it.
 
 Credentials and endpoint come from the standard variables (``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``,
 ``AWS_REGION``/``AWS_DEFAULT_REGION``, ``AWS_ENDPOINT_URL``; an ``http://`` endpoint, e.g. a local MinIO or moto,
-sets ``AWS_ALLOW_HTTP``), never the command line. Writers on one machine take turns on the mirror's lock; on
-two machines each run's objects carry a token of the writer's, and a run that finds, right before its manifest
-upload, that another committed meanwhile commits nothing (``Remote.expect``; not an atomic compare-and-swap).
+sets ``AWS_ALLOW_HTTP``), never the command line.
 """
 
 from __future__ import annotations
@@ -27,10 +26,11 @@ import json
 import os
 import re
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Iterator
 
-from ragkit.errors import IndexNotFound, RagkitError
+from ragkit.errors import IndexBusy, IndexNotFound, RagkitError
 
 MARKER = "remote.json"
 _URI = re.compile(r"^[a-z][a-z0-9+.-]*://", re.I)
@@ -68,16 +68,20 @@ def display(index_dir: Path) -> str:
     return uri_of(index_dir) or str(index_dir)
 
 
-def _filesystem(uri: str):
-    import pyarrow.fs as pafs
-
+def _endpoint() -> tuple[str | None, str | None]:
+    """The S3 endpoint and region from the standard variables."""
     endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
     if endpoint and endpoint.startswith("http://"):
         os.environ.setdefault("AWS_ALLOW_HTTP", "true")  # Lance's object store refuses plain http without it
+    return endpoint or None, os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+
+
+def _filesystem(uri: str):
+    import pyarrow.fs as pafs
+
+    endpoint, region = _endpoint()
     if uri.lower().startswith("s3://"):
-        fs = pafs.S3FileSystem(endpoint_override=endpoint or None,
-                               region=os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION"))
-        return fs, uri[len("s3://"):].rstrip("/")
+        return pafs.S3FileSystem(endpoint_override=endpoint, region=region), uri[len("s3://"):].rstrip("/")
     return pafs.FileSystem.from_uri(uri)
 
 
@@ -91,6 +95,22 @@ class Remote:
             raise RagkitError(f"{index_dir} is not the mirror of a remote index")
         self.uri = uri
         self.fs, self.root = _filesystem(uri)
+        self._objects = None
+        self.lease = None  # this writer's turn (ragkit/store/lease.py), while it writes
+        self.manifest_etag: str | None = None  # of the manifest a writer started from (None: no index yet)
+
+    @property
+    def objects(self):
+        """Conditional single-object reads and writes (the lease, the manifest commit)."""
+        if self._objects is None:
+            from ragkit.store.lease import FsObjects, S3Objects
+
+            if self.uri.lower().startswith("s3://"):
+                bucket, _, prefix = self.uri[len("s3://"):].partition("/")
+                self._objects = S3Objects(bucket, prefix, *_endpoint())
+            else:
+                self._objects = FsObjects(self.fs, self.root)
+        return self._objects
 
     def _path(self, name: str) -> str:
         return f"{self.root}/{name}"
@@ -183,17 +203,25 @@ class Remote:
 
     # ------------------------------------------------------------------ what readers and writers call
 
-    def pull(self) -> dict[str, Any] | None:
+    def pull(self, writing: bool = False) -> dict[str, Any] | None:
         """The committed manifest into the mirror and the files of its run (those not there yet); the manifest,
-        or None when the URI holds no index."""
+        or None when the URI holds no index. ``writing``: also keep the manifest's ETag, which the commit
+        must still find (``commit_manifest``)."""
         from ragkit.store.manifest import NAME
 
-        data = self.read(NAME)
+        if writing:
+            stat = self.objects.get(NAME)
+            data, self.manifest_etag = (stat.data, stat.etag) if stat else (None, None)
+        else:
+            data = self.read(NAME)
         _checked[str(self.mirror)] = time.monotonic()
         if data is None:
             (self.mirror / NAME).unlink(missing_ok=True)
             return None
-        manifest = json.loads(data)
+        try:
+            manifest = json.loads(data)
+        except ValueError:  # the mirror gets it as it is: reading it says it is corrupt
+            manifest = {}
         for name in (manifest.get("store"), manifest.get("graph")):
             if name and not (self.mirror / name).exists():
                 self.download(name)
@@ -204,24 +232,26 @@ class Remote:
         os.replace(tmp, self.mirror / NAME)
         return manifest
 
-    def committed_run(self) -> int | None:
-        """The run the manifest at the URI commits now (None: no index there yet)."""
+    def guard(self) -> None:
+        """Before a write: ``IndexBusy`` unless this writer still holds the index's lease."""
+        if self.lease is not None:
+            self.lease.check()
+
+    def commit_manifest(self, data: bytes) -> None:
+        """The commit: upload the manifest only if the one this writer started from is still there (a first
+        run: only if there is none); else ``IndexBusy`` and nothing is committed."""
+        from ragkit.store.lease import Conflict
         from ragkit.store.manifest import NAME
 
-        data = self.read(NAME)
-        return json.loads(data)["last_run"]["id"] if data else None
-
-    def expect(self, run_id: int | None, mine: int) -> None:
-        """``IndexBusy`` when the URI's committed run is no longer ``run_id``, the one this run started from:
-        a writer on another machine committed meanwhile (this run's objects have names of their own, so
-        nothing of that run was overwritten; checked again right before the manifest upload)."""
-        from ragkit.errors import IndexBusy
-
-        now = self.committed_run()
-        if now != run_id:
-            raise IndexBusy(f"{self.uri}: another writer committed run {now} while this one worked from run "
-                            f"{run_id}; run {mine} is not committed",
-                            hint="Run ragkit index again: it starts from the newest run.")
+        self.guard()
+        try:
+            if self.manifest_etag is None:
+                self.manifest_etag = self.objects.put(NAME, data, if_absent=True)
+            else:
+                self.manifest_etag = self.objects.put(NAME, data, if_match=self.manifest_etag)
+        except Conflict:
+            raise IndexBusy(f"{self.uri}: another writer committed a run while this one worked; this run is not "
+                            "committed", hint="Run ragkit index again: it starts from the newest run.") from None
 
     def push_run(self, manifest: dict[str, Any]) -> None:
         """Upload the run's store and graph folder (before its manifest: a reader reads only what is there)."""
@@ -235,6 +265,29 @@ class Remote:
 
     def remove_leftovers(self, manifest: dict[str, Any] | None) -> None:
         self.delete(self.leftovers(manifest))
+
+
+@contextmanager
+def writing(index_dir: Path, wait: bool = False, on_wait: Callable[[str], None] | None = None
+            ) -> Iterator[Remote | None]:
+    """One writer at a time: the flock on the index folder (the mirror, for a remote index) and, for an index
+    on object storage, its lease; a remote index's committed files are pulled into the mirror. Yields the
+    ``Remote`` the writer commits through (None for a local index)."""
+    from ragkit.store import layout
+    from ragkit.store.lease import Lease
+
+    with layout.write_lock(index_dir, wait, on_wait):
+        if uri_of(index_dir) is None:
+            yield None
+            return
+        bucket = Remote(index_dir)
+        bucket.lease = Lease(bucket.objects, bucket.uri)
+        bucket.lease.acquire(wait, on_wait)
+        try:
+            bucket.pull(writing=True)
+            yield bucket
+        finally:
+            bucket.lease.release()
 
 
 def pull(index_dir: Path, required: bool = True) -> None:
