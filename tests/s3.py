@@ -12,6 +12,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
+import pytest
+
+
+BUCKET = "ragkit-test"
+
 
 class NoServer(RuntimeError):
     """moto's server is not installed or did not start."""
@@ -54,3 +59,14 @@ def moto_s3(log: Path, bucket: str, cache: Path) -> Iterator[dict[str, str]]:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+
+
+@pytest.fixture(scope="module")
+def s3(tmp_path_factory):
+    """moto's S3 server on loopback with bucket ``BUCKET``, the standard AWS variables pointing at it (skipped,
+    saying why, only when moto cannot start)."""
+    try:
+        with moto_s3(tmp_path_factory.mktemp("moto") / "moto.log", BUCKET, tmp_path_factory.mktemp("cache")) as env:
+            yield env
+    except NoServer as exc:
+        pytest.skip(str(exc))

@@ -9,22 +9,48 @@ import numpy as np
 import pytest
 
 from ragkit import api
-from ragkit.config import IndexConfig, QueryConfig
+from ragkit.config import IndexConfig, QueryConfig, resolve_index_dir
 from ragkit.store.lance import ChunkTable
 from ragkit.store.remote import lance_location
 from tests.conftest import write
+from tests.s3 import BUCKET, s3  # noqa: F401 (the fixture)
 
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'ray[data]')")
 
 
 def vectors(index_dir) -> dict[str, np.ndarray]:
-    run = api.open_index(index_dir).manifest["last_run"]
-    ids, mat = ChunkTable(lance_location(index_dir), run["lance_table"], run["lance_version"]).all_vectors()
+    ids, mat = table(index_dir).all_vectors()
     return dict(zip(ids, mat))
 
 
+def table(index) -> ChunkTable:
+    run = api.open_index(index).manifest["last_run"]
+    return ChunkTable(lance_location(resolve_index_dir(str(index))), run["lance_table"], run["lance_version"])
+
+
+def same_index(a, b) -> None:
+    """The two indexes hold the same chunk rows (vectors within 1e-5) and DuckDB rows."""
+    from ragkit.store.duck import DuckStore
+    from ragkit.store.layout import store_path
+
+    cols = ["id", "document_id", "section_id", "chunk_index", "content", "line_start", "line_end", "path"]
+    rows = [sorted(table(d).ds.to_table(columns=cols).to_pylist(), key=lambda r: r["id"]) for d in (a, b)]
+    assert rows[0] == rows[1]
+    va, vb = vectors(a), vectors(b)
+    assert va.keys() == vb.keys() and max(float(np.abs(va[k] - vb[k]).max()) for k in va) < 1e-5
+    counts = []
+    for d in (a, b):
+        with DuckStore(store_path(resolve_index_dir(str(d)), api.open_index(d).manifest), read_only=True) as store:
+            counts.append({t: store.con.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+                           for t in ("documents", "sections", "chunks", "entities", "refs")})
+    assert counts[0] == counts[1]
+
+
 @pytest.mark.integration
-def test_ray_pipeline_equals_the_local_one(corpus, tmp_path):
+def test_ray_pipeline_equals_the_local_one(corpus, tmp_path, monkeypatch):
+    from ragkit.ingest import ray_engine
+
+    monkeypatch.setattr(ray_engine, "ITEM_BYTES", 1)  # a work item (and a fragment) per file
     write(corpus, "de/arbzg.md", "# Arbeitszeitgesetz\n\n## § 3 Arbeitszeit\n\nDie werktägliche Arbeitszeit darf "
                                  "acht Stunden nicht überschreiten.\n")
     (corpus / "blob.txt").write_text("QUFBQUFB" * 3000)  # skipped on both paths, for the same reason
@@ -32,9 +58,7 @@ def test_ray_pipeline_equals_the_local_one(corpus, tmp_path):
     on_ray = api.index([corpus], tmp_path / "ray", IndexConfig(engine="ray", ray_workers=2))
     assert (on_ray.new, on_ray.skipped, on_ray.chunks) == (local.new, local.skipped, local.chunks) == (4, 1, on_ray.chunks)
     assert [w for w in on_ray.warnings if "blob" in w] == [w for w in local.warnings if "blob" in w]
-    a, b = vectors(tmp_path / "local"), vectors(tmp_path / "ray")
-    assert a.keys() == b.keys()
-    assert max(float(np.abs(a[k] - b[k]).max()) for k in a) < 1e-5
+    same_index(tmp_path / "local", tmp_path / "ray")
     for q in ("how long may a working day be?", "rollback container image", "overtime limit"):
         ra, rb = (api.query(api.open_index(tmp_path / d), q, QueryConfig(k=5)) for d in ("local", "ray"))
         assert [p.chunk_ids for p in ra.passages] == [p.chunk_ids for p in rb.passages]
@@ -60,8 +84,49 @@ def test_a_jsonl_corpus_spreads_over_workers(tmp_path, monkeypatch):
                     f"{topics[(i * 3) % 8]}; it was written on day {i}."}) + "\n" for i in range(30)))
     assert len(ray_engine._parts(ray_engine.SourceFile(folder / "corpus.jsonl", "c", 0, 0),
                                  (folder / "corpus.jsonl").read_bytes())) == 5
+    # a second corpus has a document twice (in two parts: the first one counts) and a third one a broken line
+    # in its third part (the whole file is skipped, its other parts' rows too)
+    (folder / "twice.jsonl").write_text("".join(
+        json.dumps({"_id": "x" if i in (2, 11) else f"t{i}", "text": f"Entry {i} on {topics[i % 8]}."}) + "\n"
+        for i in range(12)))
+    (folder / "broken.jsonl").write_text("".join(
+        (json.dumps({"_id": f"b{i}", "text": f"Broken {i}"}) if i != 16 else "{not json") + "\n" for i in range(20)))
     local = api.index([folder], tmp_path / "local", IndexConfig())
     on_ray = api.index([folder], tmp_path / "ray", IndexConfig(engine="ray", ray_workers=2))
-    assert on_ray.documents == local.documents == 30 and on_ray.chunks == local.chunks
-    a, b = vectors(tmp_path / "local"), vectors(tmp_path / "ray")
-    assert a.keys() == b.keys() and max(float(np.abs(a[k] - b[k]).max()) for k in a) < 1e-5
+    assert on_ray.documents == local.documents == 41 and on_ray.chunks == local.chunks
+    assert on_ray.skipped == local.skipped == 1
+    same_index(tmp_path / "local", tmp_path / "ray")
+    assert table(tmp_path / "ray").ds.count_rows() == local.chunks
+
+
+@pytest.mark.integration
+def test_a_failing_worker_is_a_ragkit_error(corpus, tmp_path):
+    """A worker that cannot load the model (here: a cache folder it cannot write) fails the run with a ragkit
+    error and a hint; nothing is committed."""
+    from ragkit.errors import RagkitError
+
+    ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False,
+             runtime_env={"env_vars": {"RAGKIT_CACHE": "/dev/null/cache"}})
+    try:
+        with pytest.raises(RagkitError, match="a Ray worker failed") as caught:
+            api.index([corpus], tmp_path / "ray", IndexConfig(engine="ray", ray_workers=1))
+    finally:
+        ray.shutdown()
+    assert "ragkit and its bundled model" in caught.value.hint
+    assert not (tmp_path / "ray" / "manifest.json").exists()
+
+
+@pytest.mark.integration
+def test_ray_workers_write_into_an_index_on_s3(s3, corpus, tmp_path):
+    """On object storage the workers write their fragments into the bucket; the driver commits them: the index
+    equals a local one, and an incremental Ray run on it follows."""
+    uri = f"s3://{BUCKET}/ray"
+    local = api.index([corpus], tmp_path / "local", IndexConfig())
+    on_ray = api.index([corpus], uri, IndexConfig(engine="ray", ray_workers=2))
+    assert on_ray.chunks == local.chunks
+    same_index(tmp_path / "local", uri)
+    (corpus / "notes/meeting.txt").write_text("Meeting notes\n\nThe planning meeting moved to Thursday.\n")
+    again = api.index([corpus], uri, IndexConfig(engine="ray", ray_workers=1))
+    assert again.changed == 1 and again.unchanged == 2
+    r = api.query(api.open_index(uri), "when is the planning meeting?", QueryConfig(k=3))
+    assert r.run == 2 and r.passages[0].path.endswith("meeting.txt")

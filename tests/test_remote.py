@@ -15,22 +15,7 @@ from ragkit import api
 from ragkit.config import QueryConfig, resolve_index_dir
 from tests.conftest import REPO, write
 from tests.fakes import FakeEmbedder
-
-BUCKET = "ragkit-test"
-
-
-@pytest.fixture(scope="module")
-def s3(tmp_path_factory):
-    """moto's S3 server on loopback, the standard AWS variables pointing at it (skipped, saying why, only
-    when moto cannot start)."""
-    from tests.s3 import NoServer, moto_s3
-
-    try:
-        with moto_s3(tmp_path_factory.mktemp("moto") / "moto.log", BUCKET, tmp_path_factory.mktemp("cache")) as env:
-            yield env
-    except NoServer as exc:
-        pytest.skip(str(exc))
-
+from tests.s3 import BUCKET, s3  # noqa: F401 (the fixture)
 
 def keys(prefix: str) -> set[str]:
     import boto3

@@ -325,9 +325,10 @@ class JsonlRecord:
     metadata: dict[str, Any]
 
 
-def parse_beir_jsonl(text: str) -> Iterator[JsonlRecord]:
-    """Each line ``{"_id", "title", "text"}``; raises ParseError on anything else."""
-    for n, line in enumerate(text.split("\n"), start=1):
+def parse_beir_jsonl(text: str, first_line: int = 1) -> Iterator[JsonlRecord]:
+    """Each line ``{"_id", "title", "text"}``; raises ParseError on anything else. ``first_line``: the number
+    of the text's first line in its file (a part of a corpus)."""
+    for n, line in enumerate(text.split("\n"), start=first_line):
         if not line.strip():
             continue
         try:

@@ -279,14 +279,27 @@ def run_index(
                 f"the embedding model changed since {index_dir} was built "
                 f"({previous['embedder']['fingerprint']} → {embedder.fingerprint})")
         summary.seconds["load_model"] = round(time.perf_counter() - t1, 3)
+        table = committed["lance_table"] if committed else "chunks"
+        if full and previous and previous["embedder"]["dimension"] != embedder.dimension:
+            table = f"chunks_{int(time.time())}"  # a new schema needs a new table
+        # the table at the committed version (what an unfinished run wrote after it is undone); the BM25
+        # settings are known once the run's chunks are
+        writer = ChunkWriter(
+            remote.lance_location(index_dir), table,
+            committed["lance_version"] if committed and committed["lance_table"] == table else None,
+            embedder.dimension, FtsSettings(), cfg.vector_index_min_rows, rebuild_fts=fts_changed,
+            guard=bucket.guard if bucket else None,
+        )
         t1 = time.perf_counter()
         parser = SourceParser(cfg, embedder, version_of)
-        prepared = None  # --engine ray: every file parsed, chunked and embedded by Ray workers first
+        prepared = None  # --engine ray: every file parsed, chunked, embedded and written by Ray workers first
         if cfg.engine == "ray" and todo:
             from ragkit.ingest import ray_engine
 
             rep.start("ray", len(todo))
-            prepared = ray_engine.prepare(todo, cfg, version_of, progress=lambda n: rep.advance("ray", n))
+            writer.ensure_table()
+            prepared = ray_engine.prepare(todo, cfg, version_of, writer.uri, embedder.dimension,
+                                          progress=lambda n: rep.advance("ray", n))
             summary.seconds.update(prepared.seconds)
             rep.finish("ray")
         elif cfg.engine not in ("local", "ray"):
@@ -361,9 +374,8 @@ def run_index(
         # ---- embed
         t1 = time.perf_counter()
         rep.start("embed", len(chunks))
-        if prepared is not None:
-            vectors = prepared.vectors_for([c.id for c in chunks], embedder.dimension)
-        else:
+        vectors = None  # (on Ray the workers wrote them)
+        if prepared is None:
             vectors = embedder.encode([c.embed_text for c in chunks], progress=lambda n: rep.advance("embed", n)) \
                 if chunks else np.zeros((0, embedder.dimension), dtype=np.float32)
         rep.finish("embed")
@@ -372,24 +384,23 @@ def run_index(
 
         # ---- write LanceDB (new version), then commit in DuckDB
         fts_language = _fts_language(cfg, None if full else previous, parsed, chunks)
+        writer.fts = FtsSettings(fts_language, cfg.fts_stem, cfg.fts_remove_stop_words)
         t1 = time.perf_counter()
         rep.start("write")
-        table = committed["lance_table"] if committed else "chunks"
-        if full and previous and previous["embedder"]["dimension"] != embedder.dimension:
-            table = f"chunks_{int(time.time())}"  # a new schema needs a new table
-        writer = ChunkWriter(
-            remote.lance_location(index_dir), table,
-            committed["lance_version"] if committed and committed["lance_table"] == table else None,
-            embedder.dimension,
-            FtsSettings(fts_language, cfg.fts_stem, cfg.fts_remove_stop_words),
-            cfg.vector_index_min_rows, rebuild_fts=fts_changed, guard=bucket.guard if bucket else None,
-        )
         removed_ids = [d for p in gone for d in states_for_diff[p]["doc_ids"]] + replaced_ids
         if full:
             writer.delete_all()
         else:
             writer.delete_documents(removed_ids)
-        if chunks:
+        if prepared is not None:  # the workers' fragments, one Append
+            writer.append_fragments(prepared.fragments)
+            unwanted = prepared.unwanted({c.id for c in chunks})
+            if unwanted:  # rows of a file that failed in another part, or twice of one document: the kept
+                writer.delete_ids(sorted(unwanted))  # ones written again from here (rare)
+                redo = [c for c in chunks if c.id in unwanted]
+                if redo:
+                    writer.add(chunk_rows(redo, docs, embedder.encode([c.embed_text for c in redo])))
+        elif chunks:
             writer.add(chunk_rows(chunks, docs, vectors))
         version = writer.finish()
         summary.seconds["write_lance"] = round(time.perf_counter() - t1, 3)
@@ -446,7 +457,7 @@ def run_index(
         # the models that write summaries run before the commit too (no model inside a DuckDB transaction)
         if cfg.summaries == "llm":
             t2 = time.perf_counter()
-            chunk_vectors = writer.vectors_lookup({c.id: v for c, v in zip(chunks, vectors)})
+            chunk_vectors = writer.vectors_lookup({} if vectors is None else {c.id: v for c, v in zip(chunks, vectors)})
             summary.written = _write_llm_summaries(new_store, generator, embedder, chunk_vectors, rep)
             summary.seconds["llm_summaries"] = round(time.perf_counter() - t2, 3)
         if bucket is not None:  # the run's files go up before the manifest that names them

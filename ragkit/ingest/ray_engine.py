@@ -1,14 +1,19 @@
-"""``ragkit index --engine ray``: parsing, chunking and embedding as a Ray Data pipeline.
+"""``ragkit index --engine ray``: parsing, chunking, embedding and the LanceDB data files as a Ray Data pipeline.
 
 The driver (ragkit/ingest/pipeline.py) finds the files, reads and hashes them and diffs against the committed
-run, exactly as a local run; the files to index go to Ray as one dataset (path, bytes, hash), and
-``map_batches`` runs them through actors that each load the encoder once (``SourceParser`` + the embedder, as
-in process). The driver gets back every file's documents and chunks, or why it was skipped, and every chunk's
-vector, and writes and commits them as a local run does: the same LanceDB and DuckDB rows, the same chunk ids.
+run, exactly as a local run. The files to index go to Ray as work items of about ``ITEM_BYTES`` (whole files
+grouped, a JSONL corpus cut into parts of ``JSONL_PART`` records), and ``map_batches`` runs them through actors
+that each load the encoder once: an actor parses and chunks an item's files (``SourceParser``, as in process),
+embeds the chunks and writes them, vectors included, as a Lance fragment straight into the index's chunks table
+(``lance.fragment.write_fragments``: data files that no version names yet). The driver gets back each file's
+documents and chunks (or why it was skipped) and the fragments' metadata, never a vector; it commits the
+fragments with one LanceDB ``Append`` (ragkit/store/lance.py) and the run's DuckDB store and manifest as a local
+run does: the same rows, the same chunk ids.
 
 ``--ray-address auto`` (or ``ray://host:10001``) joins a running cluster; without it a local Ray is started
 with ``--ray-workers`` CPUs (default: all). The files' bytes travel through Ray's object store, so workers need
-no shared file system; the driver reading every file is what bounds the corpus size on this path.
+no shared file system for the sources; they write the fragments where the index is, so on a cluster the index
+is on object storage (``--index s3://…``) or a file system every node mounts at the same path.
 """
 
 from __future__ import annotations
@@ -16,59 +21,86 @@ from __future__ import annotations
 import os
 import pickle
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable
-
-import numpy as np
 
 from ragkit.config import IndexConfig
 from ragkit.errors import BadInput, RagkitError
 from ragkit.ingest.discover import SourceFile
 
-BATCH = 4  # items (files, or parts of a JSONL corpus) per batch handed to an actor
+ITEM_BYTES = 256 * 1024  # source bytes per work item (files are grouped up to it): ~250 chunks, one fragment
 JSONL_PART = 256  # records of a JSONL corpus (BEIR corpus.jsonl) per item: one big file still spreads
 
 
 class _Worker:
-    """One Ray actor: the parser and the encoder, loaded once."""
+    """One Ray actor: the parser, the encoder (loaded once) and the chunks table's location."""
 
-    def __init__(self, cfg: IndexConfig, version_of: str | None):
+    def __init__(self, cfg: IndexConfig, version_of: str | None, table_uri: str, dim: int):
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         from ragkit.embed import load_embedder
         from ragkit.ingest.source import SourceParser
 
         self.embedder = load_embedder(cfg.embed_model, cfg.embed_batch_size, cfg.encoder)
         self.parser = SourceParser(cfg, self.embedder, version_of)
+        self.table_uri, self.dim = table_uri, dim
 
     def __call__(self, batch: dict[str, Any]) -> dict[str, list]:
-        from pathlib import Path
+        from ragkit.store.lance import write_fragment
 
+        out = []
+        for payload in batch["payload"]:
+            outcomes, docs, chunks = [], {}, []
+            for n, part, first_line, src, data, digest in pickle.loads(payload):
+                results, failure = self._parse(src, data, digest, first_line)
+                outcomes.append((n, part, results, failure))
+                for pd, doc_chunks in results:
+                    docs[pd.document.id] = pd.document
+                    chunks.extend(doc_chunks)
+            fragments = []
+            if chunks:  # the item's chunks, vectors included, as a fragment of the table (not committed)
+                vectors = self.embedder.encode([c.embed_text for c in chunks])
+                fragments = write_fragment(self.table_uri, chunks, docs, vectors)
+            out.append(pickle.dumps((outcomes, [c.id for c in chunks], fragments), protocol=pickle.HIGHEST_PROTOCOL))
+        return {"out": out}
+
+    def _parse(self, src: SourceFile, data: bytes, digest: str, first_line: int) -> tuple[list, str | None]:
         from ragkit.ingest.discover import Undecodable
         from ragkit.ingest.parse import ParseError
 
-        out = []
-        for path, rel, size, mtime_ns, digest, data in zip(batch["path"], batch["rel"], batch["size"],
-                                                            batch["mtime_ns"], batch["hash"], batch["data"]):
-            # (a part of a JSONL corpus parses as the whole file would: its documents' ids come from the
-            # whole file's hash and their own ids)
-            src = SourceFile(Path(path), rel, int(size), int(mtime_ns))
-            try:
-                results, failure = self.parser.parse(src, bytes(data), digest), None
-            except (Undecodable, ParseError) as exc:
-                results, failure = [], str(exc)
-            chunks = [c for _, doc_chunks in results for c in doc_chunks]
-            vectors = self.embedder.encode([c.embed_text for c in chunks]) if chunks else None
-            out.append(pickle.dumps((results, failure, [c.id for c in chunks], vectors),
-                                    protocol=pickle.HIGHEST_PROTOCOL))
-        return {"n": list(batch["n"]), "part": list(batch["part"]), "out": out}
+        # (a part of a JSONL corpus parses as the whole file would: its documents' ids come from the whole
+        # file's hash and their own ids, their lines are counted from the part's first line in the file)
+        try:
+            return self.parser.parse(src, data, digest, first_line), None
+        except (Undecodable, ParseError) as exc:
+            return [], str(exc)
 
 
-def _parts(f: SourceFile, data: bytes) -> list[bytes]:
-    """A JSONL corpus in parts of ``JSONL_PART`` records (whole lines); any other file whole."""
+def _parts(f: SourceFile, data: bytes) -> list[tuple[int, bytes]]:
+    """A JSONL corpus in parts of ``JSONL_PART`` records (whole lines), each with the number of its first line;
+    any other file whole."""
     if f.path.suffix.lower() != ".jsonl":
-        return [data]
-    lines = data.splitlines(keepends=True)
-    return [b"".join(lines[i:i + JSONL_PART]) for i in range(0, len(lines), JSONL_PART)] or [data]
+        return [(1, data)]
+    lines = data.split(b"\n")
+    return [(i + 1, b"\n".join(lines[i:i + JSONL_PART])) for i in range(0, len(lines), JSONL_PART)] or [(1, data)]
+
+
+def _items(todo: list[tuple[SourceFile, bytes, str, bool]]) -> tuple[list[bytes], list[int]]:
+    """The work items (pickled lists of (file number, part number, file, bytes, hash)), about ``ITEM_BYTES``
+    each, and how many parts each file has."""
+    items, current, size, parts = [], [], 0, []
+    for n, (f, data, h, _) in enumerate(todo):
+        split = _parts(f, data)
+        parts.append(len(split))
+        for k, (first_line, part) in enumerate(split):
+            current.append((n, k, first_line, f, part, h))
+            size += len(part)
+            if size >= ITEM_BYTES or len(split) > 1:  # a JSONL part is an item of its own
+                items.append(pickle.dumps(current, protocol=pickle.HIGHEST_PROTOCOL))
+                current, size = [], 0
+    if current:
+        items.append(pickle.dumps(current, protocol=pickle.HIGHEST_PROTOCOL))
+    return items, parts
 
 
 def _rows(ds):
@@ -86,7 +118,8 @@ class Prepared:
     """What the workers made of the run's files, in the driver's order."""
 
     outcomes: list[tuple[list, str | None]]  # per file: (documents with their chunks, why it was skipped)
-    vectors: dict[str, np.ndarray]  # chunk id → vector
+    fragments: list[str]  # the Lance fragments the workers wrote (JSON), for the driver to commit
+    written: Counter  # chunk id → rows of it in those fragments
     seconds: dict[str, float] = field(default_factory=dict)  # ray_start (joining or starting Ray), ray_work
 
     def results(self, n: int) -> list:
@@ -97,13 +130,16 @@ class Prepared:
             raise ParseError(failure)
         return results
 
-    def vectors_for(self, chunk_ids: list[str], dim: int) -> np.ndarray:
-        return np.stack([self.vectors[i] for i in chunk_ids]) if chunk_ids else np.zeros((0, dim), np.float32)
+    def unwanted(self, kept: set[str]) -> set[str]:
+        """Chunk ids whose rows in the fragments are not (or not only once) what the run keeps: chunks of a
+        file that failed in another part, or of a document found twice."""
+        return {cid for cid, rows in self.written.items() if rows > 1 or cid not in kept}
 
 
 def prepare(todo: list[tuple[SourceFile, bytes, str, bool]], cfg: IndexConfig, version_of: str | None,
-            progress: Callable[[int], None] | None = None) -> Prepared:
-    """Parse, chunk and embed ``todo`` (file, bytes, hash, changed) on Ray."""
+            table_uri: str, dim: int, progress: Callable[[int], None] | None = None) -> Prepared:
+    """Parse, chunk, embed and write ``todo`` (file, bytes, hash, changed) on Ray, into fragments of the table
+    at ``table_uri``."""
     try:
         import ray
     except ImportError as exc:
@@ -120,29 +156,28 @@ def prepare(todo: list[tuple[SourceFile, bytes, str, bool]], cfg: IndexConfig, v
     try:
         workers = cfg.ray_workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
         t1 = time.perf_counter()
-        split = [_parts(f, data) for f, data, _, _ in todo]
-        items = [{"n": n, "part": k, "path": str(f.path), "rel": f.rel, "size": f.size, "mtime_ns": f.mtime_ns,
-                  "hash": h, "data": part} for n, (f, _, h, _) in enumerate(todo) for k, part in enumerate(split[n])]
-        ds = ray.data.from_items(items).map_batches(
-            _Worker, fn_constructor_kwargs={"cfg": cfg, "version_of": version_of}, batch_size=BATCH,
-            concurrency=workers, num_cpus=1, batch_format="default")
+        items, n_parts = _items(todo)
+        ds = ray.data.from_items([{"payload": p} for p in items], override_num_blocks=min(len(items), 10_000)).map_batches(
+            _Worker, fn_constructor_kwargs={"cfg": cfg, "version_of": version_of, "table_uri": table_uri, "dim": dim},
+            batch_size=1, concurrency=workers, num_cpus=1, batch_format="default")
         parts: dict[int, dict[int, tuple[list, str | None]]] = {}
-        vectors: dict[str, np.ndarray] = {}
+        fragments: list[str] = []
+        written: Counter = Counter()
         for row in _rows(ds):
-            results, failure, ids, mat = pickle.loads(row["out"])
-            n = int(row["n"])
-            parts.setdefault(n, {})[int(row["part"])] = (results, failure)
-            if mat is not None:
-                vectors.update(zip(ids, mat))
-            if progress and len(parts[n]) == len(split[n]):
-                progress(1)
+            outcomes, ids, frags = pickle.loads(row["out"])
+            fragments.extend(frags)
+            written.update(ids)
+            for n, k, results, failure in outcomes:
+                parts.setdefault(n, {})[k] = (results, failure)
+                if progress and len(parts[n]) == n_parts[n]:
+                    progress(1)
         outcomes = []
         for n in range(len(todo)):  # a file's parts in order; one part that fails fails the file
             got = [parts[n][k] for k in sorted(parts[n])]
             failure = next((f for _, f in got if f is not None), None)
             outcomes.append(([] if failure else [r for results, _ in got for r in results], failure))
-        return Prepared(outcomes, vectors, {"ray_start": round(t1 - t0, 3),
-                                            "ray_work": round(time.perf_counter() - t1, 3)})
+        return Prepared(outcomes, fragments, written, {"ray_start": round(t1 - t0, 3),
+                                                       "ray_work": round(time.perf_counter() - t1, 3)})
     finally:
         if started:
             ray.shutdown()

@@ -43,7 +43,9 @@ class SourceParser:
         self.version_of = version_of
         self.max_tokens = min(cfg.chunk_tokens, embedder.max_tokens)
 
-    def parse(self, src: SourceFile, data: bytes, source_hash: str) -> list[tuple[ParsedDocument, list[Chunk]]]:
+    def parse(self, src: SourceFile, data: bytes, source_hash: str,
+              first_line: int = 1) -> list[tuple[ParsedDocument, list[Chunk]]]:
+        """``first_line``: for a part of a JSONL corpus, the number of its first line in the file."""
         binary = binary_parser_for(src.path.name)
         text = None if binary else decode(data)
         mtime = src.mtime_ns / 1e9
@@ -55,7 +57,7 @@ class SourceParser:
             title = raw.title or (src.path.stem if raw.page_starts is not None else infer_title(raw, src.path.stem))
             out.append(self._finish(src, source_hash, doc_id, src.rel, src.rel, title, raw, mtime))
         elif src.path.suffix.lower() == ".jsonl":
-            for rec in parse_beir_jsonl(text):
+            for rec in parse_beir_jsonl(text, first_line):
                 doc_id = stable_id(source_hash, rec.external_id)
                 title = rec.title or rec.external_id
                 out.append(self._finish(src, source_hash, doc_id, rec.external_id, f"{src.rel}#{rec.external_id}",

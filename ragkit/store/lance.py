@@ -75,6 +75,18 @@ def chunk_rows(chunks: list[Chunk], docs: dict[str, Document], vectors: np.ndarr
     return pa.Table.from_arrays(arrays, schema=chunk_schema(dim))
 
 
+def write_fragment(table_uri: str, chunks: list[Chunk], docs: dict[str, Document], vectors: np.ndarray) -> list[str]:
+    """Chunk rows written as data files of the table at ``table_uri`` that no version names yet (a Ray worker's
+    part of a run; ``ChunkWriter.append_fragments`` commits them); their fragments' metadata as JSON."""
+    import json
+
+    _quiet()
+    from lance.fragment import write_fragments
+
+    rows = chunk_rows(chunks, docs, vectors)
+    return [json.dumps(f.to_json()) for f in write_fragments(rows, table_uri, schema=rows.schema)]
+
+
 def sql_str(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
@@ -288,6 +300,46 @@ class ChunkWriter:
         for i in range(0, len(doc_ids), 500):
             self.table.delete(in_list("document_id", doc_ids[i:i + 500]))
 
+    @property
+    def uri(self) -> str:
+        """The table's dataset (a folder or an object-store URI)."""
+        return f"{self.lance_dir}/{self.name}.lance"
+
+    def ensure_table(self) -> None:
+        """The table exists (empty if new): Ray workers write their fragments into it."""
+        if self.table is None:
+            self.guard()
+            self.table = self.db.create_table(self.name, schema=chunk_schema(self.dim))
+
+    def append_fragments(self, fragments: list[str]) -> None:
+        """Commit the fragments Ray workers wrote (``write_fragment``) as one new version (a Lance Append)."""
+        if not fragments:
+            return
+        import lance
+        from lance.fragment import FragmentMetadata
+
+        from ragkit.errors import BadInput
+
+        self.ensure_table()
+        metas = [FragmentMetadata.from_json(f) for f in fragments]
+        if isinstance(self.lance_dir, Path):  # workers on other machines wrote to their own disks
+            missing = [f.path for m in metas for f in m.files
+                       if not (self.lance_dir / f"{self.name}.lance" / "data" / f.path).exists()]
+            if missing:
+                raise BadInput(f"{len(missing)} data file(s) the Ray workers wrote are not in {self.uri}",
+                               hint="On a Ray cluster put the index where every node writes: object storage "
+                                    "(--index s3://…) or a file system mounted at the same path.")
+        self.guard()
+        lance.LanceDataset.commit(self.uri, lance.LanceOperation.Append(metas), read_version=self.table.version)
+        self.table.checkout_latest()
+
+    def delete_ids(self, chunk_ids: list[str]) -> None:
+        if self.table is None or not chunk_ids:
+            return
+        self.guard()
+        for i in range(0, len(chunk_ids), 500):
+            self.table.delete(in_list("id", chunk_ids[i:i + 500]))
+
     def delete_all(self) -> None:
         if self.table is not None:
             self.guard()
@@ -323,13 +375,18 @@ class ChunkWriter:
             self.table = self.db.create_table(self.name, schema=chunk_schema(self.dim))
         from lancedb.index import FTS
 
+        # small fragments (Ray workers', incremental runs') merged, deleted rows dropped; no clean-up (LanceDB's
+        # optimize() would remove versions over 7 days old, the committed one among them, before the commit)
+        self.table.to_lance().optimize.compact_files()
+        self.table.checkout_latest()
         if self._fresh_index or not any(i.index_type == "FTS" for i in self.table.list_indices()):
             self.table.create_index("content", config=FTS(
                 language=self.fts.language, stem=self.fts.stem,
                 remove_stop_words=self.fts.remove_stop_words, ascii_folding=True,
             ), replace=True)
-        else:
-            self.table.optimize()  # merges new rows into the FTS (and vector) indexes, compacts
+        else:  # new rows into the FTS (and vector) indexes
+            self.table.to_lance().optimize.optimize_indices()
+            self.table.checkout_latest()
         rows = self.table.count_rows()
         if rows >= self.vector_index_min_rows and not any(i.index_type.startswith("IVF")
                                                          for i in self.table.list_indices()):
