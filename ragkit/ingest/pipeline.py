@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import os
+import resource
 import shutil
 import time
 from dataclasses import dataclass, field
@@ -59,6 +60,7 @@ class IndexSummary:
     knowledge: dict[str, int] = field(default_factory=dict)  # entities, relations, communities recomputed
     tree: dict[str, int] = field(default_factory=dict)  # summary-tree nodes written by this run
     written: dict[str, int] = field(default_factory=dict)  # --summaries llm: nodes and reports an LLM wrote
+    peak_rss_mb: float = 0.0  # the process's peak resident memory so far (with --engine ray: the driver's)
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -474,4 +476,5 @@ def run_index(
                         embedder.fingerprint).load()
             summary.seconds["term_vectors"] = round(time.perf_counter() - t2, 3)
         summary.seconds["total"] = round(time.perf_counter() - t0, 3)
+        summary.peak_rss_mb = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
         return summary

@@ -159,7 +159,7 @@ def prepare(todo: list[tuple[SourceFile, bytes, str, bool]], cfg: IndexConfig, v
         items, n_parts = _items(todo)
         ds = ray.data.from_items([{"payload": p} for p in items], override_num_blocks=min(len(items), 10_000)).map_batches(
             _Worker, fn_constructor_kwargs={"cfg": cfg, "version_of": version_of, "table_uri": table_uri, "dim": dim},
-            batch_size=1, concurrency=workers, num_cpus=1, batch_format="default")
+            batch_size=1, concurrency=min(workers, len(items)), num_cpus=1, batch_format="default")
         parts: dict[int, dict[int, tuple[list, str | None]]] = {}
         fragments: list[str] = []
         written: Counter = Counter()
