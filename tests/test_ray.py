@@ -76,6 +76,7 @@ def test_a_jsonl_corpus_spreads_over_workers(tmp_path, monkeypatch):
     from ragkit.ingest import ray_engine
 
     monkeypatch.setattr(ray_engine, "JSONL_PART", 7)
+    monkeypatch.setattr(ray_engine, "ITEM_BYTES", 1)  # a work item (and a fragment) per part
     folder = tmp_path / "beir"
     folder.mkdir()
     topics = ["overtime", "parking", "sauna", "rollback", "holiday", "badge", "laptop", "travel"]
@@ -130,3 +131,35 @@ def test_ray_workers_write_into_an_index_on_s3(s3, corpus, tmp_path):
     assert again.changed == 1 and again.unchanged == 2
     r = api.query(api.open_index(uri), "when is the planning meeting?", QueryConfig(k=3))
     assert r.run == 2 and r.passages[0].path.endswith("meeting.txt")
+
+
+@pytest.mark.integration
+def test_ragkit_index_joins_a_running_cluster(corpus, tmp_path):
+    """``ragkit index --engine ray --ray-address HOST:PORT`` (a CLI process) joins a cluster started by
+    ``ray start --head`` and builds the same index as the local pipeline."""
+    import json
+    import os
+    import socket
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    ray_cli = Path(sys.executable).parent / "ray"
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "RAY_USAGE_STATS_ENABLED": "0"}
+    subprocess.run([str(ray_cli), "start", "--head", "--num-cpus", "2", "--port", str(port), "--node-ip-address",
+                    "127.0.0.1", "--include-dashboard=false", "--disable-usage-stats"], env=env, check=True,
+                   capture_output=True, timeout=120)
+    try:
+        out = subprocess.run([sys.executable, "-m", "ragkit", "index", str(corpus), "--index", str(tmp_path / "ray"),
+                              "--engine", "ray", "--ray-address", f"127.0.0.1:{port}", "--json"],
+                             env=env, capture_output=True, text=True, timeout=600)
+        assert out.returncode == 0, out.stderr[-3000:]
+        summary = json.loads(out.stdout)
+        assert summary["new"] == 3 and summary["seconds"]["ray_work"] > 0
+    finally:
+        subprocess.run([str(ray_cli), "stop", "--force"], env=env, capture_output=True, timeout=120)
+    api.index([corpus], tmp_path / "local", IndexConfig())
+    same_index(tmp_path / "local", tmp_path / "ray")

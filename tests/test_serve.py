@@ -223,3 +223,50 @@ def test_index_watch_picks_up_a_change(tmp_path):
     assert "1 change(s): indexing again" in errs and out.count("Indexed") == 2, (out, errs)
     r = ragkit("query", "--index", str(idx), "--json", "--strategy", "lexical", "parking badge garage")
     assert json.loads(r.stdout)["passages"][0]["document"]["path"].endswith("parking.md")
+
+
+def test_serve_an_index_on_s3(tmp_path):
+    """``ragkit serve --index s3://…`` (moto's S3 server on loopback): health names the URI, queries answer from
+    the committed run and follow a run committed by another process; ``ragkit query`` finds the server."""
+    from tests.s3 import BUCKET, NoServer, moto_s3
+
+    from ragkit import api
+    from ragkit.config import resolve_index_dir
+
+    docs = tmp_path / "handbook"
+    shutil.copytree(REPO / "ragkit" / "samples" / "handbook", docs)
+    try:
+        server = moto_s3(tmp_path / "moto.log", BUCKET, tmp_path / "cache")
+        env = server.__enter__()
+    except NoServer as exc:
+        pytest.skip(str(exc))
+    uri = f"s3://{BUCKET}/served"
+    proc = None
+    try:
+        api.index([docs], uri)
+        proc = subprocess.Popen([sys.executable, "-m", "ragkit", "serve", "--index", uri, "--port", "0"], cwd=REPO,
+                                env={**ENV, **env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        port_file = resolve_index_dir(uri) / "server.json"  # in this machine's mirror of the index
+        deadline = time.time() + 120
+        while not port_file.exists() and proc.poll() is None and time.time() < deadline:
+            time.sleep(0.1)
+        assert port_file.exists(), proc.stderr.read() if proc.poll() is not None else "server did not start"
+        url = json.loads(port_file.read_text())["url"]
+        status, health = call(f"{url}/healthz")
+        assert status == 200 and health["index"] == uri and health["run"] == 1
+        status, r = call(f"{url}/v1/query", {"query": "how are overtime hours limited?", "k": 2})
+        assert status == 200 and r["passages"][0]["section"] == "Working Time Policy > Overtime > Limits on overtime"
+        (docs / "parking.md").write_text("# Parking Policy\n\nEach employee gets one parking badge for the garage "
+                                         "under building B.\n")
+        api.index([docs], uri)
+        time.sleep(1.2)  # the server looks for a newer manifest at most once a second
+        _, r = call(f"{url}/v1/query", {"query": "parking badge garage", "k": 1, "strategy": "lexical"})
+        assert r["metadata"]["run"] == 2 and r["passages"][0]["document"]["path"].endswith("parking.md")
+        q = subprocess.run([sys.executable, "-m", "ragkit", "query", "--index", uri, "--json", "parking badge"],
+                           capture_output=True, text=True, cwd=REPO, env={**ENV, **env}, timeout=300)
+        assert q.returncode == 0 and json.loads(q.stdout)["passages"][0]["document"]["path"].endswith("parking.md")
+    finally:
+        if proc is not None:
+            proc.send_signal(signal.SIGINT)
+            proc.wait(timeout=30)
+        server.__exit__(None, None, None)

@@ -1,8 +1,8 @@
 """``ragkit index --engine ray``: parsing, chunking, embedding and the LanceDB data files as a Ray Data pipeline.
 
 The driver (ragkit/ingest/pipeline.py) finds the files, reads and hashes them and diffs against the committed
-run, exactly as a local run. The files to index go to Ray as work items of about ``ITEM_BYTES`` (whole files
-grouped, a JSONL corpus cut into parts of ``JSONL_PART`` records), and ``map_batches`` runs them through actors
+run, exactly as a local run. The files to index go to Ray as work items (whole files grouped,
+a JSONL corpus cut into parts of ``JSONL_PART`` records; see ``item_bytes``), and ``map_batches`` runs them through actors
 that each load the encoder once: an actor parses and chunks an item's files (``SourceParser``, as in process),
 embeds the chunks and writes them, vectors included, as a Lance fragment straight into the index's chunks table
 (``lance.fragment.write_fragments``: data files that no version names yet). The driver gets back each file's
@@ -29,8 +29,13 @@ from ragkit.config import IndexConfig
 from ragkit.errors import BadInput, RagkitError
 from ragkit.ingest.discover import SourceFile
 
-ITEM_BYTES = 256 * 1024  # source bytes per work item (files are grouped up to it): ~250 chunks, one fragment
-JSONL_PART = 256  # records of a JSONL corpus (BEIR corpus.jsonl) per item: one big file still spreads
+# a work item (and the fragment its chunks become) holds about 1/ITEMS_PER_WORKER of a worker's share of the
+# run's source bytes, at least ITEM_BYTES (~350 chunks) and at most ITEM_BYTES_MAX (~45,000 chunks): small runs
+# still spread over the workers, a large corpus becomes fragments the driver never needs to compact
+ITEM_BYTES = 256 * 1024
+ITEM_BYTES_MAX = 32 << 20
+ITEMS_PER_WORKER = 4
+JSONL_PART = 256  # a JSONL corpus (BEIR corpus.jsonl) is cut into parts of this many records: one big file spreads
 
 
 class _Worker:
@@ -85,9 +90,14 @@ def _parts(f: SourceFile, data: bytes) -> list[tuple[int, bytes]]:
     return [(i + 1, b"\n".join(lines[i:i + JSONL_PART])) for i in range(0, len(lines), JSONL_PART)] or [(1, data)]
 
 
-def _items(todo: list[tuple[SourceFile, bytes, str, bool]]) -> tuple[list[bytes], list[int]]:
-    """The work items (pickled lists of (file number, part number, file, bytes, hash)), about ``ITEM_BYTES``
-    each, and how many parts each file has."""
+def item_bytes(total: int, workers: int) -> int:
+    """Source bytes per work item for a run of ``total`` bytes on ``workers`` workers."""
+    return min(max(ITEM_BYTES, total // (ITEMS_PER_WORKER * max(1, workers))), ITEM_BYTES_MAX)
+
+
+def _items(todo: list[tuple[SourceFile, bytes, str, bool]], target: int) -> tuple[list[bytes], list[int]]:
+    """The work items (pickled lists of (file number, part number, first line, file, bytes, hash)) of about
+    ``target`` bytes each, and how many parts each file has."""
     items, current, size, parts = [], [], 0, []
     for n, (f, data, h, _) in enumerate(todo):
         split = _parts(f, data)
@@ -95,7 +105,7 @@ def _items(todo: list[tuple[SourceFile, bytes, str, bool]]) -> tuple[list[bytes]
         for k, (first_line, part) in enumerate(split):
             current.append((n, k, first_line, f, part, h))
             size += len(part)
-            if size >= ITEM_BYTES or len(split) > 1:  # a JSONL part is an item of its own
+            if size >= target:
                 items.append(pickle.dumps(current, protocol=pickle.HIGHEST_PROTOCOL))
                 current, size = [], 0
     if current:
@@ -156,7 +166,7 @@ def prepare(todo: list[tuple[SourceFile, bytes, str, bool]], cfg: IndexConfig, v
     try:
         workers = cfg.ray_workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
         t1 = time.perf_counter()
-        items, n_parts = _items(todo)
+        items, n_parts = _items(todo, item_bytes(sum(len(data) for _, data, _, _ in todo), workers))
         ds = ray.data.from_items([{"payload": p} for p in items], override_num_blocks=min(len(items), 10_000)).map_batches(
             _Worker, fn_constructor_kwargs={"cfg": cfg, "version_of": version_of, "table_uri": table_uri, "dim": dim},
             batch_size=1, concurrency=min(workers, len(items)), num_cpus=1, batch_format="default")

@@ -124,6 +124,7 @@ def _rows(table: pa.Table) -> list[dict[str, Any]]:
 # exists) Lance's vector index answers (crossover measured by scripts/bench_vectors.py, README "Query latency")
 EXACT_MAX_ROWS = 250_000
 ANN_REFINE = 5  # the vector index's candidates re-ranked with the stored vectors: recall@10 0.65 → 1.0 (same script)
+COMPACT_ROWS = 16_384  # fragments with fewer rows are merged at the end of a run
 IO_BUFFER = 8 << 20  # bytes Lance reads ahead when the matrix is loaded (its default took 40 MB more memory)
 
 
@@ -375,9 +376,11 @@ class ChunkWriter:
             self.table = self.db.create_table(self.name, schema=chunk_schema(self.dim))
         from lancedb.index import FTS
 
-        # small fragments (Ray workers', incremental runs') merged, deleted rows dropped; no clean-up (LanceDB's
-        # optimize() would remove versions over 7 days old, the committed one among them, before the commit)
-        self.table.to_lance().optimize.compact_files()
+        # small fragments (incremental runs', a small Ray run's) merged up to COMPACT_ROWS rows, deleted rows
+        # dropped; larger fragments (a big Ray run's) are left as the workers wrote them, so the driver never
+        # rewrites a large table. No clean-up (LanceDB's optimize() would remove versions over 7 days old, the
+        # committed one among them, before the commit).
+        self.table.to_lance().optimize.compact_files(target_rows_per_fragment=COMPACT_ROWS)
         self.table.checkout_latest()
         if self._fresh_index or not any(i.index_type == "FTS" for i in self.table.list_indices()):
             self.table.create_index("content", config=FTS(
