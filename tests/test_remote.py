@@ -166,18 +166,19 @@ def test_a_run_that_lost_its_lease_commits_nothing(s3, corpus, tmp_path, monkeyp
     fake = FakeEmbedder()
     api.index([corpus], uri, embedder_factory=lambda cfg: fake)
     other = {**os.environ, "RAGKIT_CACHE": str(tmp_path / "machine2")}
-    taking_over = other_machine(tmp_path, uri, corpus).replace("lease.POLL = 0.2", "lease.TTL, lease.RENEW = 1, 0.2")
+    taking_over = other_machine(tmp_path, uri, corpus).replace("lease.POLL = 0.2", "lease.TTL, lease.RENEW = 2, 0.2")
     derived = pipeline.write_derived
 
     def stall(*args, **kwargs):  # this run stops renewing; the other machine takes the lease over and commits
         derived(*args, **kwargs)
-        time.sleep(2.5)
+        time.sleep(3.5)
         write(corpus, "notes/other.md", "# Other\n\nWritten on the other machine.\n")
         done = subprocess.run([sys.executable, "-c", taking_over], env=other, capture_output=True, text=True)
         assert done.returncode == 0, done.stderr[-3000:]
 
     write(corpus, "notes/mine.md", "# Mine\n\nWritten here.\n")
-    monkeypatch.setattr(lease, "RENEW", 3600)
+    monkeypatch.setattr(lease, "RENEW", 3600)  # this run stops renewing its lease
+    monkeypatch.setattr(lease, "TTL", 2)
     monkeypatch.setattr(pipeline, "write_derived", stall)
     with pytest.raises(IndexBusy, match="another writer took over its lease"):
         api.index([corpus], uri, embedder_factory=lambda cfg: fake)

@@ -300,8 +300,7 @@ def run_index(
 
             rep.start("ray", len(todo))
             writer.ensure_table()
-            prepared = ray_engine.prepare(todo, cfg, version_of, writer.uri, embedder.dimension,
-                                          progress=lambda n: rep.advance("ray", n))
+            prepared = ray_engine.prepare(todo, cfg, version_of, writer.uri, progress=lambda n: rep.advance("ray", n))
             summary.seconds.update(prepared.seconds)
             rep.finish("ray")
         elif cfg.engine not in ("local", "ray"):
@@ -459,7 +458,8 @@ def run_index(
         # the models that write summaries run before the commit too (no model inside a DuckDB transaction)
         if cfg.summaries == "llm":
             t2 = time.perf_counter()
-            chunk_vectors = writer.vectors_lookup({} if vectors is None else {c.id: v for c, v in zip(chunks, vectors)})
+            fresh = {} if vectors is None else {c.id: v for c, v in zip(chunks, vectors)}
+            chunk_vectors = writer.vectors_lookup(fresh)
             summary.written = _write_llm_summaries(new_store, generator, embedder, chunk_vectors, rep)
             summary.seconds["llm_summaries"] = round(time.perf_counter() - t2, 3)
         if bucket is not None:  # the run's files go up before the manifest that names them

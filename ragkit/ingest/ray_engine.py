@@ -1,8 +1,8 @@
 """``ragkit index --engine ray``: parsing, chunking, embedding and the LanceDB data files as a Ray Data pipeline.
 
 The driver (ragkit/ingest/pipeline.py) finds the files, reads and hashes them and diffs against the committed
-run, exactly as a local run. The files to index go to Ray as work items (whole files grouped,
-a JSONL corpus cut into parts of ``JSONL_PART`` records; see ``item_bytes``), and ``map_batches`` runs them through actors
+run, exactly as a local run. The files to index go to Ray as work items (whole files grouped, a JSONL corpus
+cut into parts of ``JSONL_PART`` records; see ``item_bytes``), and ``map_batches`` runs them through actors
 that each load the encoder once: an actor parses and chunks an item's files (``SourceParser``, as in process),
 embeds the chunks and writes them, vectors included, as a Lance fragment straight into the index's chunks table
 (``lance.fragment.write_fragments``: data files that no version names yet). The driver gets back each file's
@@ -41,14 +41,14 @@ JSONL_PART = 256  # a JSONL corpus (BEIR corpus.jsonl) is cut into parts of this
 class _Worker:
     """One Ray actor: the parser, the encoder (loaded once) and the chunks table's location."""
 
-    def __init__(self, cfg: IndexConfig, version_of: str | None, table_uri: str, dim: int):
+    def __init__(self, cfg: IndexConfig, version_of: str | None, table_uri: str):
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         from ragkit.embed import load_embedder
         from ragkit.ingest.source import SourceParser
 
         self.embedder = load_embedder(cfg.embed_model, cfg.embed_batch_size, cfg.encoder)
         self.parser = SourceParser(cfg, self.embedder, version_of)
-        self.table_uri, self.dim = table_uri, dim
+        self.table_uri = table_uri
 
     def __call__(self, batch: dict[str, Any]) -> dict[str, list]:
         from ragkit.store.lance import write_fragment
@@ -66,7 +66,8 @@ class _Worker:
             if chunks:  # the item's chunks, vectors included, as a fragment of the table (not committed)
                 vectors = self.embedder.encode([c.embed_text for c in chunks])
                 fragments = write_fragment(self.table_uri, chunks, docs, vectors)
-            out.append(pickle.dumps((outcomes, [c.id for c in chunks], fragments), protocol=pickle.HIGHEST_PROTOCOL))
+            out.append(pickle.dumps((outcomes, [c.id for c in chunks], fragments),
+                                    protocol=pickle.HIGHEST_PROTOCOL))
         return {"out": out}
 
     def _parse(self, src: SourceFile, data: bytes, digest: str, first_line: int) -> tuple[list, str | None]:
@@ -147,7 +148,7 @@ class Prepared:
 
 
 def prepare(todo: list[tuple[SourceFile, bytes, str, bool]], cfg: IndexConfig, version_of: str | None,
-            table_uri: str, dim: int, progress: Callable[[int], None] | None = None) -> Prepared:
+            table_uri: str, progress: Callable[[int], None] | None = None) -> Prepared:
     """Parse, chunk, embed and write ``todo`` (file, bytes, hash, changed) on Ray, into fragments of the table
     at ``table_uri``."""
     try:
@@ -167,8 +168,9 @@ def prepare(todo: list[tuple[SourceFile, bytes, str, bool]], cfg: IndexConfig, v
         workers = cfg.ray_workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
         t1 = time.perf_counter()
         items, n_parts = _items(todo, item_bytes(sum(len(data) for _, data, _, _ in todo), workers))
-        ds = ray.data.from_items([{"payload": p} for p in items], override_num_blocks=min(len(items), 10_000)).map_batches(
-            _Worker, fn_constructor_kwargs={"cfg": cfg, "version_of": version_of, "table_uri": table_uri, "dim": dim},
+        source = ray.data.from_items([{"payload": p} for p in items], override_num_blocks=min(len(items), 10_000))
+        ds = source.map_batches(
+            _Worker, fn_constructor_kwargs={"cfg": cfg, "version_of": version_of, "table_uri": table_uri},
             batch_size=1, concurrency=min(workers, len(items)), num_cpus=1, batch_format="default")
         parts: dict[int, dict[int, tuple[list, str | None]]] = {}
         fragments: list[str] = []

@@ -38,6 +38,7 @@ NAME = "writer.lease"
 TTL = 120.0  # seconds without renewal after which a lease is free
 RENEW = 10.0  # seconds between renewals
 POLL = 2.0  # seconds between looks at a held lease, while waiting
+MARGIN = 10.0  # a lease renewed less than TTL - MARGIN seconds ago (timed from the request) is surely still held
 
 
 class Conflict(Exception):
@@ -159,6 +160,7 @@ class Lease:
         self.body = json.dumps({"token": self.token, "host": socket.gethostname(), "pid": os.getpid(),
                                 "since": time.time()}).encode()
         self.etag: str | None = None
+        self.renewed = -1e18  # time.monotonic() when the request of the last successful write was sent
         self.lost: str | None = None  # why this run no longer holds it
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -186,6 +188,7 @@ class Lease:
         told = False
         while True:
             now = self.objects.get(NAME)
+            sent = time.monotonic()
             try:
                 if now is None:
                     self.etag = self.objects.put(NAME, self.body, if_absent=True)
@@ -202,14 +205,17 @@ class Lease:
                     continue
             except Conflict:  # another writer took it between the read and the write
                 continue
+            self.renewed = sent
             break
         self._thread = threading.Thread(target=self._renew, name="ragkit-lease", daemon=True)
         self._thread.start()
 
     def _renew(self) -> None:
         while not self._stop.wait(RENEW):
+            sent = time.monotonic()
             try:
                 self.etag = self.objects.put(NAME, self.body, if_match=self.etag)
+                self.renewed = sent
             except Conflict:
                 self.lost = "another writer took over its lease"
                 return
@@ -217,7 +223,11 @@ class Lease:
                 continue
 
     def check(self) -> None:
-        """``IndexBusy`` unless this run still holds the lease (read from the store, not from memory)."""
+        """``IndexBusy`` unless this run still holds the lease. Renewed less than ``TTL - MARGIN`` seconds
+        before (timed from when the renewal was sent, which is before the store wrote it, so never less than the
+        age the store sees) nobody can have taken it over; otherwise the store is asked."""
+        if self.lost is None and time.monotonic() - self.renewed < TTL - MARGIN:
+            return
         now = self.objects.get(NAME)
         if self.lost is None and (now is None or self.holder(now).get("token") != self.token):
             self.lost = "another writer took over its lease" + ("" if now else " (and has given it back)")
