@@ -79,6 +79,13 @@ def test_a_second_reader_elsewhere_and_a_killed_run(s3, corpus, tmp_path):
 
     problems, facts = checker.check(resolve_index_dir(uri))
     assert problems == [] and any(n.startswith("store.2-") for n in facts["leftovers"])  # noted, never read
+    from typer.testing import CliRunner
+
+    from ragkit.cli.app import app
+
+    repaired = CliRunner().invoke(app, ["check", "--repair", "--index", uri])  # takes the killed run's lease over
+    assert repaired.exit_code == 0 and "removed what an unfinished run left" in repaired.output
+    assert run_objects(keys("killed/")) == {1} and "writer.lease" not in keys("killed/")
     out = json.loads(subprocess.run([sys.executable, "-c", ask], env=other, capture_output=True, text=True,
                                     check=True).stdout)
     assert out["run"] == 1
