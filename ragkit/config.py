@@ -90,6 +90,7 @@ class QueryConfig:
     k: int = 10
     alpha: float = 0.5  # dense weight in weighted RRF; lexical gets 1 - alpha
     rrf_k: int = 60
+    fusion: str = "convex"  # hybrid: convex (score-normalised combination) | rrf (weighted reciprocal rank fusion)
     damping: float = 0.85  # personalized PageRank (hippo)
     max_hops: int = 2  # local: relation hops around the query entities
     vector_seeds: int = 3  # hippo/local: nearest entity vectors (derived) added to the query's seeds
@@ -112,6 +113,7 @@ class QueryConfig:
     filters: dict[str, str] = field(default_factory=dict)
     decompose: bool = False  # also retrieve sub-queries of comparisons (measured: hurts on hotpotqa-100)
     retry: bool = True  # corrective retry: one broader retrieval when the first results look poor
+    links: bool = True  # documents the query or the first passage names by title join the candidates (links.py)
     expand: bool = False  # add related index words (nearest to the query vector) in a BM25 query fused at 0.3
     spelling: bool = True  # correct words unknown to the index to a frequent index word one edit away
     planner: str = "rules"  # rules | llm (a GGUF model rewrites and decomposes; rules stay the fallback)

@@ -131,16 +131,21 @@ class SearchContext:
                 "score": round(float(score), 4)}
 
     def fuse_with_text(self, name: str, graph_hits: list[Hit], fetch: int, weight: float) -> list[Hit]:
-        """Weighted RRF of a graph ranking with the dense and BM25 rankings (they share 1 - weight by alpha)."""
-        from ragkit.retrieve.fusion import weighted_rrf
+        """Weighted RRF of a graph ranking (``weight``) with the text ranking (the rest): dense and BM25 fused as
+        hybrid fuses them (``cfg.fusion``), or with ``rrf`` as two lists sharing the rest by alpha."""
+        from ragkit.retrieve.fusion import convex, weighted_rrf, with_graph
 
         dense = self.dense(fetch)
         lexical = self.lexical(fetch)
         rest = 1 - weight
         with self.timed("fusion"):
-            fused = weighted_rrf({name: graph_hits, "dense": dense, "lexical": lexical},
-                                 {name: weight, "dense": rest * self.cfg.alpha, "lexical": rest * (1 - self.cfg.alpha)},
-                                 k=self.cfg.rrf_k)
+            if self.cfg.fusion == "rrf":
+                fused = weighted_rrf({name: graph_hits, "dense": dense, "lexical": lexical},
+                                     {name: weight, "dense": rest * self.cfg.alpha,
+                                      "lexical": rest * (1 - self.cfg.alpha)}, k=self.cfg.rrf_k)
+            else:
+                text = convex(dense, lexical, self.cfg.alpha, self.query_vector())
+                fused = with_graph(text, graph_hits, name, weight)
         return fused[: self.limit]
 
     def lexical(self, limit: int) -> list[Hit]:

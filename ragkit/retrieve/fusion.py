@@ -21,3 +21,57 @@ def weighted_rrf(ranked: dict[str, list[Hit]], weights: dict[str, float], k: int
             cur.scores[name] = hit.score
             cur.score += w / (k + rank)
     return sorted(fused.values(), key=lambda h: (-h.score, h.chunk_id))
+
+
+NORM_DEPTH = 100  # a list's scores are min-max normalised over its top this many (the same whatever the fetch)
+
+
+def convex(dense: list[Hit], lexical: list[Hit], alpha: float, query_vector) -> list[Hit]:
+    """Score-normalised convex combination: alpha × dense + (1 - alpha) × BM25, each min-max normalised over the
+    top ``NORM_DEPTH`` of its list and clipped at 0. A chunk only BM25 found gets its dense score from its own
+    vector; one only dense search found gets 0 from BM25 (it scored below the list). Measured on scifact-train
+    (scripts/tune_fusion.py): nDCG@10 0.734 against weighted RRF's 0.718 before reranking, flat for alpha 0.45–0.6.
+    Hits are copies carrying each list's rank and raw score; ``score`` is the combination."""
+    import numpy as np
+
+    q = np.asarray(query_vector, dtype=np.float32)
+    q = q / (np.linalg.norm(q) or 1.0)
+
+    def scale(hits: list[Hit]) -> tuple[float, float]:
+        top = [h.score for h in hits[:NORM_DEPTH]]
+        low, high = (min(top), max(top)) if top else (0.0, 1.0)
+        return low, (high - low) or 1.0
+
+    (d_low, d_span), (b_low, b_span) = scale(dense), scale(lexical)
+    fused: dict[str, Hit] = {}
+    for name, hits in (("dense", dense), ("lexical", lexical)):
+        for rank, hit in enumerate(hits, start=1):
+            cur = fused.get(hit.chunk_id)
+            if cur is None:
+                cur = fused[hit.chunk_id] = Hit(**{**hit.__dict__, "ranks": {}, "scores": {}, "score": 0.0})
+            cur.ranks[name] = rank
+            cur.scores[name] = hit.score
+    for h in fused.values():
+        cosine = h.scores["dense"] if "dense" in h.scores else (
+            float(np.dot(np.asarray(h.vector, dtype=np.float32), q)) if h.vector is not None else d_low)
+        d = max(0.0, (cosine - d_low) / d_span)
+        b = max(0.0, (h.scores["lexical"] - b_low) / b_span) if "lexical" in h.scores else 0.0
+        h.score = alpha * d + (1 - alpha) * b
+    return sorted(fused.values(), key=lambda h: (-h.score, h.chunk_id))
+
+
+def with_graph(text: list[Hit], graph: list[Hit], name: str, weight: float) -> list[Hit]:
+    """A graph ranking's scores (PPR mass, …; min-max normalised over its top ``NORM_DEPTH``) added with
+    ``weight`` to the text scores of ``convex`` (weighted 1 - ``weight``)."""
+    top = [h.score for h in graph[:NORM_DEPTH]]
+    low, span = (min(top), (max(top) - min(top)) or 1.0) if top else (0.0, 1.0)
+    fused = {h.chunk_id: Hit(**{**h.__dict__, "ranks": dict(h.ranks), "scores": dict(h.scores),
+                                "score": (1 - weight) * h.score}) for h in text}
+    for rank, h in enumerate(graph, start=1):
+        cur = fused.get(h.chunk_id)
+        if cur is None:
+            cur = fused[h.chunk_id] = Hit(**{**h.__dict__, "ranks": {}, "scores": {}, "score": 0.0})
+        cur.ranks[name] = rank
+        cur.scores[name] = h.score
+        cur.score += weight * max(0.0, (h.score - low) / span)
+    return sorted(fused.values(), key=lambda h: (-h.score, h.chunk_id))

@@ -18,6 +18,7 @@ def retrieve(reader, text: str, cfg: QueryConfig, limit: int | None = None):
     from ragkit.legal import has_legal_ref
     from ragkit.rerank.features import DEFAULT_WEIGHTS, FeatureContext, rerank
     from ragkit.retrieve.filters import NO_MATCH
+    from ragkit.retrieve.fusion import NORM_DEPTH
     from ragkit.retrieve.query_syntax import ParsedQuery
     from ragkit.retrieve.references import QueryReferences, inject, resolve_query_refs
     from ragkit.retrieve.router import plan_and_route
@@ -28,6 +29,8 @@ def retrieve(reader, text: str, cfg: QueryConfig, limit: int | None = None):
         raise BadQuery(f"unknown strategy {cfg.strategy!r}", hint=f"Choose auto or one of: {', '.join(STRATEGIES)}")
     if not 0.0 <= cfg.alpha <= 1.0:
         raise BadQuery(f"--alpha must be within 0..1, not {cfg.alpha}")
+    if cfg.fusion not in ("convex", "rrf"):
+        raise BadQuery(f"unknown fusion {cfg.fusion!r}", hint="Choose convex or rrf")
     if cfg.k < 1:
         raise BadQuery(f"-k must be at least 1, not {cfg.k}")
     if cfg.tree_mode not in ("collapsed", "tree"):
@@ -100,8 +103,9 @@ def retrieve(reader, text: str, cfg: QueryConfig, limit: int | None = None):
         "constraints": {**qd["constraints"], "filters": dict(cfg.filters)},
         "planner_notes": qplan.notes,
         "retry": retry,
-        "fusion": {"method": "weighted_rrf", "k": cfg.rrf_k, "alpha": cfg.alpha,
-                   "overfetch": cfg.overfetch} if cfg.strategy == "hybrid" else None,
+        "fusion": ({"method": "weighted_rrf", "k": cfg.rrf_k} if cfg.fusion == "rrf" else
+                   {"method": "convex", "normalised_over": NORM_DEPTH})
+        | {"alpha": cfg.alpha, "overfetch": cfg.overfetch} if cfg.strategy == "hybrid" else None,
         "references": refs.found,
         **ctx.notes,
         "rerank": {"requested": cfg.rerank, "used": used, "mode": cfg.mode, "reason": reason},
@@ -118,6 +122,10 @@ def _candidates(ctx, qplan, searchable: bool):
 
     cfg = ctx.cfg
     hits = STRATEGIES[cfg.strategy](ctx)
+    if cfg.links and searchable:
+        from ragkit.retrieve.links import with_links
+
+        hits = with_links(ctx, hits)
     if qplan.expanded_queries and cfg.strategy in ("naive", "lexical", "hybrid") and searchable:
         hits = _with_queries(ctx, hits, qplan.expanded_queries, STRATEGIES[cfg.strategy], "expansion", 0.5)
     if cfg.expand and searchable:

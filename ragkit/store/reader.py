@@ -193,6 +193,18 @@ class IndexReader:
             self._memo[name] = build()
         return self._memo[name]
 
+    def title_index(self):
+        """The documents' specific titles (ragkit/retrieve/links.py), read once per reader."""
+        def build():
+            from ragkit.retrieve.links import TitleIndex
+            from ragkit.text import is_known_word
+
+            language = {"German": "de", "Swedish": "sv"}.get(self.manifest.get("fts_language"), "en")
+            common = (lambda w: is_known_word(w, "en") or is_known_word(w, language)) if COMMON_TITLES else None
+            return TitleIndex(self.chunks.titles(), common)
+
+        return self.memo("title_index", build)
+
     def scope_for(self, filters: dict[str, str]):
         """The documents (and their collections) the filters allow; None without filters."""
         if not filters:
@@ -292,6 +304,9 @@ class IndexReader:
                 page_start=r.get("page_start"), page_end=r.get("page_end"),
             ))
         return hits
+
+
+COMMON_TITLES = True
 
 
 class _Borrowed:

@@ -1,8 +1,9 @@
-"""hybrid: dense ∪ BM25, each over-fetched, fused by weighted RRF (alpha = dense weight)."""
+"""hybrid: dense ∪ BM25, each over-fetched, fused by a score-normalised convex combination (alpha = dense weight;
+``fusion = "rrf"``: weighted reciprocal rank fusion instead)."""
 
 from ragkit.records import Hit
 from ragkit.retrieve.context import SearchContext
-from ragkit.retrieve.fusion import weighted_rrf
+from ragkit.retrieve.fusion import convex, weighted_rrf
 
 
 def search(ctx: SearchContext) -> list[Hit]:
@@ -10,6 +11,9 @@ def search(ctx: SearchContext) -> list[Hit]:
     dense = ctx.dense(fetch)
     lexical = ctx.lexical(fetch)
     with ctx.timed("fusion"):
-        fused = weighted_rrf({"dense": dense, "lexical": lexical},
-                             {"dense": ctx.cfg.alpha, "lexical": 1.0 - ctx.cfg.alpha}, k=ctx.cfg.rrf_k)
+        if ctx.cfg.fusion == "rrf":
+            fused = weighted_rrf({"dense": dense, "lexical": lexical},
+                                 {"dense": ctx.cfg.alpha, "lexical": 1.0 - ctx.cfg.alpha}, k=ctx.cfg.rrf_k)
+        else:
+            fused = convex(dense, lexical, ctx.cfg.alpha, ctx.query_vector())
     return fused[: ctx.limit]
