@@ -85,9 +85,10 @@ def test_ppr_finds_the_second_hop(bridge, index_with):
                                      "ON d.id = c.document_id").fetchall())
     order = [ext[c] for c in ranked]
     assert order[:2] == ["a", "b"]  # Cobain's own paragraph, then Nirvana's (reached through "nirvana")
-    # vector_seeds 0: the fake embedder's bag-of-words "nearest entities" would be noise here
-    r = api.query(reader, "When was the band of Kurt Cobain formed?", QueryConfig(strategy="hippo", k=2,
-                                                                                 rerank="none", vector_seeds=0))
+    # vector_seeds 0: the fake embedder's bag-of-words "nearest entities" would be noise here; ppr_weight 1.0:
+    # only the walk counts (the fake embedder ranks Soundgarden's "rock band formed" above Nirvana's paragraph)
+    r = api.query(reader, "When was the band of Kurt Cobain formed?",
+                  QueryConfig(strategy="hippo", k=2, rerank="none", vector_seeds=0, ppr_weight=1.0))
     assert {p.path.split("#")[-1] for p in r.passages} == {"a", "b"}
     assert "kurt cobain" in r.plan["seed_entities"]
 

@@ -55,9 +55,11 @@ def test_hotpotqa_recall_stays_at_the_floor(hotpotqa_results, strategy):
 
 
 @needs_shared("hotpotqa-100")
-def test_the_gate_fails_when_hybrid_loses_its_dense_half(hotpotqa_results, hotpotqa_index):
-    """The floors have teeth: hybrid with the dense list weighted 0 (BM25 alone) falls below them."""
-    broken = quality.hotpotqa_eval(hotpotqa_index, HOTPOTQA["k"], ["hybrid"], QueryConfig(alpha=0.0))
+@pytest.mark.parametrize("broken_cfg", [QueryConfig(links=False), QueryConfig(alpha=0.0, links=False)],
+                         ids=["without title links", "BM25 alone"])
+def test_the_gate_fails_when_hybrid_loses_a_part(hotpotqa_results, hotpotqa_index, broken_cfg):
+    """The floors have teeth: hybrid without its title links, or reduced to BM25 alone, falls below them."""
+    broken = quality.hotpotqa_eval(hotpotqa_index, HOTPOTQA["k"], ["hybrid"], broken_cfg)
     checks = quality.hotpotqa_checks(broken, {"hybrid": HOTPOTQA["recorded"]["hybrid"]}, FLOORS["tolerance"])
     assert failures(checks)
     assert broken["hybrid"]["recall@2"] < hotpotqa_results["hybrid"]["recall@2"]

@@ -61,10 +61,10 @@ def convex(dense: list[Hit], lexical: list[Hit], alpha: float, query_vector) -> 
 
 
 def with_graph(text: list[Hit], graph: list[Hit], name: str, weight: float) -> list[Hit]:
-    """A graph ranking's scores (PPR mass, …; min-max normalised over its top ``NORM_DEPTH``) added with
-    ``weight`` to the text scores of ``convex`` (weighted 1 - ``weight``)."""
-    top = [h.score for h in graph[:NORM_DEPTH]]
-    low, span = (min(top), (max(top) - min(top)) or 1.0) if top else (0.0, 1.0)
+    """A graph ranking's scores (PPR mass, …: non-negative, divided by the list's highest) added with ``weight`` to
+    the text scores of ``convex`` (weighted 1 - ``weight``). Not min-max: the last of a short graph list would
+    count as nothing."""
+    top = max((h.score for h in graph), default=0.0) or 1.0
     fused = {h.chunk_id: Hit(**{**h.__dict__, "ranks": dict(h.ranks), "scores": dict(h.scores),
                                 "score": (1 - weight) * h.score}) for h in text}
     for rank, h in enumerate(graph, start=1):
@@ -73,5 +73,5 @@ def with_graph(text: list[Hit], graph: list[Hit], name: str, weight: float) -> l
             cur = fused[h.chunk_id] = Hit(**{**h.__dict__, "ranks": {}, "scores": {}, "score": 0.0})
         cur.ranks[name] = rank
         cur.scores[name] = h.score
-        cur.score += weight * max(0.0, (h.score - low) / span)
+        cur.score += weight * max(0.0, h.score / top)
     return sorted(fused.values(), key=lambda h: (-h.score, h.chunk_id))
