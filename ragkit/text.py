@@ -88,24 +88,8 @@ def query_language(text: str) -> str:
 
 @functools.lru_cache(maxsize=4)
 def _dictionary(language: str) -> frozenset[str]:
-    """wordfreq's "small" list of ``language``, read from its data file (format "cB" version 1: a header, then
-    the words by frequency band) without importing wordfreq, whose imports (ftfy, langcodes) cost ~150 ms of a
-    one-shot query; any other format goes through wordfreq's own reader."""
-    import gzip
-    import importlib.util
-
-    import msgpack
-
-    spec = importlib.util.find_spec("wordfreq")
-    path = Path(spec.submodule_search_locations[0]) / "data" / f"small_{language}.msgpack.gz" if spec else None
-    if path is not None and path.is_file():
-        with gzip.open(path, "rb") as fh:
-            data = msgpack.load(fh, raw=False)
-        if data and isinstance(data[0], dict) and data[0].get("format") == "cB" and data[0].get("version") == 1:
-            return frozenset(w for band in data[1:] for w in band)
-    import wordfreq
-
-    return frozenset(wordfreq.get_frequency_dict(language, wordlist="small"))
+    """wordfreq's "small" list of ``language`` (~40,000 words)."""
+    return frozenset(_frequencies(language))
 
 
 def is_known_word(word: str, language: str) -> bool:
@@ -139,3 +123,98 @@ def word_share(text: str, sample: int = 65_536) -> float:
     if not tokens:
         return 1.0
     return sum(1 for t in tokens if len(t) <= 30 and _WORD.fullmatch(t.strip(_EDGE) or "-")) / len(tokens)
+
+
+@functools.lru_cache(maxsize=4)
+def _frequencies(language: str) -> dict[str, int]:
+    """wordfreq's "small" list of ``language`` as word → frequency in centibels (0: every word, -100: one word in
+    ten), read from its data file (format "cB" version 1: a header, then the words by frequency band) without
+    importing wordfreq, whose imports (ftfy, langcodes) cost ~150 ms of a one-shot query; any other format goes
+    through wordfreq's own reader."""
+    import gzip
+    import importlib.util
+    import math
+
+    import msgpack
+
+    spec = importlib.util.find_spec("wordfreq")
+    path = Path(spec.submodule_search_locations[0]) / "data" / f"small_{language}.msgpack.gz" if spec else None
+    if path is not None and path.is_file():
+        with gzip.open(path, "rb") as fh:
+            data = msgpack.load(fh, raw=False)
+        if data and isinstance(data[0], dict) and data[0].get("format") == "cB" and data[0].get("version") == 1:
+            return {w: -band for band, words in enumerate(data[1:]) for w in words}
+    import wordfreq
+
+    return {w: round(100 * math.log10(f)) for w, f in wordfreq.get_frequency_dict(language, wordlist="small").items()
+            if f > 0}
+
+
+COMPOUND_LANGUAGES = {"de": ("", "s", "es", "n", "en", "e"), "sv": ("", "s", "a", "u", "e")}  # linking elements
+# derivational endings wordfreq lists as words: never the last part ("Unversehrtheit" is no compound)
+_SUFFIXES = frozenset("heit heiten keit keiten schaft schaften ungen lich liche lichen licher tum nisse "
+                      "het heten skap skapen ning ningen lig liga".split())
+COMPOUND_MIN = 8  # shorter words are not split
+PART_MIN = 4  # a part has at least this many letters ("mit" + "tags" + "pause" is no split)
+PART_COST = 40  # centibels a split pays per part beyond the first: "Unternehmen" and "Krankenhaus" stay whole,
+# "Betriebsratswahl" → betriebsrat, wahl (not betrieb, rats, wahl); 80 would keep "Mittagspause" whole
+
+
+@functools.lru_cache(maxsize=262_144)
+def _split_cached(word: str, language: str) -> tuple[str, ...]:
+    parts = _best_split(word, language, 3)[1]
+    return tuple(parts) if len(parts) > 1 else ()
+
+
+def split_compound(word: str, language: str) -> list[str]:
+    """The parts of a German or Swedish compound ("Mittagspause" → ["mittag", "pause"]), [] when it is none.
+
+    Koehn & Knight's frequency method (2003) over wordfreq's common words: among the word itself and every split
+    into known words (a linking element such as the German "s" or "en" may end a part), the one whose parts have
+    the highest geometric mean frequency (less ``PART_COST`` per part beyond the first) wins, so a frequent word
+    stays whole ("Verbraucher" is no "Verb" + "Raucher") and an unknown or rare compound is split ("Ruhepausen" →
+    ruhe, pausen). The frequencies are wordfreq's, read once per language (~40 ms)."""
+    if language not in COMPOUND_LANGUAGES or len(word) < COMPOUND_MIN or not word.isalpha() or (
+            language == "de" and not word[0].isupper()):  # German compounds of interest are nouns: capitalised
+        return []  # (participles such as "ausgefertigt", "nachfolgenden" are left alone)
+    return list(_split_cached(word.lower(), language))
+
+
+def _best_split(word: str, language: str, depth: int) -> tuple[float, list[str]]:
+    """(score, parts) of the best split of ``word`` into at most ``depth`` known words, (-inf, []) when there is
+    none. The score is the parts' mean frequency in centibels less ``PART_COST`` per part beyond the first."""
+    freq, links = _frequencies(language), COMPOUND_LANGUAGES[language]
+    best: tuple[float, list[str]] = (float(freq[word]), [word]) if word in freq else (float("-inf"), [])
+    if depth < 2:
+        return best
+    for cut in range(PART_MIN, len(word) - PART_MIN + 1):
+        tail = word[cut:]
+        if tail not in freq or tail in _SUFFIXES:
+            continue
+        head = word[:cut]
+        for link in links:
+            stem = head[: len(head) - len(link)] if link and head.endswith(link) else (head if not link else "")
+            if len(stem) < PART_MIN:
+                continue
+            score, parts = _best_split(stem, language, depth - 1)
+            if parts:
+                n = len(parts) + 1
+                total = (score + PART_COST * (n - 2)) * (n - 1) + freq[tail]  # the head's parts' sum
+                if (candidate := total / n - PART_COST * (n - 1)) > best[0]:
+                    best = (candidate, [*parts, tail])
+    return best
+
+
+_LETTERS = re.compile(r"[^\W\d_]{%d,}" % COMPOUND_MIN)
+
+
+def compound_parts(text: str, language: str) -> list[str]:
+    """The parts of every compound in ``text`` (once each, in order of appearance): what BM25 also indexes and
+    searches for German and Swedish text, so "Pause" finds "Ruhepausen" and "Mittagspause" finds both."""
+    if language not in COMPOUND_LANGUAGES:
+        return []
+    seen: dict[str, None] = {}
+    for word in _LETTERS.findall(text):
+        for part in split_compound(word, language):
+            seen.setdefault(part, None)
+    return list(seen)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Sweep the hybrid fusion weight (alpha) on a BEIR dataset, retrieving once.
+"""Sweep the hybrid fusion weight (alpha) on a BEIR dataset, for convex and weighted RRF fusion, retrieving once.
 
     python scripts/tune_fusion.py ../shared/data/scifact-train [--index DIR] [--alphas 0.3,0.4,0.5,0.6,0.7]
 
@@ -22,7 +22,7 @@ from rich.table import Table  # noqa: E402
 from ragkit import api  # noqa: E402
 from ragkit.config import QueryConfig  # noqa: E402
 from ragkit.evaluate import documents_of, load_dataset, ndcg_at, recall_at  # noqa: E402
-from ragkit.retrieve.fusion import weighted_rrf  # noqa: E402
+from ragkit.retrieve.fusion import convex, weighted_rrf  # noqa: E402
 
 
 def main() -> None:
@@ -38,22 +38,25 @@ def main() -> None:
     reader = api.open_index(index_dir)
     lists = {}
     for qid, text in ds.queries.items():
-        dense, _, _ = api.retrieve(reader, text, QueryConfig(strategy="naive", syntax=False), limit=4 * 2 * args.k)
-        lex, _, _ = api.retrieve(reader, text, QueryConfig(strategy="lexical", syntax=False), limit=4 * 2 * args.k)
-        lists[qid] = (dense, lex)
-    tab = Table(title=f"weighted RRF (k=60) on {args.dataset.name}, {len(lists)} queries")
-    for col in ("alpha (dense weight)", "nDCG@10", "recall@10", "recall@100"):
+        dense, _, _ = api.retrieve(reader, text, QueryConfig(strategy="naive", syntax=False, links=False), limit=4 * 2 * args.k)
+        lex, _, _ = api.retrieve(reader, text, QueryConfig(strategy="lexical", syntax=False, links=False), limit=4 * 2 * args.k)
+        lists[qid] = (dense, lex, reader.embedder.encode_query(text))
+    tab = Table(title=f"fusion of dense and BM25 on {args.dataset.name}, {len(lists)} queries (no rerank, no links)")
+    for col in ("fusion", "alpha (dense weight)", "nDCG@10", "recall@10", "recall@100"):
         tab.add_column(col, justify="right")
-    for alpha in [float(a) for a in args.alphas.split(",")]:
-        nd, r10, r100 = [], [], []
-        for qid, (dense, lex) in lists.items():
-            fused = weighted_rrf({"dense": dense, "lexical": lex}, {"dense": alpha, "lexical": 1 - alpha})
-            ranked = documents_of(fused[: 2 * args.k], args.k)
-            nd.append(ndcg_at(ranked, ds.qrels[qid]))
-            r10.append(recall_at(ranked, ds.qrels[qid], 10))
-            r100.append(recall_at(ranked, ds.qrels[qid], 100))
-        tab.add_row(f"{alpha:.2f}", f"{statistics.fmean(nd):.4f}", f"{statistics.fmean(r10):.4f}",
-                    f"{statistics.fmean(r100):.4f}")
+    fusions = {"convex": lambda d, b, a, q: convex(d, b, a, q),
+               "weighted RRF": lambda d, b, a, q: weighted_rrf({"dense": d, "lexical": b},
+                                                               {"dense": a, "lexical": 1 - a})}
+    for method, fuse in fusions.items():
+        for alpha in [float(a) for a in args.alphas.split(",")]:
+            nd, r10, r100 = [], [], []
+            for qid, (dense, lex, qvec) in lists.items():
+                ranked = documents_of(fuse(dense, lex, alpha, qvec)[: 2 * args.k], args.k)
+                nd.append(ndcg_at(ranked, ds.qrels[qid]))
+                r10.append(recall_at(ranked, ds.qrels[qid], 10))
+                r100.append(recall_at(ranked, ds.qrels[qid], 100))
+            tab.add_row(method, f"{alpha:.2f}", f"{statistics.fmean(nd):.4f}", f"{statistics.fmean(r10):.4f}",
+                        f"{statistics.fmean(r100):.4f}")
     Console().print(tab)
 
 

@@ -19,6 +19,7 @@ SHARED_DATA = REPO.parent / "shared" / "data"
 FLOORS = REPO / "tests" / "data" / "quality_floors.toml"
 LEGAL_QUERIES = REPO / "tests" / "data" / "legal_ref_queries.jsonl"
 GERMAN_QUESTIONS = REPO / "tests" / "data" / "german_questions.jsonl"
+GERMAN_HELD_OUT = REPO / "tests" / "data" / "german_questions_heldout.jsonl"  # written blind, never tuned on
 HOTPOTQA = SHARED_DATA / "hotpotqa-100"
 GERMAN_LAWS = SHARED_DATA / "german-laws" / "laws"
 
@@ -68,9 +69,9 @@ def legal_queries() -> list[dict]:
     return _jsonl(LEGAL_QUERIES)
 
 
-def german_questions() -> list[dict]:
+def german_questions(held_out: bool = False) -> list[dict]:
     """Natural German questions over the shared laws, each labelled with the section(s) that answer it."""
-    return _jsonl(GERMAN_QUESTIONS)
+    return _jsonl(GERMAN_HELD_OUT if held_out else GERMAN_QUESTIONS)
 
 
 def section_rank(reader, q: dict, k: int = 3) -> tuple[int | None, str]:

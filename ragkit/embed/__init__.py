@@ -76,6 +76,14 @@ def resolve_model_dir(spec: str) -> Path:
     return path.resolve()
 
 
+MODEL_LANGUAGES = {"all-MiniLM-L6-v2": frozenset({"en"})}  # what a known model was trained on (others: any)
+
+
+def model_languages(name: str) -> frozenset[str] | None:
+    """The languages the embedding model ``name`` was trained on; None when unknown (taken as any)."""
+    return MODEL_LANGUAGES.get(name)
+
+
 def model_name(spec: str, model_dir: Path) -> str:
     return "all-MiniLM-L6-v2" if spec == BUNDLED else model_dir.name
 

@@ -69,6 +69,7 @@ def plan_and_route(reader, text: str, cfg):
     """The plan of one query and the config to run it with (strategy, alpha, mode and filters resolved)."""
     from dataclasses import replace
 
+    from ragkit.embed import model_languages
     from ragkit.extract.entities import extract
     from ragkit.retrieve.planner import plan_query
     from ragkit.retrieve.spelling import Speller
@@ -107,5 +108,9 @@ def plan_and_route(reader, text: str, cfg):
     else:
         plan.strategy = cfg.strategy
         plan.reason = "chosen by --strategy"
+    languages = model_languages(reader.manifest["embedder"]["name"])
+    if languages is not None and plan.language not in languages and cfg.foreign_alpha is not None:
+        changes["alpha"] = min(changes.get("alpha", cfg.alpha), cfg.foreign_alpha)
+        plan.notes.append(f"the embedding model does not know {plan.language!r}: dense weight {changes['alpha']}")
     plan.retrieval_strategy = changes.get("mode", cfg.mode)
     return plan, replace(cfg, **changes)

@@ -16,6 +16,8 @@ import numpy as np
 import pyarrow as pa
 
 from ragkit.records import Chunk, Document
+from ragkit.text import compound_parts
+
 
 def _quiet() -> None:
     """Before lance or lancedb is imported: their Rust loggers are chatty at WARN for harmless events."""
@@ -38,6 +40,8 @@ def chunk_schema(dim: int) -> pa.Schema:
         ("chunk_index", pa.int32()), ("header", pa.string()),
         ("content", pa.string()),  # header + "\n" + text: what was embedded and what BM25 indexes (the text
         # itself is read back from it: a column of its own would store every chunk twice)
+        ("terms", pa.string()),  # German / Swedish: the parts of the content's compounds, which BM25 also
+        # indexes ("Ruhepausen" → "ruhe pausen"); else null
         ("path", pa.string()), ("title", pa.string()), ("doc_type", pa.string()),
         ("collection", pa.string()), ("external_id", pa.string()),
         ("line_start", pa.int32()), ("line_end", pa.int32()), ("token_count", pa.int32()),
@@ -58,6 +62,7 @@ def chunk_rows(chunks: list[Chunk], docs: dict[str, Document], vectors: np.ndarr
         cols["chunk_index"].append(c.index)
         cols["header"].append(c.header)
         cols["content"].append(c.embed_text)
+        cols["terms"].append(" ".join(compound_parts(c.embed_text, d.language)) or None)
         cols["path"].append(d.path)
         cols["title"].append(d.title)
         cols["doc_type"].append(d.doc_type)
@@ -95,11 +100,18 @@ def in_list(column: str, values: list[str]) -> str:
     return f"{column} IN ({', '.join(sql_str(v) for v in values)})"
 
 
+COMPOUND_FTS = {"German": "de", "Swedish": "sv"}  # BM25 languages whose index also holds the compounds' parts
+
+
 @dataclass
 class FtsSettings:
     language: str = "English"
     stem: bool = True
     remove_stop_words: bool = True
+
+    def columns(self) -> list[str]:
+        """The columns with a full-text index: ``terms`` too where compounds are split."""
+        return ["content", "terms"] if self.language in COMPOUND_FTS else ["content"]
 
 
 def chunk_text(content: str, header: str | None) -> str:
@@ -143,7 +155,7 @@ class ChunkTable:
                "doc_type", "collection", "external_id", "line_start", "line_end", "token_count",
                "boundary_confidence", "page_start", "page_end", "vector"]
 
-    def __init__(self, lance_dir: Path | str, table: str, version: int):
+    def __init__(self, lance_dir: Path | str, table: str, version: int, fts_language: str | None = None):
         _quiet()
         import lance
 
@@ -154,6 +166,7 @@ class ChunkTable:
         self._table: pa.Table | None = None  # every column but the vector, in row order
         self._doc_positions: dict[str, list[int]] | None = None
         self._ann: bool | None = None
+        self.compounds = COMPOUND_FTS.get(fts_language or "")  # "de"/"sv": BM25 also searches the parts
 
     def count(self) -> int:
         return self.ds.count_rows()
@@ -229,9 +242,15 @@ class ChunkTable:
         if not text.strip():
             return []
         exact = self.exact()
+        query: Any = text  # "content" has the only index (the dict form naming it took 0.9 ms more)
+        if self.compounds:  # with the query's compounds' parts, over content and terms as one field (BM25F)
+            from lance.query import CombinedFieldsQuery
+
+            words = " ".join([text, *compound_parts(text, self.compounds)])
+            query = CombinedFieldsQuery(words, ["content", "terms"])
         found = self.ds.to_table(columns=["id", "_score"] if exact else self.COLUMNS + ["_score"], filter=where,
-                                 prefilter=True, limit=limit, full_text_query=text,  # "content" has the one index
-                                 disable_scoring_autoprojection=True)  # (the dict form naming it took 0.9 ms more)
+                                 prefilter=True, limit=limit, full_text_query=query,
+                                 disable_scoring_autoprojection=True)
         if not exact:
             return _rows(found)
         _, row_of, _ = self.matrix()
@@ -434,11 +453,16 @@ class ChunkWriter:
         # committed one among them, before the commit).
         self.table.to_lance().optimize.compact_files(target_rows_per_fragment=COMPACT_ROWS)
         self.table.checkout_latest()
-        if self._fresh_index or not any(i.index_type == "FTS" for i in self.table.list_indices()):
-            self.table.create_index("content", config=FTS(
-                language=self.fts.language, stem=self.fts.stem,
-                remove_stop_words=self.fts.remove_stop_words, ascii_folding=True,
-            ), replace=True)
+        indexed = {c for i in self.table.list_indices() if i.index_type == "FTS" for c in i.columns}
+        if self._fresh_index or indexed != set(self.fts.columns()):
+            for stale in (i.name for i in self.table.list_indices()
+                          if i.index_type == "FTS" and i.columns[0] not in self.fts.columns()):
+                self.table.drop_index(stale)
+            for column in self.fts.columns():
+                self.table.create_index(column, config=FTS(
+                    language=self.fts.language, stem=self.fts.stem,
+                    remove_stop_words=self.fts.remove_stop_words, ascii_folding=True,
+                ), replace=True)
         else:  # new rows into the FTS (and vector) indexes
             self.table.to_lance().optimize.optimize_indices()
             self.table.checkout_latest()

@@ -9,9 +9,9 @@ from typing import Any
 
 from ragkit.errors import IndexCorrupt, IndexNotFound
 
-FORMAT_VERSION = 5  # 2: canonical entities/relations, per-collection communities; 3: summary tree;
+FORMAT_VERSION = 6  # 2: canonical entities/relations, per-collection communities; 3: summary tree;
 # 4: lean index (language-aware entities, bounded relations, derived vectors, 16 KiB DuckDB blocks);
-# 5: chunk pages (PDF)
+# 5: chunk pages (PDF); 6: compound parts (German/Swedish) in the chunks' BM25 index
 NAME = "manifest.json"
 
 

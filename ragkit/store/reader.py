@@ -13,7 +13,7 @@ from ragkit.records import Hit, Scope
 from ragkit.store import remote
 from ragkit.store.duck import DuckStore
 from ragkit.store.graph import load_pickled
-from ragkit.store.lance import ChunkTable, sql_str
+from ragkit.store.lance import COMPOUND_FTS, ChunkTable, sql_str
 from ragkit.store.layout import VOCAB_FILE, graph_path, store_path
 from ragkit.store.manifest import NAME as MANIFEST, read_manifest
 
@@ -70,7 +70,8 @@ class IndexReader:
         self._memory = None
         run = self.manifest["last_run"]
         try:
-            self.chunks = ChunkTable(remote.lance_location(self.index_dir), run["lance_table"], run["lance_version"])
+            self.chunks = ChunkTable(remote.lance_location(self.index_dir), run["lance_table"], run["lance_version"],
+                                     self.manifest.get("fts_language"))
         except Exception as exc:  # missing table files, bad version, …
             raise IndexCorrupt(f"cannot open the chunks table of {self.index_dir}: {exc}") from exc
 
@@ -199,8 +200,8 @@ class IndexReader:
             from ragkit.retrieve.links import TitleIndex
             from ragkit.text import is_known_word
 
-            language = {"German": "de", "Swedish": "sv"}.get(self.manifest.get("fts_language"), "en")
-            common = (lambda w: is_known_word(w, "en") or is_known_word(w, language)) if COMMON_TITLES else None
+            language = COMPOUND_FTS.get(self.manifest.get("fts_language"), "en")
+            common = lambda w: is_known_word(w, "en") or is_known_word(w, language)  # noqa: E731
             return TitleIndex(self.chunks.titles(), common)
 
         return self.memo("title_index", build)
@@ -304,9 +305,6 @@ class IndexReader:
                 page_start=r.get("page_start"), page_end=r.get("page_end"),
             ))
         return hits
-
-
-COMMON_TITLES = True
 
 
 class _Borrowed:

@@ -1,0 +1,66 @@
+"""German and Swedish compounds: split by word frequency, indexed and searched by BM25 beside the words."""
+
+from ragkit import api
+from ragkit.config import QueryConfig
+from ragkit.text import compound_parts, split_compound
+from tests.conftest import write
+
+
+def test_compounds_split_into_known_words():
+    assert split_compound("Mittagspause", "de") == ["mittag", "pause"]  # linking "s" dropped
+    assert split_compound("Ruhepausen", "de") == ["ruhe", "pausen"]
+    assert split_compound("Kündigungsschutz", "de") == ["kündigung", "schutz"]
+    assert split_compound("Betriebsratswahl", "de") == ["betriebsrat", "wahl"]  # fewer parts win a close call
+    assert split_compound("arbetsmiljölagen", "sv") == ["arbetsmiljö", "lagen"]
+
+
+def test_frequent_words_participles_and_endings_stay_whole():
+    assert split_compound("Verbraucher", "de") == []  # no "verb" + "raucher": the word itself is more frequent
+    assert split_compound("Unternehmen", "de") == []
+    assert split_compound("ausgefertigt", "de") == []  # German compounds of interest are capitalised nouns
+    assert split_compound("Unversehrtheit", "de") == []  # "-heit" is an ending, not a word
+    assert split_compound("Mittagspause", "en") == [] and split_compound("Haus", "de") == []
+    assert compound_parts("Die Ruhepausen und die Mittagspause, die Ruhepausen.", "de") == \
+        ["ruhe", "pausen", "mittag", "pause"]
+
+
+GERMAN = ("Die Arbeit ist durch im Voraus feststehende Ruhepausen von mindestens dreißig Minuten zu unterbrechen. "
+          "Länger als sechs Stunden hintereinander dürfen Arbeitnehmer nicht ohne Unterbrechung beschäftigt werden.")
+
+
+def test_bm25_finds_a_compound_by_its_parts_and_the_parts_by_a_compound(tmp_path, index_with):
+    root = tmp_path / "de"
+    write(root, "arbzg.md", "# Arbeitszeit\n\n## § 4 Unterbrechungen\n\n" + GERMAN + "\n\n## § 5 Nachtruhe\n\n"
+          "Nach Beendigung der täglichen Arbeitszeit muss eine ununterbrochene Nachtruhe gewährt werden, die "
+          "Stunden zwischen dreiundzwanzig Uhr und sechs Uhr umfasst und für alle Beschäftigten gilt.\n")
+    _, reader = index_with(root)
+    assert reader.manifest["fts_language"] == "German"
+    for query in ("Pause", "Mittagspause"):  # a part finds the compound; a compound's part finds another
+        hits = reader.chunks.fts_search(query, 5, None)
+        assert hits and "Ruhepausen" in hits[0]["text"], query
+    from lance.query import MatchQuery
+
+    assert not reader.chunks.ds.to_table(full_text_query=MatchQuery("Pause", "content")).num_rows  # no chunk
+    # says "Pause": the parts found it
+    r = api.query(reader, "Wie lange ist die Mittagspause?", QueryConfig(strategy="lexical", k=1))
+    assert r.passages[0].section.endswith("§ 4 Unterbrechungen")
+
+
+def test_english_indexes_get_no_parts(tmp_path, index_with, corpus):
+    _, reader = index_with(corpus)
+    assert reader.chunks.compounds is None
+    assert set(reader.chunks.ds.to_table(columns=["terms"]).column("terms").to_pylist()) == {None}
+
+
+def test_a_query_in_a_language_the_model_does_not_know_leans_on_bm25(tmp_path, index_with):
+    root = tmp_path / "de"
+    write(root, "a.md", "# Arbeitszeit\n\n" + GERMAN + "\n")
+    _, reader = index_with(root)
+    reader.manifest["embedder"]["name"] = "all-MiniLM-L6-v2"  # the bundled model: English only
+    r = api.query(reader, "Wie lange muss die Pause sein?", QueryConfig(strategy="hybrid", k=1))
+    assert r.plan["fusion"]["alpha"] == QueryConfig().foreign_alpha
+    assert any("does not know 'de'" in n for n in r.plan["planner_notes"])
+    r = api.query(reader, "How long must the break be?", QueryConfig(strategy="hybrid", k=1))
+    assert r.plan["fusion"]["alpha"] == QueryConfig().alpha
+    r = api.query(reader, "Wie lange muss die Pause sein?", QueryConfig(strategy="hybrid", k=1, foreign_alpha=None))
+    assert r.plan["fusion"]["alpha"] == QueryConfig().alpha
