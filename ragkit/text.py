@@ -166,7 +166,7 @@ def _split_cached(word: str, language: str) -> tuple[str, ...]:
     return tuple(parts) if len(parts) > 1 else ()
 
 
-def split_compound(word: str, language: str) -> list[str]:
+def split_compound(word: str, language: str, nouns_only: bool = True) -> list[str]:
     """The parts of a German or Swedish compound ("Mittagspause" → ["mittag", "pause"]), [] when it is none.
 
     Koehn & Knight's frequency method (2003) over wordfreq's common words: among the word itself and every split
@@ -175,8 +175,8 @@ def split_compound(word: str, language: str) -> list[str]:
     stays whole ("Verbraucher" is no "Verb" + "Raucher") and an unknown or rare compound is split ("Ruhepausen" →
     ruhe, pausen). The frequencies are wordfreq's, read once per language (~40 ms)."""
     if language not in COMPOUND_LANGUAGES or len(word) < COMPOUND_MIN or not word.isalpha() or (
-            language == "de" and not word[0].isupper()):  # German compounds of interest are nouns: capitalised
-        return []  # (participles such as "ausgefertigt", "nachfolgenden" are left alone)
+            nouns_only and language == "de" and not word[0].isupper()):  # German compounds of interest are
+        return []  # nouns: capitalised (participles such as "ausgefertigt", "nachfolgenden" are left alone)
     return list(_split_cached(word.lower(), language))
 
 
@@ -208,13 +208,19 @@ def _best_split(word: str, language: str, depth: int) -> tuple[float, list[str]]
 _LETTERS = re.compile(r"[^\W\d_]{%d,}" % COMPOUND_MIN)
 
 
-def compound_parts(text: str, language: str) -> list[str]:
+def compound_parts(text: str, language: str, query: bool = False) -> list[str]:
     """The parts of every compound in ``text`` (once each, in order of appearance): what BM25 also indexes and
-    searches for German and Swedish text, so "Pause" finds "Ruhepausen" and "Mittagspause" finds both."""
+    searches for German and Swedish text, so "Pause" finds "Ruhepausen" and "Mittagspause" finds both.
+
+    ``query``: a query's words, typed in lower case as often as not: German words are split whatever their
+    case, and words English knows are left whole (an English query over a German index: "Breakfast" is no
+    "break" + "fast")."""
     if language not in COMPOUND_LANGUAGES:
         return []
     seen: dict[str, None] = {}
     for word in _LETTERS.findall(text):
-        for part in split_compound(word, language):
+        if query and is_known_word(word, "en"):
+            continue
+        for part in split_compound(word, language, nouns_only=not query):
             seen.setdefault(part, None)
     return list(seen)

@@ -137,16 +137,24 @@ def main() -> None:
     from rich.table import Table
 
     work = args.work or Path(tempfile.mkdtemp(prefix="ragkit-targets-"))
+    def commit(repo: Path, ref: str) -> str:
+        return subprocess.run(["git", "-C", str(repo), "rev-parse", f"{ref}^{{commit}}"], capture_output=True,
+                              text=True).stdout.strip()
+
     tree = work / "before-tree"
-    if not tree.exists():
+    created = not tree.exists()
+    if created:
         subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", str(tree), args.before], check=True,
                        capture_output=True)
+    elif commit(tree, "HEAD") != commit(REPO, args.before):
+        sys.exit(f"{tree} exists and is not at {args.before}: remove it or choose another --work")
     try:
         t = time.perf_counter()
         before = side(tree, work / "before", args.set)
         after = side(REPO, work / "after", args.set)
     finally:
-        subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(tree)], capture_output=True)
+        if created:
+            subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(tree)], capture_output=True)
     tab = Table(title=f"retrieval quality, before ({args.before}) and after (this tree), one run "
                       f"({time.perf_counter() - t:.0f} s)")
     for col in ("figure", "before", "after", "target"):

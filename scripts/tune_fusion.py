@@ -3,14 +3,16 @@
 
     python scripts/tune_fusion.py ../shared/data/scifact-train [--index DIR] [--alphas 0.3,0.4,0.5,0.6,0.7]
 
-The dense and BM25 lists of every query are fetched once; each alpha then only
-re-fuses them, so the sweep costs one retrieval pass. Tune on train splits only.
+The dense and BM25 lists of every query are fetched once (each retriever's own list: no reranking, links or
+retry); each alpha then only re-fuses them, so the sweep costs one retrieval pass. A second table runs hybrid
+as queries do (reranking, links, retry) with each fusion at the default alpha. Tune on train splits only.
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
+from dataclasses import replace
 import sys
 from pathlib import Path
 
@@ -37,9 +39,10 @@ def main() -> None:
     api.index([ds.corpus], index_dir)
     reader = api.open_index(index_dir)
     lists = {}
+    plain = QueryConfig(syntax=False, links=False, rerank="none", retry=False)  # each retriever's own list
     for qid, text in ds.queries.items():
-        dense, _, _ = api.retrieve(reader, text, QueryConfig(strategy="naive", syntax=False, links=False), limit=4 * 2 * args.k)
-        lex, _, _ = api.retrieve(reader, text, QueryConfig(strategy="lexical", syntax=False, links=False), limit=4 * 2 * args.k)
+        dense, _, _ = api.retrieve(reader, text, replace(plain, strategy="naive"), limit=4 * 2 * args.k)
+        lex, _, _ = api.retrieve(reader, text, replace(plain, strategy="lexical"), limit=4 * 2 * args.k)
         lists[qid] = (dense, lex, reader.embedder.encode_query(text))
     tab = Table(title=f"fusion of dense and BM25 on {args.dataset.name}, {len(lists)} queries (no rerank, no links)")
     for col in ("fusion", "alpha (dense weight)", "nDCG@10", "recall@10", "recall@100"):
@@ -57,6 +60,20 @@ def main() -> None:
                 r100.append(recall_at(ranked, ds.qrels[qid], 100))
             tab.add_row(method, f"{alpha:.2f}", f"{statistics.fmean(nd):.4f}", f"{statistics.fmean(r10):.4f}",
                         f"{statistics.fmean(r100):.4f}")
+    Console().print(tab)
+    # the same two fusions as queries run them: hybrid with the default fetch, reranking, links and retry
+    tab = Table(title=f"hybrid with the default settings on {args.dataset.name}, by fusion")
+    for col in ("fusion", "nDCG@10", "recall@10"):
+        tab.add_column(col, justify="right")
+    for method in ("convex", "rrf"):
+        nd, r10 = [], []
+        for qid, text in ds.queries.items():
+            hits, _, _ = api.retrieve(reader, text, QueryConfig(strategy="hybrid", fusion=method, syntax=False),
+                                      limit=2 * args.k)
+            ranked = documents_of(hits, args.k)
+            nd.append(ndcg_at(ranked, ds.qrels[qid]))
+            r10.append(recall_at(ranked, ds.qrels[qid], 10))
+        tab.add_row(method, f"{statistics.fmean(nd):.4f}", f"{statistics.fmean(r10):.4f}")
     Console().print(tab)
 
 

@@ -22,6 +22,10 @@ def test_frequent_words_participles_and_endings_stay_whole():
     assert split_compound("Mittagspause", "en") == [] and split_compound("Haus", "de") == []
     assert compound_parts("Die Ruhepausen und die Mittagspause, die Ruhepausen.", "de") == \
         ["ruhe", "pausen", "mittag", "pause"]
+    # a query's words: lower case split too, words English knows left whole
+    assert compound_parts("wie lange ist die mittagspause?", "de", query=True) == ["mittag", "pause"]
+    assert compound_parts("Overtime Understanding Breakfast", "de", query=True) == []
+    assert compound_parts("wie lange ist die mittagspause?", "de") == []
 
 
 GERMAN = ("Die Arbeit ist durch im Voraus feststehende Ruhepausen von mindestens dreißig Minuten zu unterbrechen. "
@@ -35,8 +39,8 @@ def test_bm25_finds_a_compound_by_its_parts_and_the_parts_by_a_compound(tmp_path
           "Stunden zwischen dreiundzwanzig Uhr und sechs Uhr umfasst und für alle Beschäftigten gilt.\n")
     _, reader = index_with(root)
     assert reader.manifest["fts_language"] == "German"
-    for query in ("Pause", "Mittagspause"):  # a part finds the compound; a compound's part finds another
-        hits = reader.chunks.fts_search(query, 5, None)
+    for query in ("Pause", "Mittagspause", "mittagspause"):  # a part finds the compound; a compound's part
+        hits = reader.chunks.fts_search(query, 5, None, compound_parts(query, "de", query=True))  # another
         assert hits and "Ruhepausen" in hits[0]["text"], query
     from lance.query import MatchQuery
 

@@ -201,6 +201,24 @@ def test_a_run_that_lost_its_lease_commits_nothing(s3, corpus, tmp_path, monkeyp
     assert again.unchanged == 5 and again.new == 0
 
 
+def test_an_index_in_an_older_format_on_s3_is_rebuilt(s3, corpus, tmp_path):
+    import boto3
+
+    from ragkit.store.manifest import FORMAT_VERSION
+
+    uri = f"s3://{BUCKET}/old"
+    fake = FakeEmbedder()
+    api.index([corpus], uri, embedder_factory=lambda cfg: fake)
+    s3c = boto3.client("s3")
+    data = json.loads(s3c.get_object(Bucket=BUCKET, Key="old/manifest.json")["Body"].read())
+    s3c.put_object(Bucket=BUCKET, Key="old/manifest.json", Body=json.dumps({**data, "format_version": 1}).encode())
+    summary = api.index([corpus], uri, embedder_factory=lambda cfg: fake)
+    assert summary.new == 3 and any("rebuilding" in w for w in summary.warnings)
+    reader = api.open_index(uri, embedder=fake)
+    assert reader.manifest["format_version"] == FORMAT_VERSION and run_objects(keys("old/")) == {1}  # a new index
+    assert api.query(reader, "rollback container image", QueryConfig(k=1)).passages[0].path.endswith("deploy.rst")
+
+
 def test_the_commit_is_conditional_on_the_manifest_the_run_started_from(s3, corpus, tmp_path, monkeypatch):
     """Were the manifest replaced behind the lease's back, the commit (an upload with If-Match) fails and
     commits nothing; the manifest in the bucket stays the one that replaced it."""

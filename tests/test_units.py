@@ -9,7 +9,7 @@ from ragkit.ingest.doctype import infer_doc_type
 from ragkit.records import Hit
 from ragkit.config import parse_filters
 from ragkit.retrieve.filters import NO_MATCH, build_where
-from ragkit.retrieve.fusion import weighted_rrf
+from ragkit.retrieve.fusion import convex, weighted_rrf, with_graph
 from ragkit.retrieve.query_syntax import parse_query
 from ragkit.errors import BadQuery
 
@@ -162,3 +162,32 @@ def test_context_packing():
     assert pack.dropped == [4] and pack.tokens <= 400
     assert pack.text.startswith("--- Source: Law (L) > § 3 Work ---\ntext 3")
     assert pack.text.index("text 1") < pack.text.index("text 2")
+
+
+def test_convex_fusion_normalises_each_list_and_weights_them_by_alpha():
+    import numpy as np
+
+    q = np.array([1.0, 0.0])
+    dense = [hit("a", 0.9), hit("b", 0.7), hit("c", 0.5)]
+    lexical = [hit("c", 12.0), hit("d", 8.0), hit("a", 4.0)]
+    lexical[1].vector = np.array([0.6, 0.8])  # d: BM25 only; its own vector gives cosine 0.6
+    fused = {h.chunk_id: h for h in convex(dense, lexical, 0.5, q)}
+    assert fused["a"].score == pytest.approx(0.5 * 1.0 + 0.5 * 0.0)  # top dense, bottom BM25
+    assert fused["c"].score == pytest.approx(0.5 * 0.0 + 0.5 * 1.0)
+    assert fused["b"].score == pytest.approx(0.5 * 0.5)  # halfway in dense, absent from BM25
+    assert fused["d"].score == pytest.approx(0.5 * 0.25 + 0.5 * 0.5)  # cosine 0.6 between 0.5 and 0.9
+    assert fused["a"].ranks == {"dense": 1, "lexical": 3} and fused["a"].scores == {"dense": 0.9, "lexical": 4.0}
+    assert [h.chunk_id for h in convex(dense, lexical, 1.0, q)][:2] == ["a", "b"]  # alpha 1: dense order
+    assert [h.chunk_id for h in convex(dense, lexical, 0.0, q)][:2] == ["c", "d"]  # alpha 0: BM25 order
+    assert convex([], [], 0.5, q) == [] and [h.chunk_id for h in convex([], lexical[:1], 0.5, q)] == ["c"]
+    assert dense[0].score == 0.9 and not dense[0].ranks  # the inputs are not changed
+
+
+def test_graph_scores_are_added_to_the_text_fusion_scaled_by_their_highest():
+    text = [hit("a", 0.8), hit("b", 0.6)]
+    graph = [hit("b", 0.02), hit("g", 0.01)]  # g: found by the walk only
+    fused = {h.chunk_id: h for h in with_graph(text, graph, "ppr", 0.25)}
+    assert fused["a"].score == pytest.approx(0.75 * 0.8)
+    assert fused["b"].score == pytest.approx(0.75 * 0.6 + 0.25 * 1.0)
+    assert fused["g"].score == pytest.approx(0.25 * 0.5)  # the last of a short list still counts
+    assert fused["g"].ranks == {"ppr": 2} and [h.chunk_id for h in with_graph(text, [], "ppr", 0.25)] == ["a", "b"]

@@ -203,7 +203,8 @@ def run_index(
     with remote.writing(index_dir, wait, on_wait=rep.warn) as bucket:
         previous = None
         old_format = manifest_format(index_dir)
-        if old_format not in (None, FORMAT_VERSION) and (index_dir / "lance").exists():
+        if old_format not in (None, FORMAT_VERSION):  # (on object storage: the mirror; the old table is dropped
+            # by the writer, the old run's objects by remove_leftovers below, the manifest replaced by the commit)
             warn(f"{index_dir} is in index format {old_format}; rebuilding it in format {FORMAT_VERSION}")
             _clear_index(index_dir)
         if (index_dir / "manifest.json").exists():

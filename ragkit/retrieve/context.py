@@ -12,6 +12,7 @@ from ragkit.retrieve.filters import NO_MATCH
 from ragkit.retrieve.query_syntax import ParsedQuery
 from ragkit.store.reader import IndexReader
 from ragkit.records import Hit, Scope
+from ragkit.text import compound_parts
 
 
 VECTOR_SEED_MIN = 0.5  # cosine: below this a nearest entity is not what the query names
@@ -131,8 +132,9 @@ class SearchContext:
                 "score": round(float(score), 4)}
 
     def fuse_with_text(self, name: str, graph_hits: list[Hit], fetch: int, weight: float) -> list[Hit]:
-        """Weighted RRF of a graph ranking (``weight``) with the text ranking (the rest): dense and BM25 fused as
-        hybrid fuses them (``cfg.fusion``), or with ``rrf`` as two lists sharing the rest by alpha."""
+        """A graph ranking (``weight``) fused with the text ranking (the rest): by default its scores added to
+        the convex fusion of dense and BM25 (``fusion.with_graph``); with ``fusion = "rrf"`` weighted RRF of the
+        three lists, dense and BM25 sharing the rest by alpha."""
         from ragkit.retrieve.fusion import convex, weighted_rrf, with_graph
 
         dense = self.dense(fetch)
@@ -153,5 +155,8 @@ class SearchContext:
             return []
         if ("lexical", limit) not in self._found:
             with self.timed("lexical"):
-                self._found["lexical", limit] = self.reader.chunks.fts_search(self.query.text, limit, self.where)
+                language = self.reader.chunks.compounds  # "de"/"sv": the index holds compounds' parts
+                parts = compound_parts(self.query.text, language, query=True) if language else None
+                self._found["lexical", limit] = self.reader.chunks.fts_search(self.query.text, limit, self.where,
+                                                                              parts)
         return self.reader.to_hits(self._found["lexical", limit], "lexical")

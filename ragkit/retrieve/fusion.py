@@ -1,4 +1,5 @@
-"""Weighted reciprocal rank fusion."""
+"""Fusion of rankings: weighted reciprocal rank fusion, the score-normalised convex combination of dense and BM25
+(hybrid's default), and a graph ranking's scores added to that."""
 
 from __future__ import annotations
 
@@ -29,8 +30,13 @@ NORM_DEPTH = 100  # a list's scores are min-max normalised over its top this man
 def convex(dense: list[Hit], lexical: list[Hit], alpha: float, query_vector) -> list[Hit]:
     """Score-normalised convex combination: alpha × dense + (1 - alpha) × BM25, each min-max normalised over the
     top ``NORM_DEPTH`` of its list and clipped at 0. A chunk only BM25 found gets its dense score from its own
-    vector; one only dense search found gets 0 from BM25 (it scored below the list). Measured on scifact-train
-    (scripts/tune_fusion.py): nDCG@10 0.734 against weighted RRF's 0.718 before reranking, flat for alpha 0.45–0.6.
+    vector (with exact dense search it lies below the list and counts 0; with an approximate vector index it may
+    have been missed); one only dense search found gets 0 from BM25 (it scored below the list).
+
+    Measured (nDCG@10, hybrid as queries run it: reranking, title links, retry): scifact-train 0.736 vs weighted
+    RRF's 0.723, hotpotqa-100 0.913 vs 0.897, rust-book-queries 0.941 vs 0.928; the reranker's text relevance is
+    the fused score, and a score keeps how far apart two chunks are where a rank does not. On the bare lists
+    (no reranking, scripts/tune_fusion.py) RRF ranks better: 0.721 vs 0.705 on scifact-train.
     Hits are copies carrying each list's rank and raw score; ``score`` is the combination."""
     import numpy as np
 

@@ -34,6 +34,17 @@ def title_key(title: str) -> list[str]:
     return [t.lower() for t in _TOKEN.findall(_QUALIFIER.sub("", title or ""))]
 
 
+def title_index(reader) -> "TitleIndex":
+    """The index's specific titles, read once per reader; common words are English's and the index language's."""
+    from ragkit.text import is_known_word
+
+    def build() -> TitleIndex:
+        return TitleIndex(reader.chunks.titles(),
+                          lambda w: is_known_word(w, "en") or is_known_word(w, reader.language))
+
+    return reader.memo("title_index", build)
+
+
 class TitleIndex:
     """Specific document titles → documents, and which of them a text names."""
 
@@ -88,7 +99,7 @@ def with_links(ctx, hits: list[Hit]) -> list[Hit]:
     """``hits`` with the documents the query and the first hit name by title (see the module's text)."""
     if not hits:
         return hits
-    index = ctx.reader.title_index()
+    index = title_index(ctx.reader)
     with ctx.timed("links"):
         found: dict[str, list[Hit]] = {}
         named = index.named(ctx.query.text)

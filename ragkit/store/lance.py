@@ -238,16 +238,18 @@ class ChunkTable:
             positions = [p for p in positions if allowed[p]]
         return self.take(positions)
 
-    def fts_search(self, text: str, limit: int, where: str | None) -> list[dict[str, Any]]:
+    def fts_search(self, text: str, limit: int, where: str | None, parts: list[str] | None = None
+                   ) -> list[dict[str, Any]]:
+        """BM25 hits for ``text``; in an index with compound parts (``compounds``) over content and terms as one
+        field (BM25F), the query's own compounds' ``parts`` added."""
         if not text.strip():
             return []
         exact = self.exact()
         query: Any = text  # "content" has the only index (the dict form naming it took 0.9 ms more)
-        if self.compounds:  # with the query's compounds' parts, over content and terms as one field (BM25F)
+        if self.compounds:
             from lance.query import CombinedFieldsQuery
 
-            words = " ".join([text, *compound_parts(text, self.compounds)])
-            query = CombinedFieldsQuery(words, ["content", "terms"])
+            query = CombinedFieldsQuery(" ".join([text, *(parts or [])]), ["content", "terms"])
         found = self.ds.to_table(columns=["id", "_score"] if exact else self.COLUMNS + ["_score"], filter=where,
                                  prefilter=True, limit=limit, full_text_query=query,
                                  disable_scoring_autoprojection=True)

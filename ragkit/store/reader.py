@@ -194,17 +194,10 @@ class IndexReader:
             self._memo[name] = build()
         return self._memo[name]
 
-    def title_index(self):
-        """The documents' specific titles (ragkit/retrieve/links.py), read once per reader."""
-        def build():
-            from ragkit.retrieve.links import TitleIndex
-            from ragkit.text import is_known_word
-
-            language = COMPOUND_FTS.get(self.manifest.get("fts_language"), "en")
-            common = lambda w: is_known_word(w, "en") or is_known_word(w, language)  # noqa: E731
-            return TitleIndex(self.chunks.titles(), common)
-
-        return self.memo("title_index", build)
+    @property
+    def language(self) -> str:
+        """The index's language as its BM25 index has it: "de", "sv" or "en"."""
+        return COMPOUND_FTS.get(self.manifest.get("fts_language"), "en")
 
     def scope_for(self, filters: dict[str, str]):
         """The documents (and their collections) the filters allow; None without filters."""

@@ -15,7 +15,8 @@ ragkit/store/derived.py).
   discount of seed 004); direct chunk matches (dense) join at their own
   similarity; a chunk reached twice keeps its best score.
 
-Either ranking is fused with BM25 by weighted RRF (alpha), as in hybrid. The
+Either ranking is fused with BM25 by weighted RRF (alpha; hybrid's default is now the convex fusion, not yet
+measured here, so hierarchical keeps RRF). The
 best nodes' summaries become context items. No node in scope (a corpus of
 one-chunk documents has no tree) → hybrid.
 """

@@ -7,8 +7,8 @@ are IDF-weighted too, so a walk leaving a chunk prefers its specific entities
 (the bridge name) over common ones (a year). ``passage_share`` > 0 also
 restarts the walk at the top dense chunks, as HippoRAG 2 does (measured: no
 gain on hotpotqa-100, so off by default). Chunks are ranked by PPR mass and
-fused with the dense and BM25 rankings (weighted RRF: ``ppr_weight`` for PPR,
-the rest split by ``alpha``). Without a seed entity it falls back to hybrid.
+fused with the dense and BM25 rankings (``SearchContext.fuse_with_text``: the PPR mass, divided by the
+highest, added with ``ppr_weight`` to the convex fusion of dense and BM25). Without a seed entity it falls back to hybrid.
 """
 
 from ragkit.records import Hit
