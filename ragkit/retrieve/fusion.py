@@ -6,6 +6,24 @@ from __future__ import annotations
 from ragkit.records import Hit
 
 
+def _merge(fused: dict[str, Hit], name: str, hits: list[Hit]) -> list[tuple[int, Hit, Hit]]:
+    """Each of ``hits`` into ``fused`` (a copy per chunk, score 0 when new), recording its 1-based rank and raw
+    score in list ``name``; (rank, hit, copy) for each."""
+    out = []
+    for rank, hit in enumerate(hits, start=1):
+        cur = fused.get(hit.chunk_id)
+        if cur is None:
+            cur = fused[hit.chunk_id] = Hit(**{**hit.__dict__, "ranks": {}, "scores": {}, "score": 0.0})
+        cur.ranks[name] = rank
+        cur.scores[name] = hit.score
+        out.append((rank, hit, cur))
+    return out
+
+
+def _ordered(fused: dict[str, Hit]) -> list[Hit]:
+    return sorted(fused.values(), key=lambda h: (-h.score, h.chunk_id))
+
+
 def weighted_rrf(ranked: dict[str, list[Hit]], weights: dict[str, float], k: int = 60) -> list[Hit]:
     """score(d) = Σ_lists w_list / (k + rank_list(d)); ranks are 1-based.
 
@@ -14,14 +32,9 @@ def weighted_rrf(ranked: dict[str, list[Hit]], weights: dict[str, float], k: int
     fused: dict[str, Hit] = {}
     for name, hits in ranked.items():
         w = weights.get(name, 1.0)
-        for rank, hit in enumerate(hits, start=1):
-            cur = fused.get(hit.chunk_id)
-            if cur is None:
-                cur = fused[hit.chunk_id] = Hit(**{**hit.__dict__, "ranks": {}, "scores": {}, "score": 0.0})
-            cur.ranks[name] = rank
-            cur.scores[name] = hit.score
+        for rank, _, cur in _merge(fused, name, hits):
             cur.score += w / (k + rank)
-    return sorted(fused.values(), key=lambda h: (-h.score, h.chunk_id))
+    return _ordered(fused)
 
 
 NORM_DEPTH = 100  # a list's scores are min-max normalised over its top this many (the same whatever the fetch)
@@ -50,20 +63,15 @@ def convex(dense: list[Hit], lexical: list[Hit], alpha: float, query_vector) -> 
 
     (d_low, d_span), (b_low, b_span) = scale(dense), scale(lexical)
     fused: dict[str, Hit] = {}
-    for name, hits in (("dense", dense), ("lexical", lexical)):
-        for rank, hit in enumerate(hits, start=1):
-            cur = fused.get(hit.chunk_id)
-            if cur is None:
-                cur = fused[hit.chunk_id] = Hit(**{**hit.__dict__, "ranks": {}, "scores": {}, "score": 0.0})
-            cur.ranks[name] = rank
-            cur.scores[name] = hit.score
+    _merge(fused, "dense", dense)
+    _merge(fused, "lexical", lexical)
     for h in fused.values():
         cosine = h.scores["dense"] if "dense" in h.scores else (
             float(np.dot(np.asarray(h.vector, dtype=np.float32), q)) if h.vector is not None else d_low)
         d = max(0.0, (cosine - d_low) / d_span)
         b = max(0.0, (h.scores["lexical"] - b_low) / b_span) if "lexical" in h.scores else 0.0
         h.score = alpha * d + (1 - alpha) * b
-    return sorted(fused.values(), key=lambda h: (-h.score, h.chunk_id))
+    return _ordered(fused)
 
 
 def with_graph(text: list[Hit], graph: list[Hit], name: str, weight: float) -> list[Hit]:
@@ -73,11 +81,6 @@ def with_graph(text: list[Hit], graph: list[Hit], name: str, weight: float) -> l
     top = max((h.score for h in graph), default=0.0) or 1.0
     fused = {h.chunk_id: Hit(**{**h.__dict__, "ranks": dict(h.ranks), "scores": dict(h.scores),
                                 "score": (1 - weight) * h.score}) for h in text}
-    for rank, h in enumerate(graph, start=1):
-        cur = fused.get(h.chunk_id)
-        if cur is None:
-            cur = fused[h.chunk_id] = Hit(**{**h.__dict__, "ranks": {}, "scores": {}, "score": 0.0})
-        cur.ranks[name] = rank
-        cur.scores[name] = h.score
-        cur.score += weight * max(0.0, h.score / top)
-    return sorted(fused.values(), key=lambda h: (-h.score, h.chunk_id))
+    for _, hit, cur in _merge(fused, name, graph):
+        cur.score += weight * max(0.0, hit.score / top)
+    return _ordered(fused)

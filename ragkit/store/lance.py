@@ -368,11 +368,15 @@ class ChunkWriter:
             pass
 
     def delete_documents(self, doc_ids: list[str]) -> None:
-        if self.table is None or not doc_ids:
+        self._delete_where_in("document_id", doc_ids)
+
+    def _delete_where_in(self, column: str, values: list[str]) -> None:
+        """Delete the rows whose ``column`` is one of ``values`` (500 to a delete)."""
+        if self.table is None or not values:
             return
         self.guard()
-        for i in range(0, len(doc_ids), 500):
-            self.table.delete(in_list("document_id", doc_ids[i:i + 500]))
+        for i in range(0, len(values), 500):
+            self.table.delete(in_list(column, values[i:i + 500]))
 
     @property
     def uri(self) -> str:
@@ -408,11 +412,7 @@ class ChunkWriter:
         self.table.checkout_latest()
 
     def delete_ids(self, chunk_ids: list[str]) -> None:
-        if self.table is None or not chunk_ids:
-            return
-        self.guard()
-        for i in range(0, len(chunk_ids), 500):
-            self.table.delete(in_list("id", chunk_ids[i:i + 500]))
+        self._delete_where_in("id", chunk_ids)
 
     def delete_all(self) -> None:
         if self.table is not None:
