@@ -90,8 +90,8 @@ class QueryConfig:
     k: int = 10
     alpha: float = 0.5  # dense weight in the fusion (convex or weighted RRF); lexical gets 1 - alpha
     # dense weight at most for a query in a language the embedding model was not trained on (the bundled model:
-    # English only); None: alpha; --alpha on the command line sets both. German questions over the laws, top-3: 11 of 36 and 11 of 32 held out vs
-    # 11 and 9 at 0.5 (README "Retrieval quality")
+    # English only); None: alpha; --alpha on the command line sets both. German questions over the laws with
+    # compounds, top-3: 11 of 36 and 11 of 32 held out, against 11 and 9 at 0.5 (README "Retrieval quality")
     foreign_alpha: float | None = 0.3
     rrf_k: int = 60
     fusion: str = "convex"  # hybrid: convex (score-normalised combination) | rrf (weighted reciprocal rank fusion)

@@ -196,12 +196,11 @@ def _best_split(word: str, language: str, depth: int) -> tuple[float, list[str]]
             stem = head[: len(head) - len(link)] if link and head.endswith(link) else (head if not link else "")
             if len(stem) < PART_MIN:
                 continue
-            score, parts = _best_split(stem, language, depth - 1)
-            if parts:
-                n = len(parts) + 1
-                total = (score + PART_COST * (n - 2)) * (n - 1) + freq[tail]  # the head's parts' sum
-                if (candidate := total / n - PART_COST * (n - 1)) > best[0]:
-                    best = (candidate, [*parts, tail])
+            parts = [*_best_split(stem, language, depth - 1)[1], tail]
+            if len(parts) > 1:
+                score = sum(freq[p] for p in parts) / len(parts) - PART_COST * (len(parts) - 1)
+                if score > best[0]:
+                    best = (score, parts)
     return best
 
 

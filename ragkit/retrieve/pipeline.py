@@ -27,7 +27,7 @@ def retrieve(reader, text: str, cfg: QueryConfig, limit: int | None = None):
 
     if cfg.strategy not in STRATEGIES and cfg.strategy != "auto":
         raise BadQuery(f"unknown strategy {cfg.strategy!r}", hint=f"Choose auto or one of: {', '.join(STRATEGIES)}")
-    if not 0.0 <= cfg.alpha <= 1.0 or not 0.0 <= (cfg.foreign_alpha if cfg.foreign_alpha is not None else 0) <= 1:
+    if not 0.0 <= cfg.alpha <= 1.0 or (cfg.foreign_alpha is not None and not 0.0 <= cfg.foreign_alpha <= 1.0):
         raise BadQuery(f"--alpha and foreign_alpha must be within 0..1, not {cfg.alpha} / {cfg.foreign_alpha}")
     if cfg.fusion not in ("convex", "rrf"):
         raise BadQuery(f"unknown fusion {cfg.fusion!r}", hint="Choose convex or rrf")
