@@ -63,9 +63,13 @@ class IndexConfig:
     engine: str = "local"  # local | ray: where files are parsed, chunked and embedded (ragkit/ingest/ray_engine.py)
     ray_address: str = ""  # --engine ray: a cluster to join ("auto", "ray://host:10001"); empty: a local Ray
     ray_workers: int = 0  # --engine ray: actors (and CPUs of a local Ray); 0: every CPU
-    embed_model: str = "bundled:all-MiniLM-L6-v2"
+    # auto: an index's first run picks by its documents' language: English → bundled:all-MiniLM-L6-v2, German,
+    # Swedish → bundled:multilingual-e5-small (ragkit/embed: model_for); or a sentence-transformers folder
+    embed_model: str = "auto"
     embed_batch_size: int = 32  # encoder = "torch": texts per batch (the ONNX encoders take one at a time)
-    encoder: str = "onnx-int8"  # onnx-int8 (2.5× torch, same retrieval quality) | onnx | torch; queries: onnx
+    # auto: onnx-int8 (2.5× torch, the same retrieval quality with MiniLM), onnx for multilingual-e5-small
+    # (its int8 vectors lose German questions: ragkit/embed FULL_PRECISION) | onnx-int8 | onnx | torch
+    encoder: str = "auto"
     chunk_tokens: int = 240  # upper bound per chunk, header included
     chunk_min_tokens: int = 60  # pieces smaller than this are merged with a neighbour
     doc_type: str | None = None  # used when front matter names none
@@ -93,6 +97,9 @@ class QueryConfig:
     # English only); None: alpha; --alpha on the command line sets both. German questions over the laws with
     # compounds, top-3: 11 of 36 and 11 of 32 held out, against 11 and 9 at 0.5 (README "Retrieval quality")
     foreign_alpha: float | None = 0.3
+    # the index's embedding model's own dense weight instead of alpha where it has one (ragkit/embed: MODEL_ALPHA,
+    # multilingual-e5-small 0.8); --alpha on the command line turns it off
+    model_alpha: bool = True
     rrf_k: int = 60
     fusion: str = "convex"  # hybrid: convex (score-normalised combination) | rrf (weighted reciprocal rank fusion)
     damping: float = 0.85  # personalized PageRank (hippo)

@@ -30,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -51,8 +52,10 @@ def child(src: Path, idx: Path, raw: bool) -> None:
     from ragkit import api
     from ragkit.config import IndexConfig
     from ragkit.embed import load_embedder
+    from ragkit.ingest.source import model_for_paths
 
     cfg = IndexConfig()
+    cfg = replace(cfg, embed_model=model_for_paths([src], cfg))  # the model the index run would choose
     t = time.perf_counter()
     emb = load_embedder(cfg.embed_model, cfg.embed_batch_size, cfg.encoder)
     emb.encode(["warm up the model"] * 8)

@@ -17,6 +17,7 @@ import shutil
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -28,6 +29,7 @@ from benchlib import corpus_source  # noqa: E402
 from ragkit import api  # noqa: E402
 from ragkit.config import IndexConfig  # noqa: E402
 from ragkit.embed import load_embedder  # noqa: E402
+from ragkit.ingest.source import model_for_paths  # noqa: E402
 
 DEFAULT = Path(__file__).resolve().parent.parent.parent / "shared/data/scifact-train/corpus.jsonl"
 
@@ -49,6 +51,7 @@ def main() -> None:
     try:
         src = corpus_source(args.corpus, args.docs, work)
         cfg = IndexConfig()
+        cfg = replace(cfg, embed_model=model_for_paths([src], cfg))  # the model the index run would choose
         emb = load_embedder(cfg.embed_model, cfg.embed_batch_size, cfg.encoder)
         emb.encode(["warm up the model"] * 8)
         index_s = timed(lambda: api.index([src], work / "idx", cfg, embedder_factory=lambda c: emb))

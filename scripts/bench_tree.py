@@ -30,6 +30,7 @@ from benchlib import corpus_source  # noqa: E402
 from ragkit import api  # noqa: E402
 from ragkit.config import IndexConfig  # noqa: E402
 from ragkit.embed import load_embedder  # noqa: E402
+from ragkit.ingest.source import model_for_paths  # noqa: E402
 
 
 def _size(path: Path) -> int:
@@ -45,6 +46,7 @@ def main() -> None:
     try:
         src = corpus_source(args.corpus, args.docs, work)
         cfg = replace(IndexConfig(), extract="none")
+        cfg = replace(cfg, embed_model=model_for_paths([src], cfg))  # the model the index run would choose
         emb = load_embedder(cfg.embed_model, cfg.embed_batch_size, cfg.encoder)
         emb.encode(["warm up"] * 8)
         name = args.corpus.parent.name if args.corpus.is_file() else args.corpus.name

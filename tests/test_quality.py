@@ -7,7 +7,8 @@ hotpotqa-100 and the German laws are indexed once per session; every strategy ru
 import pytest
 
 from ragkit import api
-from ragkit.config import QueryConfig
+from ragkit.config import IndexConfig, QueryConfig
+from ragkit.embed import BUNDLED
 from ragkit.retrieve.strategies import STRATEGIES
 from tests import quality
 from tests.conftest import needs_shared
@@ -70,6 +71,16 @@ def test_legal_reference_queries_find_their_section_first(laws_reader):
     queries = quality.legal_queries()
     misses = quality.legal_misses(laws_reader, queries)
     assert len(queries) == 24 and len(queries) - len(misses) >= FLOORS["legal"]["top1_hits"], f"not first: {misses}"
+
+
+@needs_shared("german-laws")
+def test_the_german_floor_fails_with_the_english_model(tmp_path_factory):
+    """The German floors have teeth: the laws embedded with the English MiniLM (the model before issue 18's
+    second stop) fall below them."""
+    idx = tmp_path_factory.mktemp("quality") / "laws-minilm"
+    api.index([quality.GERMAN_LAWS], idx, IndexConfig(embed_model=BUNDLED))
+    hits = quality.german_hits(api.open_index(idx), quality.german_questions())
+    assert hits["top1"] < FLOORS["german"]["top1"] - FLOORS["tolerance"], hits
 
 
 @needs_shared("german-laws")

@@ -28,7 +28,8 @@ def eval_cmd(
     from ragkit.config import load_config, override
 
     icfg, qcfg = load_config()
-    qcfg = override(qcfg, alpha=alpha, foreign_alpha=alpha, mode=mode, damping=damping)
+    qcfg = override(qcfg, alpha=alpha, foreign_alpha=alpha, model_alpha=False if alpha is not None else None,
+                    mode=mode, damping=damping)  # an explicit --alpha holds for every language and model
     reranks = [r.strip() for r in rerank.split(",") if r.strip()] if rerank else None
     names = [s.strip() for s in strategy.split(",") if s.strip()]
     from ragkit.retrieve.strategies import STRATEGIES

@@ -22,7 +22,7 @@ def index_cmd(
     full: bool = typer.Option(False, "--full", help="Rebuild everything instead of only what changed."),
     doc_type: Optional[str] = typer.Option(None, "--doc-type", help="doc_type for documents whose front matter names none."),
     collection: Optional[str] = typer.Option(None, "--collection", help="Collection tag for these documents."),
-    embed_model: Optional[str] = typer.Option(None, "--embed-model", help="Local sentence-transformers model folder."),
+    embed_model: Optional[str] = typer.Option(None, "--embed-model", help="auto (by the documents' language), bundled:all-MiniLM-L6-v2, bundled:multilingual-e5-small or a local sentence-transformers folder (a new index, or with --full)."),
     chunk_tokens: Optional[int] = typer.Option(None, "--chunk-tokens", help="Upper bound of tokens per chunk."),
     language: Optional[str] = typer.Option(None, "--language", help="Full-text stemming language (English, German, …; default: the documents' own)."),
     extract: Optional[str] = typer.Option(None, "--extract", help="Entity/relation extraction: rules | llm | none."),

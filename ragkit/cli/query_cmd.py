@@ -51,7 +51,8 @@ def query_cmd(
     _, qcfg = load_config(index_dir=api.resolve_index_dir(index))
     flt = {**qcfg.filters, **parse_filters(filters or [])}
     qcfg = override(qcfg, strategy=strategy, k=k, alpha=alpha, budget=budget, filters=flt, rerank=rerank,
-                    foreign_alpha=alpha,  # an explicit --alpha holds for every query language
+                    # an explicit --alpha holds for every query language and embedding model
+                    foreign_alpha=alpha, model_alpha=False if alpha is not None else None,
                     mode=mode, all_versions=all_versions or None, spelling=False if no_spelling else None,
                     decompose=decompose or None, expand=expand, planner=planner, model=model,
                     answer=answer or None, max_tokens=max_tokens, temperature=temperature, retry=False if no_retry else None, tree_mode=tree_mode,

@@ -10,6 +10,12 @@ exporting at once; files appear by atomic rename, so a reader never sees half a 
 
 Measured on the bundled all-MiniLM-L6-v2 (README, "Query latency" and "Index cost"): the full-precision
 graph gives the torch vectors (cosine ≥ 0.99999), the int8 graph cosine 0.995 on average.
+
+A model with a vocabulary of ``EXTERNAL_VOCAB`` tokens or more (multilingual-e5-small: 250,037 × 384) is
+exported without its word-embedding matrix: the graph takes ``inputs_embeds``, and the encoder looks the rows
+up in the model's own ``model.safetensors``, memory-mapped (``word_embeddings``), so a process holds the
+pages of the tokens it met instead of the whole matrix (384 MB in float32 inside the graph: indexing the
+German laws peaked at 1.9 GB of RSS with it, README "Index cost").
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import struct
 import time
 import warnings
 from contextlib import contextmanager
@@ -27,6 +34,9 @@ from ragkit.errors import ModelUnavailable
 
 FULL, INT8 = "model.onnx", "model-int8.onnx"
 OPSET = 17
+EXTERNAL_VOCAB = 100_000  # vocabularies this large stay outside the graph (see above)
+WORD_EMBEDDINGS = ("embeddings.word_embeddings.weight", "bert.embeddings.word_embeddings.weight",
+                   "roberta.embeddings.word_embeddings.weight")
 
 
 def cache_root() -> Path:
@@ -80,6 +90,26 @@ def _transformer_dir(model_dir: Path) -> Path:
     return model_dir
 
 
+def word_embeddings(model_dir: Path):
+    """The word-embedding matrix in the model folder's ``model.safetensors``, memory-mapped (float16 or float32
+    rows), or None when it is not there in a form numpy maps."""
+    path = model_dir / "model.safetensors"
+    if not path.is_file():
+        return None
+    import numpy as np
+
+    with path.open("rb") as fh:
+        (size,) = struct.unpack("<Q", fh.read(8))
+        header = json.loads(fh.read(size))
+    entry = next((header[k] for k in WORD_EMBEDDINGS if k in header), None)
+    if entry is None or entry["dtype"] not in ("F16", "F32"):
+        return None
+    start, end = entry["data_offsets"]
+    dtype = np.float16 if entry["dtype"] == "F16" else np.float32
+    rows = np.memmap(path, dtype=dtype, mode="r", offset=8 + size + start, shape=tuple(entry["shape"]))
+    return rows if rows.nbytes == end - start else None
+
+
 def _export(model_dir: Path, folder: Path) -> None:
     t = time.perf_counter()
     try:
@@ -95,7 +125,11 @@ def _export(model_dir: Path, folder: Path) -> None:
         model = AutoModel.from_pretrained(str(source), local_files_only=True, attn_implementation="eager").eval()
         sample = tokenizer(["a first sample sentence", "a second, slightly longer sample sentence"],
                            padding=True, return_tensors="pt")
-        names = [n for n in ("input_ids", "attention_mask", "token_type_ids") if n in sample]
+        external = model.config.vocab_size >= EXTERNAL_VOCAB and word_embeddings(source) is not None
+        if external:  # the graph starts after the word-embedding lookup
+            sample["inputs_embeds"] = model.get_input_embeddings()(sample["input_ids"]).detach()
+        names = [n for n in ("inputs_embeds" if external else "input_ids", "attention_mask", "token_type_ids")
+                 if n in sample]
 
         class Hidden(torch.nn.Module):  # positional inputs in a fixed order, the last hidden state out
             def __init__(self, inner):
@@ -119,6 +153,7 @@ def _export(model_dir: Path, folder: Path) -> None:
     raw.unlink(missing_ok=True)
     (folder / (FULL + ".part")).rename(folder / FULL)
     (folder / "export.json").write_text(json.dumps({"source": str(model_dir), "opset": OPSET,
+                                                    "inputs_embeds": external,
                                                     "seconds": round(time.perf_counter() - t, 2)}))
 
 

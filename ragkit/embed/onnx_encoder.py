@@ -16,21 +16,24 @@ from typing import Callable
 
 import numpy as np
 
-from ragkit.embed import BUNDLED, fingerprint, max_seq_length, model_name, resolve_model_dir
-from ragkit.embed.export import FULL, INT8, _transformer_dir, ensure_exported, exported
+from ragkit.embed import BUNDLED, fingerprint, max_seq_length, model_name, prompts, resolve_model_dir
+from ragkit.embed.export import FULL, INT8, _transformer_dir, ensure_exported, exported, word_embeddings
 from ragkit.errors import ModelUnavailable
 
 PROGRESS_EVERY = 32  # texts between progress updates
 
 
-def _pooling(model_dir: Path) -> str:
+def _pooling(model_dir: Path) -> tuple[str, int | None]:
+    """The model's pooling (mean, CLS or max, from ``1_Pooling``) and its vectors' width when it says."""
     path = model_dir / "1_Pooling" / "config.json"
     if path.is_file():
         cfg = json.loads(path.read_text())
+        width = cfg.get("word_embedding_dimension")
         for mode in ("cls_token", "max_tokens"):
             if cfg.get(f"pooling_mode_{mode}"):
-                return mode
-    return "mean_tokens"
+                return mode, width
+        return "mean_tokens", width
+    return "mean_tokens", None
 
 
 class OnnxEmbedder:
@@ -49,15 +52,16 @@ class OnnxEmbedder:
         tok_file = _transformer_dir(self.model_dir) / "tokenizer.json"
         if not tok_file.is_file():
             raise ModelUnavailable(f"{self.model_dir} has no tokenizer.json", hint='Index with encoder = "torch".')
+        # one tokenizer for counting (whole texts) and encoding (cut to max_tokens in _vectors): a tokenizer of
+        # multilingual-e5-small's vocabulary holds 130 MB
         self._tokenizer = Tokenizer.from_file(str(tok_file))
         self._tokenizer.no_padding()
-        self._tokenizer.enable_truncation(self.max_tokens)
-        self._counter = Tokenizer.from_file(str(tok_file))  # whole texts, no special tokens (chunk budgets)
-        self._counter.no_padding()
-        self._counter.no_truncation()
-        self._pooling = _pooling(self.model_dir)
-        self._sessions: dict[str, object] = {}
-        self.dimension = int(self.encode_query("dimension").shape[0])
+        self._tokenizer.no_truncation()
+        self._pooling, width = _pooling(self.model_dir)
+        self._query_prompt, self._document_prompt = prompts(self.model_dir)
+        self._sessions: dict[str, object] = {}  # created on first use: an indexing run never needs "query"
+        self._rows = None  # a large vocabulary's word embeddings (memory-mapped) when the graph starts after them
+        self.dimension = width or int(self.encode_query("dimension").shape[0])
 
     def _session(self, kind: str):
         """"query": the pool sleeps between runs; "batch": it spins (runs follow each other)."""
@@ -82,19 +86,28 @@ class OnnxEmbedder:
     def count_tokens(self, texts: list[str]) -> list[int]:
         if not texts:
             return []
-        return [len(e.ids) for e in self._counter.encode_batch(texts, add_special_tokens=False)]
+        return [len(e.ids) for e in self._tokenizer.encode_batch(texts, add_special_tokens=False)]
 
     def _vectors(self, session, texts: list[str]) -> np.ndarray:
         """Unit vectors of ``texts`` in one run (padded to the longest; pooling skips the padding)."""
-        encs = self._tokenizer.encode_batch(texts)
-        width = max(len(e.ids) for e in encs)
+        def cut(values: list[int]) -> list[int]:  # the text's first tokens and the closing special token
+            return values if len(values) <= self.max_tokens else values[:self.max_tokens - 1] + values[-1:]
+
+        encs = [(cut(e.ids), cut(e.attention_mask), cut(e.type_ids)) for e in self._tokenizer.encode_batch(texts)]
+        width = max(len(ids) for ids, _, _ in encs)
         feed = {name: np.zeros((len(encs), width), dtype=np.int64)
                 for name in ("input_ids", "attention_mask", "token_type_ids")}
-        for row, e in enumerate(encs):
-            n = len(e.ids)
-            feed["input_ids"][row, :n], feed["attention_mask"][row, :n] = e.ids, e.attention_mask
-            feed["token_type_ids"][row, :n] = e.type_ids
+        for row, (ids, mask, types) in enumerate(encs):
+            n = len(ids)
+            feed["input_ids"][row, :n], feed["attention_mask"][row, :n] = ids, mask
+            feed["token_type_ids"][row, :n] = types
         wanted = {i.name for i in session.get_inputs()}
+        if "inputs_embeds" in wanted:  # a large vocabulary: its rows from the memory-mapped weights (export.py)
+            if self._rows is None:
+                self._rows = word_embeddings(_transformer_dir(self.model_dir))
+                if self._rows is None:
+                    raise ModelUnavailable(f"{self.model_dir}: the word embeddings of {self.path} are missing")
+            feed["inputs_embeds"] = self._rows[feed["input_ids"]].astype(np.float32)
         hidden = session.run(None, {k: v for k, v in feed.items() if k in wanted})[0]
         mask = feed["attention_mask"][:, :, None].astype(np.float32)
         if self._pooling == "cls_token":
@@ -110,7 +123,7 @@ class OnnxEmbedder:
         session = self._session("batch")
         out = np.zeros((len(texts), getattr(self, "dimension", 0) or 1), dtype=np.float32)
         for i, text in enumerate(texts):
-            out[i] = self._vectors(session, [text])[0]
+            out[i] = self._vectors(session, [self._document_prompt + text])[0]
             if progress and (i + 1) % PROGRESS_EVERY == 0:
                 progress(PROGRESS_EVERY)
         if progress and len(texts) % PROGRESS_EVERY:
@@ -118,8 +131,8 @@ class OnnxEmbedder:
         return out
 
     def encode_query(self, text: str) -> np.ndarray:
-        return self._vectors(self._session("query"), [text])[0]
+        return self._vectors(self._session("query"), [self._query_prompt + text])[0]
 
     def encode_queries(self, texts: list[str]) -> np.ndarray:
         """Several short queries in one run (expansions, sub-queries)."""
-        return self._vectors(self._session("query"), texts)
+        return self._vectors(self._session("query"), [self._query_prompt + t for t in texts])

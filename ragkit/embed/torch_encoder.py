@@ -7,7 +7,7 @@ from typing import Callable
 
 import numpy as np
 
-from ragkit.embed import BUNDLED, fingerprint, model_name, resolve_model_dir
+from ragkit.embed import BUNDLED, fingerprint, model_name, prompts, resolve_model_dir
 from ragkit.errors import ModelUnavailable
 
 
@@ -45,6 +45,7 @@ class SentenceTransformerEmbedder:
                              else self.model.get_sentence_embedding_dimension())
         self.max_tokens = int(self.model.max_seq_length or 256)
         self._tokenizer = self.model.tokenizer
+        self._query_prompt, self._document_prompt = prompts(self.model_dir)
         import torch
 
         self._batch_threads = torch.get_num_threads()  # batches use every core (queries one: encode_query)
@@ -66,7 +67,7 @@ class SentenceTransformerEmbedder:
         step = self.batch_size * 4  # a progress update every few batches
         for start in range(0, len(order), step):
             idx = order[start : start + step]
-            vecs = self.model.encode([texts[i] for i in idx], batch_size=self.batch_size,
+            vecs = self.model.encode([self._document_prompt + texts[i] for i in idx], batch_size=self.batch_size,
                                      normalize_embeddings=True, convert_to_numpy=True,
                                      show_progress_bar=False)
             out[idx] = vecs
@@ -78,12 +79,13 @@ class SentenceTransformerEmbedder:
         """One query's vector, on one thread: OpenMP's idle workers spin after a parallel run and slowed
         the graph work that follows a query on two cores (hippo's PageRank 12 → 45 ms)."""
         self._threads(1)
-        return self.model.encode([text], normalize_embeddings=True, convert_to_numpy=True,
+        return self.model.encode([self._query_prompt + text], normalize_embeddings=True, convert_to_numpy=True,
                                  show_progress_bar=False)[0]
 
     def encode_queries(self, texts: list[str]) -> np.ndarray:
         self._threads(1)
-        return self.model.encode(texts, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
+        return self.model.encode([self._query_prompt + t for t in texts], normalize_embeddings=True,
+                                 convert_to_numpy=True, show_progress_bar=False)
 
     def _threads(self, n: int) -> None:
         import torch

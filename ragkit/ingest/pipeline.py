@@ -17,20 +17,20 @@ import os
 import resource
 import shutil
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 
 from ragkit.config import IndexConfig
-from ragkit.embed import Embedder
+from ragkit.embed import AUTO, Embedder, model_for
 from ragkit.errors import BadInput, EmbedderMismatch
 from ragkit.events import Reporter
 from ragkit.extract import llm as llm_extract
 from ragkit.ingest.discover import SourceFile, Undecodable, Unreadable, content_hash, discover, read_source
 from ragkit.ingest.parse import ParseError
-from ragkit.ingest.source import SourceParser
+from ragkit.ingest.source import SourceParser, corpus_language
 from ragkit.records import Chunk, Document, EntityRows, ParsedDocument
 from ragkit.store.duck import DuckStore
 from ragkit.store.lance import ChunkWriter, FtsSettings, chunk_rows
@@ -209,6 +209,8 @@ def run_index(
             _clear_index(index_dir)
         if (index_dir / "manifest.json").exists():
             previous = read_manifest(index_dir)
+            if cfg.embed_model == AUTO and not full:  # the model the index was built with
+                cfg = replace(cfg, embed_model=previous["index_config"]["embed_model"])
             if not full and previous["index_config"]["embed_model"] != cfg.embed_model:
                 raise EmbedderMismatch(
                     f"index {index_dir} was built with {previous['index_config']['embed_model']}, "
@@ -273,6 +275,8 @@ def run_index(
             return summary  # no model load, no write
 
         # ---- parse and chunk
+        if cfg.embed_model == AUTO:  # a new index (or --full): the model for its documents' language
+            cfg = replace(cfg, embed_model=model_for(corpus_language([(f, data) for f, data, _, _ in todo])))
         t1 = time.perf_counter()
         rep.start("model")
         embedder = embedder_factory(cfg)

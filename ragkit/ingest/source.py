@@ -4,12 +4,14 @@ on Ray workers)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ragkit.config import IndexConfig
-from ragkit.embed import Embedder
+from ragkit.embed import AUTO, Embedder, model_for
 from ragkit.extract.entities import entity_rows
 from ragkit.extract.german import document_law
 from ragkit.ingest.chunk import chunk_document
-from ragkit.ingest.discover import SourceFile, decode, stable_id
+from ragkit.ingest.discover import SourceFile, Undecodable, decode, discover, read_source, stable_id
 from ragkit.ingest.doctype import infer_doc_type
 from ragkit.ingest.parse import (ParseError, binary_parser_for, build_sections, infer_title, parse_beir_jsonl,
                                  parser_for)
@@ -32,6 +34,44 @@ def _check_prose(raw) -> None:
     if ratio > REPEAT_MAX:
         raise ParseError(f"not prose: the text repeats itself (its start compresses {ratio:.0f}×)")
 
+
+SAMPLE_FILES = 12  # files whose text decides an index's language before it has an embedding model
+SAMPLE_CHARS = 4_000  # of each
+
+
+def corpus_language(files: list[tuple[SourceFile, bytes]]) -> str:
+    """"de", "sv" or "en": the language most of a sample of ``files`` is written in (the first text files, or
+    when there are none the first two PDF/Word files), for the choice of an index's embedding model."""
+    texts: list[str] = []
+    for src, data in files:
+        if len(texts) >= SAMPLE_FILES:
+            break
+        if binary_parser_for(src.path.name) is None:
+            try:
+                texts.append(decode(data[:4 * SAMPLE_CHARS])[:SAMPLE_CHARS])
+            except Undecodable:
+                continue
+    if not texts:
+        for src, data in [f for f in files if binary_parser_for(f[0].path.name)][:2]:
+            try:
+                raw = binary_parser_for(src.path.name)(data)
+            except ParseError:
+                continue
+            texts.append(" ".join(i.text for i in raw.items if isinstance(i, Block))[:SAMPLE_CHARS])
+    votes: dict[str, int] = {}
+    for text in texts:
+        lang = detect_language(text)
+        votes[lang] = votes.get(lang, 0) + 1
+    return max(sorted(votes), key=lambda lang: (votes[lang], lang == "en")) if votes else "en"
+
+
+def model_for_paths(paths: list, cfg: IndexConfig) -> str:
+    """The embedding model a new index of ``paths`` gets: ``cfg.embed_model`` unless "auto", then the bundled
+    model for the language of a sample of its files (for scripts that load the model before indexing)."""
+    if cfg.embed_model != AUTO:
+        return cfg.embed_model
+    files = discover([Path(p) for p in paths], cfg.include, cfg.exclude, cfg.include_hidden, [])
+    return model_for(corpus_language([(f, read_source(f)) for f in files[:SAMPLE_FILES]]))
 
 
 class SourceParser:

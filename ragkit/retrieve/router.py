@@ -69,7 +69,7 @@ def plan_and_route(reader, text: str, cfg):
     """The plan of one query and the config to run it with (strategy, alpha, mode and filters resolved)."""
     from dataclasses import replace
 
-    from ragkit.embed import model_languages
+    from ragkit.embed import MODEL_ALPHA, model_languages
     from ragkit.extract.entities import extract
     from ragkit.retrieve.planner import plan_query
     from ragkit.retrieve.spelling import Speller
@@ -90,6 +90,10 @@ def plan_and_route(reader, text: str, cfg):
                           "date constraint ignored")
         filters = {k: v for k, v in filters.items() if k not in dated}
     changes: dict = {"filters": filters}
+    model = reader.manifest["embedder"]["name"]
+    if cfg.model_alpha and model in MODEL_ALPHA:
+        changes["alpha"] = MODEL_ALPHA[model]
+        plan.notes.append(f"dense weight {changes['alpha']}: {model}'s own")
     if cfg.strategy == "auto":
         known = []
         if facts["entities"]:
@@ -108,7 +112,7 @@ def plan_and_route(reader, text: str, cfg):
     else:
         plan.strategy = cfg.strategy
         plan.reason = "chosen by --strategy"
-    languages = model_languages(reader.manifest["embedder"]["name"])
+    languages = model_languages(model)
     if languages is not None and plan.language not in languages and cfg.foreign_alpha is not None:
         changes["alpha"] = min(changes.get("alpha", cfg.alpha), cfg.foreign_alpha)
         plan.notes.append(f"the embedding model does not know {plan.language!r}: dense weight {changes['alpha']}")
