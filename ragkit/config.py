@@ -93,12 +93,12 @@ class QueryConfig:
     strategy: str = "auto"  # auto: the router picks per query
     k: int = 10
     alpha: float = 0.5  # dense weight in the fusion (convex or weighted RRF); lexical gets 1 - alpha
-    # dense weight at most for a query in a language the embedding model was not trained on (the bundled model:
+    # dense weight at most for a query in a language the embedding model was not trained on (the bundled MiniLM:
     # English only); None: alpha; --alpha on the command line sets both. German questions over the laws with
     # compounds, top-3: 11 of 36 and 11 of 32 held out, against 11 and 9 at 0.5 (README "Retrieval quality")
     foreign_alpha: float | None = 0.3
     # the index's embedding model's own dense weight instead of alpha where it has one (ragkit/embed: MODEL_ALPHA,
-    # multilingual-e5-small 0.8); --alpha on the command line turns it off
+    # multilingual-e5-small 0.8); --alpha on the command line or alpha in ragkit.toml turns it off
     model_alpha: bool = True
     rrf_k: int = 60
     fusion: str = "convex"  # hybrid: convex (score-normalised combination) | rrf (weighted reciprocal rank fusion)
@@ -183,7 +183,10 @@ def _overlay(icfg: IndexConfig, qcfg: QueryConfig, path: Path) -> tuple[IndexCon
     if path.is_file():
         data = _load_toml(path)
         icfg = _apply(icfg, data.get("index", {}), f"{path} [index]")
-        qcfg = _apply(qcfg, data.get("query", {}), f"{path} [query]")
+        query = data.get("query", {})
+        if "alpha" in query:  # a configured alpha, like --alpha, holds for every model (unless told otherwise)
+            query = {"model_alpha": False, **query}
+        qcfg = _apply(qcfg, query, f"{path} [query]")
         if "rerank" in data:
             merged = dict(qcfg.weights)
             for mode, w in _rerank_weights(data["rerank"], f"{path} [rerank]").items():

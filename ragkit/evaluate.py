@@ -142,7 +142,10 @@ def run_eval(
     index_dir = index_dir or api.DEFAULT_HOME / f"eval-{dataset.resolve().name}"
     summary = api.index([ds.corpus], index_dir, icfg or IndexConfig(), reporter=rep,
                         embedder_factory=embedder_factory)
-    reader = api.open_index(index_dir, embedder=embedder_factory(icfg or IndexConfig()) if embedder_factory else None)
+    reader = api.open_index(index_dir)
+    if embedder_factory:  # the model the index was built with ("auto" resolved by its first run)
+        built = replace(icfg or IndexConfig(), embed_model=reader.manifest["index_config"]["embed_model"])
+        reader = api.open_index(index_dir, embedder=embedder_factory(built))
     base = replace(qcfg or QueryConfig(), syntax=False, filters={})
     reader.embedder.encode_query("warm up")  # load the model outside the timed loop
     results = []

@@ -4,8 +4,8 @@
     python scripts/bench_cost.py [--sets rust-book,german-laws,hotpotqa,scifact] [--growth 1,2,4]
                                  [--work DIR] [--raw-encoder]
 
-Each corpus is indexed from scratch with the default settings and the bundled model, in its own process (its
-peak RSS is that process's). Printed as one table:
+Each corpus is indexed from scratch with the default settings and the bundled model its language gets, in
+its own process (its peak RSS is that process's). Printed as one table:
 
 - source: bytes of the files indexed; index: bytes of the index folder; ratio (budget ≤ 10×);
 - run: the indexing run's seconds without the model load; encoder: the seconds its embed stage spent

@@ -5,7 +5,7 @@
 
 REF (a commit, default the last commit before issue 18's work) is checked out into a temporary git worktree;
 each side (REF, then this working tree) runs in its own Python process, indexes the shared sets with the
-default settings and the real bundled model and measures, with default query settings:
+default settings and the real bundled models and measures, with default query settings:
 
 - hotpotqa-100 (all 100 questions; tuned on): recall@2 / recall@5 of ``auto`` and ``hybrid``, and of ``auto``
   on each half (odd / even question numbers) to show how much one half moves;
@@ -14,8 +14,8 @@ default settings and the real bundled model and measures, with default query set
   tuned on) and on the held-out set (tests/data/german_questions_heldout.jsonl, written without looking at results
   and never tuned on);
 - warm query latency p50 (ms) of hybrid, auto and hippo over the hotpotqa questions (second pass);
-- each index's size (``ragkit stats``) and build time (fresh index, no model cache differences: both sides load
-  the same bundled model).
+- each index's size (``ragkit stats``) and build time (fresh index; each side's models already converted and
+  exported in the cache, so no one-time export is timed).
 
 The question files always come from this working tree, so both sides answer the same questions.
 """

@@ -1,7 +1,7 @@
 """The quality gate's measurements and floors, shared by tests/test_quality.py and scripts/quality_report.py.
 
 The floors live in tests/data/quality_floors.toml: the figures measured with the default settings and the
-real bundled model, and the tolerance a run may lose before the gate fails.
+real bundled models, and the tolerance a run may lose before the gate fails.
 """
 
 from __future__ import annotations

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from ragkit import api
-from ragkit.config import IndexConfig, QueryConfig
-from ragkit.embed import BUNDLED, MULTILINGUAL, load_embedder, model_for
+from ragkit.config import IndexConfig, QueryConfig, load_config
+from ragkit.embed import BUNDLED, MULTILINGUAL, load_embedder, model_for, prompts
 from ragkit.errors import EmbedderMismatch
 from ragkit.ingest.discover import SourceFile
 from ragkit.ingest.source import corpus_language
@@ -82,6 +82,29 @@ def test_the_language_of_a_folder_picks_its_model(tmp_path):
     assert corpus_language(_sample(_folder(tmp_path / "en", ENGLISH))) == "en"
     assert corpus_language([]) == "en"
     assert model_for("de") == model_for("sv") == MULTILINGUAL and model_for("en") == BUNDLED
+    # a mostly English tree whose German folder comes first: the sample is spread over all of it
+    mixed = tmp_path / "mixed"
+    for i in range(3):
+        write(mixed, f"a-de/{i}.md", GERMAN["arbeitszeit.md"])
+    for i in range(30):
+        write(mixed, f"b-en/{i}.md", ENGLISH["policy.md"])
+    assert corpus_language(_sample(mixed)) == "en"
+
+
+def test_prompts_are_the_bundled_multilingual_models_only(tmp_path):
+    folder = tmp_path / "local-model"
+    folder.mkdir()
+    (folder / "config_sentence_transformers.json").write_text(json.dumps({"prompts": {"query": "q: "}}))
+    assert prompts(str(folder), folder) == ("", "")  # a local folder is embedded as before
+    assert prompts(MULTILINGUAL, load_embedder(MULTILINGUAL).model_dir) == ("query: ", "passage: ")
+
+
+def test_a_configured_alpha_holds_for_every_model(tmp_path):
+    (tmp_path / "ragkit.toml").write_text("[query]\nalpha = 0.6\n")
+    _, qcfg = load_config(cwd=tmp_path)
+    assert qcfg.alpha == 0.6 and qcfg.model_alpha is False
+    (tmp_path / "ragkit.toml").write_text("[query]\nk = 5\n")
+    assert load_config(cwd=tmp_path)[1].model_alpha is True
 
 
 TEXTS = ["Die werktägliche Arbeitszeit der Arbeitnehmer darf acht Stunden nicht überschreiten.",
@@ -126,7 +149,11 @@ def test_a_german_folder_is_indexed_with_the_multilingual_model(tmp_path):
     # no word of the question is in Art 8 ("Demo", "genehmigen" vs "versammeln", "Erlaubnis")
     res = api.query(reader, "Muss ich eine Demo vorher genehmigen lassen?", QueryConfig(k=3))
     assert res.passages[0].section.endswith("Art 8"), [p.section for p in res.passages]
-    assert not any("does not know" in n for n in res.plan.get("planner_notes", []))
+    notes = res.plan.get("planner_notes", [])
+    assert not any("does not know" in n for n in notes)
+    assert "dense weight 0.8: multilingual-e5-small's own" in notes
+    plain = api.query(reader, "Muss ich eine Demo vorher genehmigen lassen?", QueryConfig(k=3, model_alpha=False))
+    assert not any("own" in n for n in plain.plan.get("planner_notes", []))
     # an incremental run keeps the model; another one named explicitly is refused
     write(laws, "urlaub.md", GERMAN["urlaub.md"] + "\nDer Urlaub ist zusammenhängend zu gewähren.\n")
     summary = api.index([laws], idx)

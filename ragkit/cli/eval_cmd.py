@@ -16,7 +16,7 @@ def eval_cmd(
     strategy: str = typer.Option("naive,lexical,hybrid", "--strategy", "-s", help="Comma-separated strategies."),
     k: int = typer.Option(100, "--k", help="Documents ranked per query."),
     index: Optional[str] = typer.Option(None, "--index", "-i", help="Index directory (default ./indexes/eval-NAME)."),
-    alpha: Optional[float] = typer.Option(None, "--alpha", help="Dense weight in hybrid fusion."),
+    alpha: Optional[float] = typer.Option(None, "--alpha", help="Dense weight in hybrid fusion (default 0.5, the model's own 0.8 for multilingual-e5-small)."),
     limit: Optional[int] = typer.Option(None, "--limit", help="Evaluate only the first N queries."),
     rerank: Optional[str] = typer.Option(None, "--rerank", help="Comma-separated: none,features,cross (each is a row)."),
     mode: Optional[str] = typer.Option(None, "--mode", help="precision | balanced | recall."),

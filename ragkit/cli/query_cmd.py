@@ -21,7 +21,7 @@ def query_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object (schema ragkit.query/1)."),
     as_jsonl: bool = typer.Option(False, "--jsonl", help="One passage per line; one object per query from stdin."),
     filters: Optional[list[str]] = typer.Option(None, "--filter", "-f", help="KEY=VALUE: doc_type, collection, path=GLOB, front-matter keys."),
-    alpha: Optional[float] = typer.Option(None, "--alpha", help="Dense weight in hybrid fusion (0..1)."),
+    alpha: Optional[float] = typer.Option(None, "--alpha", help="Dense weight in hybrid fusion (0..1; default 0.5, the model's own 0.8 for multilingual-e5-small)."),
     budget: Optional[int] = typer.Option(None, "--budget", help="Token budget per passage."),
     explain: bool = typer.Option(False, "--explain", help="Show plan and scoring details."),
     rerank: Optional[str] = typer.Option(None, "--rerank", help="none | features | cross (+ cross-encoder from config)."),

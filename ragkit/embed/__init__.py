@@ -135,9 +135,12 @@ def max_seq_length(model_dir: Path, default: int = 256) -> int:
     return default
 
 
-def prompts(model_dir: Path) -> tuple[str, str]:
+def prompts(spec: str, model_dir: Path) -> tuple[str, str]:
     """The texts a model puts before a query and before a document (``config_sentence_transformers.json``,
-    E5: "query: " and "passage: "); empty for most models."""
+    E5: "query: " and "passage: "). Only the bundled multilingual model's: a local folder is embedded without
+    them, as before they were read (its indexes hold unprompted vectors, and its fingerprint would not tell)."""
+    if spec != MULTILINGUAL:
+        return "", ""
     path = model_dir / "config_sentence_transformers.json"
     found = (json.loads(path.read_text()).get("prompts") or {}) if path.is_file() else {}
     return found.get("query", ""), found.get("document") or found.get("passage") or ""

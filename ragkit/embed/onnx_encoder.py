@@ -58,7 +58,7 @@ class OnnxEmbedder:
         self._tokenizer.no_padding()
         self._tokenizer.no_truncation()
         self._pooling, width = _pooling(self.model_dir)
-        self._query_prompt, self._document_prompt = prompts(self.model_dir)
+        self._query_prompt, self._document_prompt = prompts(spec, self.model_dir)
         self._sessions: dict[str, object] = {}  # created on first use: an indexing run never needs "query"
         self._rows = None  # a large vocabulary's word embeddings (memory-mapped) when the graph starts after them
         self.dimension = width or int(self.encode_query("dimension").shape[0])
@@ -90,10 +90,18 @@ class OnnxEmbedder:
 
     def _vectors(self, session, texts: list[str]) -> np.ndarray:
         """Unit vectors of ``texts`` in one run (padded to the longest; pooling skips the padding)."""
-        def cut(values: list[int]) -> list[int]:  # the text's first tokens and the closing special token
-            return values if len(values) <= self.max_tokens else values[:self.max_tokens - 1] + values[-1:]
+        def cut(e) -> tuple[list[int], list[int], list[int]]:
+            """The text's first tokens and its closing special tokens, ``max_tokens`` in all."""
+            rows = (e.ids, e.attention_mask, e.type_ids)
+            if len(e.ids) <= self.max_tokens:
+                return rows
+            tail = 0  # the closing special tokens ([SEP], </s>)
+            while tail < len(e.special_tokens_mask) and e.special_tokens_mask[-1 - tail]:
+                tail += 1
+            head = self.max_tokens - tail
+            return tuple(r[:head] + (r[-tail:] if tail else []) for r in rows)
 
-        encs = [(cut(e.ids), cut(e.attention_mask), cut(e.type_ids)) for e in self._tokenizer.encode_batch(texts)]
+        encs = [cut(e) for e in self._tokenizer.encode_batch(texts)]
         width = max(len(ids) for ids, _, _ in encs)
         feed = {name: np.zeros((len(encs), width), dtype=np.int64)
                 for name in ("input_ids", "attention_mask", "token_type_ids")}

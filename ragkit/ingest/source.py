@@ -40,17 +40,17 @@ SAMPLE_CHARS = 4_000  # of each
 
 
 def corpus_language(files: list[tuple[SourceFile, bytes]]) -> str:
-    """"de", "sv" or "en": the language most of a sample of ``files`` is written in (the first text files, or
-    when there are none the first two PDF/Word files), for the choice of an index's embedding model."""
+    """"de", "sv" or "en": the language most of a sample of ``files`` is written in (up to SAMPLE_FILES text
+    files spread over the list, or when there are none the first two PDF/Word files), for the choice of an
+    index's embedding model."""
     texts: list[str] = []
-    for src, data in files:
-        if len(texts) >= SAMPLE_FILES:
-            break
-        if binary_parser_for(src.path.name) is None:
-            try:
-                texts.append(decode(data[:4 * SAMPLE_CHARS])[:SAMPLE_CHARS])
-            except Undecodable:
-                continue
+    plain = [f for f in files if binary_parser_for(f[0].path.name) is None]
+    step = max(1, len(plain) // SAMPLE_FILES)  # spread over the folder (a "de/" beside "en/" is not all of it)
+    for src, data in plain[::step][:SAMPLE_FILES]:
+        try:
+            texts.append(decode(data)[:SAMPLE_CHARS])
+        except Undecodable:
+            continue
     if not texts:
         for src, data in [f for f in files if binary_parser_for(f[0].path.name)][:2]:
             try:
@@ -71,7 +71,8 @@ def model_for_paths(paths: list, cfg: IndexConfig) -> str:
     if cfg.embed_model != AUTO:
         return cfg.embed_model
     files = discover([Path(p) for p in paths], cfg.include, cfg.exclude, cfg.include_hidden, [])
-    return model_for(corpus_language([(f, read_source(f)) for f in files[:SAMPLE_FILES]]))
+    sample = files[::max(1, len(files) // SAMPLE_FILES)]
+    return model_for(corpus_language([(f, read_source(f)) for f in sample]))
 
 
 class SourceParser:

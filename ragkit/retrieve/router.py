@@ -91,9 +91,9 @@ def plan_and_route(reader, text: str, cfg):
         filters = {k: v for k, v in filters.items() if k not in dated}
     changes: dict = {"filters": filters}
     model = reader.manifest["embedder"]["name"]
-    if cfg.model_alpha and model in MODEL_ALPHA:
-        changes["alpha"] = MODEL_ALPHA[model]
-        plan.notes.append(f"dense weight {changes['alpha']}: {model}'s own")
+    own = MODEL_ALPHA.get(model) if cfg.model_alpha else None
+    if own is not None:
+        changes["alpha"] = own
     if cfg.strategy == "auto":
         known = []
         if facts["entities"]:
@@ -116,5 +116,7 @@ def plan_and_route(reader, text: str, cfg):
     if languages is not None and plan.language not in languages and cfg.foreign_alpha is not None:
         changes["alpha"] = min(changes.get("alpha", cfg.alpha), cfg.foreign_alpha)
         plan.notes.append(f"the embedding model does not know {plan.language!r}: dense weight {changes['alpha']}")
+    if own is not None and changes["alpha"] == own:  # (not replaced by the route's own weight)
+        plan.notes.append(f"dense weight {own}: {model}'s own")
     plan.retrieval_strategy = changes.get("mode", cfg.mode)
     return plan, replace(cfg, **changes)
