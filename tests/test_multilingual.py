@@ -92,11 +92,11 @@ def test_the_language_of_a_folder_picks_its_model(tmp_path):
 
 
 def test_prompts_are_the_bundled_multilingual_models_only(tmp_path):
-    folder = tmp_path / "local-model"
-    folder.mkdir()
-    (folder / "config_sentence_transformers.json").write_text(json.dumps({"prompts": {"query": "q: "}}))
-    assert prompts(str(folder), folder) == ("", "")  # a local folder is embedded as before
-    assert prompts(MULTILINGUAL, load_embedder(MULTILINGUAL).model_dir) == ("query: ", "passage: ")
+    assert prompts(str(tmp_path / "local-model")) == prompts(BUNDLED) == ("", "")  # embedded as before
+    assert prompts(MULTILINGUAL) == ("query: ", "passage: ")
+    # the converted folder says so too, for sentence-transformers
+    folder = load_embedder(MULTILINGUAL).model_dir
+    assert json.loads((folder / "config_sentence_transformers.json").read_text())["prompts"]["document"] == "passage: "
 
 
 def test_a_configured_alpha_holds_for_every_model(tmp_path):

@@ -135,15 +135,15 @@ def max_seq_length(model_dir: Path, default: int = 256) -> int:
     return default
 
 
-def prompts(spec: str, model_dir: Path) -> tuple[str, str]:
-    """The texts a model puts before a query and before a document (``config_sentence_transformers.json``,
-    E5: "query: " and "passage: "). Only the bundled multilingual model's: a local folder is embedded without
-    them, as before they were read (its indexes hold unprompted vectors, and its fingerprint would not tell)."""
+def prompts(spec: str) -> tuple[str, str]:
+    """The texts a model puts before a query and before a document: E5's "query: " and "passage: " for the
+    bundled multilingual model, none for the others (a local folder is embedded as it always was: its indexes
+    hold unprompted vectors, and its fingerprint would not tell a change)."""
     if spec != MULTILINGUAL:
         return "", ""
-    path = model_dir / "config_sentence_transformers.json"
-    found = (json.loads(path.read_text()).get("prompts") or {}) if path.is_file() else {}
-    return found.get("query", ""), found.get("document") or found.get("passage") or ""
+    from ragkit.embed.e5 import PROMPTS
+
+    return PROMPTS["query"], PROMPTS["document"]
 
 
 _CACHE: dict[tuple[str, int, str], Embedder] = {}

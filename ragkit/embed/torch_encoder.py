@@ -45,7 +45,7 @@ class SentenceTransformerEmbedder:
                              else self.model.get_sentence_embedding_dimension())
         self.max_tokens = int(self.model.max_seq_length or 256)
         self._tokenizer = self.model.tokenizer
-        self._query_prompt, self._document_prompt = prompts(spec, self.model_dir)
+        self._query_prompt, self._document_prompt = prompts(spec)
         import torch
 
         self._batch_threads = torch.get_num_threads()  # batches use every core (queries one: encode_query)

