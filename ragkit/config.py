@@ -97,8 +97,9 @@ class QueryConfig:
     # English only); None: alpha; --alpha on the command line sets both. German questions over the laws with
     # compounds, top-3: 11 of 36 and 11 of 32 held out, against 11 and 9 at 0.5 (README "Retrieval quality")
     foreign_alpha: float | None = 0.3
-    # the index's embedding model's own dense weight instead of alpha where it has one (ragkit/embed: MODEL_ALPHA,
-    # multilingual-e5-small 0.8); --alpha on the command line or alpha in ragkit.toml turns it off
+    # the index's embedding model's own dense weight for its documents' language instead of alpha where it has one
+    # (ragkit/embed: MODEL_ALPHA, multilingual-e5-small on German or Swedish 0.8); --alpha on the command line or
+    # alpha in ragkit.toml turns it off
     model_alpha: bool = True
     rrf_k: int = 60
     fusion: str = "convex"  # hybrid: convex (score-normalised combination) | rrf (weighted reciprocal rank fusion)

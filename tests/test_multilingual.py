@@ -168,3 +168,15 @@ def test_an_english_folder_keeps_the_minilm(tmp_path):
     manifest = json.loads((idx / "manifest.json").read_text())
     assert manifest["embedder"]["name"] == "all-MiniLM-L6-v2"
     assert manifest["index_config"]["embed_model"] == BUNDLED
+
+
+def test_the_multilingual_models_own_weight_is_for_german_and_swedish_documents(tmp_path):
+    # English documents given multilingual-e5-small explicitly keep alpha (scifact: 0.736 at 0.5, 0.700 at 0.8)
+    english, german = tmp_path / "en", tmp_path / "de"
+    api.index([_folder(tmp_path / "docs", ENGLISH)], english, IndexConfig(embed_model=MULTILINGUAL))
+    api.index([_folder(tmp_path / "laws", GERMAN)], german, IndexConfig(embed_model=MULTILINGUAL))
+    for idx, question, alpha in ((english, "How many hours of overtime may I work?", 0.5),
+                                 (german, "Wie viele Überstunden darf ich machen?", 0.8)):
+        plan = api.query(api.open_index(idx), question, QueryConfig(strategy="hybrid", k=3)).plan
+        assert plan["fusion"]["alpha"] == alpha, plan
+        assert any("own" in n for n in plan["planner_notes"]) == (alpha == 0.8)

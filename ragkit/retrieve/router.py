@@ -69,7 +69,7 @@ def plan_and_route(reader, text: str, cfg):
     """The plan of one query and the config to run it with (strategy, alpha, mode and filters resolved)."""
     from dataclasses import replace
 
-    from ragkit.embed import MODEL_ALPHA, model_languages
+    from ragkit.embed import model_alpha, model_languages
     from ragkit.extract.entities import extract
     from ragkit.retrieve.planner import plan_query
     from ragkit.retrieve.spelling import Speller
@@ -91,7 +91,7 @@ def plan_and_route(reader, text: str, cfg):
         filters = {k: v for k, v in filters.items() if k not in dated}
     changes: dict = {"filters": filters}
     model = reader.manifest["embedder"]["name"]
-    own = MODEL_ALPHA.get(model) if cfg.model_alpha else None
+    own = model_alpha(model, reader.language) if cfg.model_alpha else None
     if own is not None:
         changes["alpha"] = own
     if cfg.strategy == "auto":
