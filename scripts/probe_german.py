@@ -56,7 +56,8 @@ class Probe:
         self.keys, self.section_of = np.unique(keys, return_inverse=True)
         self.laws, self.law_of = np.unique(laws, return_inverse=True)
         headings = sorted(set(self.header))
-        self.heading_of = np.array([headings.index(h) for h in self.header])
+        position = {h: i for i, h in enumerate(headings)}
+        self.heading_of = np.array([position[h] for h in self.header])
         self.heading_vectors = unit(np.asarray(self.reader.embedder.encode(headings), dtype=np.float32))
         self.questions = {name: [json.loads(line) for line in (REPO / "tests" / "data" / f).read_text().splitlines()
                                  if line.strip()] for name, f in SETS.items()}
