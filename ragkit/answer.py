@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from ragkit.records import Passage
 
@@ -97,15 +97,25 @@ class Answer:
         return round(self.completion_tokens / gen, 2) if gen > 0 else 0.0
 
 
-def build_prompt(question: str, passages: list[Passage], count_tokens: Callable[[str], int], n_ctx: int,
-                 answer_tokens: int, notes: list[str] = ()) -> tuple[str, list[Source]]:
+def build_prompt(
+    question: str,
+    passages: list[Passage],
+    count_tokens: Callable[[str], int],
+    n_ctx: int,
+    answer_tokens: int,
+    notes: list[str] = (),
+) -> tuple[str, list[Source]]:
     """The prompt and the sources in it: passages by rank while they fit ``n_ctx - answer_tokens``.
 
     ``notes``: points from the map step of a global answer, placed after the sources (they count first).
     """
     notes_text = ("\nNotes from the community reports:\n" + "\n".join(notes) + "\n") if notes else ""
-    room = n_ctx - answer_tokens - count_tokens(PROMPT.format(sources="", notes=notes_text, question=question)) \
+    room = (
+        n_ctx
+        - answer_tokens
+        - count_tokens(PROMPT.format(sources="", notes=notes_text, question=question))
         - MARGIN_TOKENS
+    )
     sources: list[Source] = []
     blocks: list[str] = []
     for p in sorted(passages, key=lambda p: p.rank):
@@ -158,8 +168,15 @@ def cite(text: str, sources: list[Source]) -> tuple[str, list[Citation], int]:
     return re.sub(r"[ \t]+([.,;:])", r"\1", cleaned).strip(), list(found.values()), dropped
 
 
-def answer(generator, question: str, passages: list[Passage], max_tokens: int = 512, temperature: float = 0.3,
-           on_text: Callable[[str], None] | None = None, notes: list[str] = ()) -> Answer:
+def answer(
+    generator,
+    question: str,
+    passages: list[Passage],
+    max_tokens: int = 512,
+    temperature: float = 0.3,
+    on_text: Callable[[str], None] | None = None,
+    notes: list[str] = (),
+) -> Answer:
     """Generate a cited answer from ``passages``; ``on_text`` receives the text as it streams."""
     prompt, sources = build_prompt(question, passages, generator.count_tokens, generator.n_ctx, max_tokens, notes)
     prefix = ANSWER_PREFIX if sources and getattr(generator, "chat", None) is None else ""
@@ -169,8 +186,9 @@ def answer(generator, question: str, passages: list[Passage], max_tokens: int = 
     t = time.perf_counter()
     first = None
     parts: list[str] = []
-    for piece in generator.stream(prompt + prefix, max_tokens=max_tokens, stop=STOP, temperature=temperature,
-                                  repeat_penalty=REPEAT_PENALTY):
+    for piece in generator.stream(
+        prompt + prefix, max_tokens=max_tokens, stop=STOP, temperature=temperature, repeat_penalty=REPEAT_PENALTY
+    ):
         if first is None:
             first = time.perf_counter() - t
         parts.append(piece)
@@ -179,20 +197,38 @@ def answer(generator, question: str, passages: list[Passage], max_tokens: int = 
     seconds = time.perf_counter() - t
     raw = "".join(parts)
     text, citations, dropped = cite(lead + raw, sources)
-    return Answer(text=text, citations=citations, dropped_citations=dropped, model=generator.name,
-                  prompt_tokens=generator.prompt_tokens(prompt + prefix), completion_tokens=generator.count_tokens(raw),
-                  seconds=round(seconds, 3), first_token_seconds=round(first, 3) if first is not None else None,
-                  sources=[s.passage.rank for s in sources])
+    return Answer(
+        text=text,
+        citations=citations,
+        dropped_citations=dropped,
+        model=generator.name,
+        prompt_tokens=generator.prompt_tokens(prompt + prefix),
+        completion_tokens=generator.count_tokens(raw),
+        seconds=round(seconds, 3),
+        first_token_seconds=round(first, 3) if first is not None else None,
+        sources=[s.passage.rank for s in sources],
+    )
 
 
-def map_reduce(generator, question: str, passages: list[Passage], reports: list[str], max_tokens: int = 512,
-               temperature: float = 0.3, on_text: Callable[[str], None] | None = None) -> Answer:
+def map_reduce(
+    generator,
+    question: str,
+    passages: list[Passage],
+    reports: list[str],
+    max_tokens: int = 512,
+    temperature: float = 0.3,
+    on_text: Callable[[str], None] | None = None,
+) -> Answer:
     """GraphRAG global answer (seed 001): map each community report to the points relevant to the question
     (or "no relevant information"), then reduce: one cited answer from the passages and the kept points."""
     notes: list[str] = []
     for report in reports:
-        out = generator.complete(MAP_PROMPT.format(report=report[:2000], question=question), max_tokens=MAP_TOKENS,
-                                 stop=["\n\n", "Question:"], temperature=0.0)
+        out = generator.complete(
+            MAP_PROMPT.format(report=report[:2000], question=question),
+            max_tokens=MAP_TOKENS,
+            stop=["\n\n", "Question:"],
+            temperature=0.0,
+        )
         points = [ln.strip() for ln in out.split("\n") if ln.strip().startswith("-")]
         if points and NO_INFO not in out.lower():
             notes.extend(points)

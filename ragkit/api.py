@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ragkit.config import DEFAULT_HOME, IndexConfig, QueryConfig, resolve_index_dir  # noqa: F401 (re-exported)
 from ragkit.embed import Embedder
 from ragkit.events import Reporter
 from ragkit.records import QueryResult
+
 
 def _default_embedder_factory(cfg: IndexConfig) -> Embedder:
     from ragkit.embed import load_embedder
@@ -42,14 +44,20 @@ def index(
 
     cfg = cfg or IndexConfig()
     return run_index(
-        [Path(p) for p in paths], resolve_index_dir(index_dir), replace(cfg, embed_model=normalize_spec(cfg.embed_model)),
-        embedder_factory or _default_embedder_factory, full=full, reporter=reporter, version_of=version_of,
-        generator_factory=generator_factory, confirm=confirm, wait=wait,
+        [Path(p) for p in paths],
+        resolve_index_dir(index_dir),
+        replace(cfg, embed_model=normalize_spec(cfg.embed_model)),
+        embedder_factory or _default_embedder_factory,
+        full=full,
+        reporter=reporter,
+        version_of=version_of,
+        generator_factory=generator_factory,
+        confirm=confirm,
+        wait=wait,
     )
 
 
-def open_index(index_dir: str | Path | None = None, embedder: Embedder | None = None,
-               embed_model: str | None = None):
+def open_index(index_dir: str | Path | None = None, embedder: Embedder | None = None, embed_model: str | None = None):
     """Open the committed state of an index for querying (model loads on first use)."""
     from ragkit.store.reader import IndexReader
 
@@ -86,9 +94,17 @@ def query(reader, text: str, cfg: QueryConfig | None = None) -> QueryResult:
     context = pack_context(passages, cfg.context_budget) if cfg.context_budget else None
     timings["assemble"] = (time.perf_counter() - t) * 1000
     timings["total"] = (time.perf_counter() - t0) * 1000
-    return QueryResult(query=text, strategy=plan["strategy"], plan=plan, passages=passages, hits=hits,
-                       timings_ms={k: round(v, 2) for k, v in timings.items()}, context=context,
-                       context_items=items, run=reader.manifest["last_run"]["id"])
+    return QueryResult(
+        query=text,
+        strategy=plan["strategy"],
+        plan=plan,
+        passages=passages,
+        hits=hits,
+        timings_ms={k: round(v, 2) for k, v in timings.items()},
+        context=context,
+        context_items=items,
+        run=reader.manifest["last_run"]["id"],
+    )
 
 
 def answer(result: QueryResult, cfg: QueryConfig, on_text=None):
@@ -97,7 +113,8 @@ def answer(result: QueryResult, cfg: QueryConfig, on_text=None):
     ``ModelUnavailable`` when llama-cpp-python or the model file is missing, ``GenerationFailed`` when the
     model fails while writing; the result and its passages are untouched either way.
     """
-    from ragkit.answer import answer as write, map_reduce
+    from ragkit.answer import answer as write
+    from ragkit.answer import map_reduce
     from ragkit.errors import GenerationFailed
     from ragkit.generate import load_generator
 
@@ -105,12 +122,15 @@ def answer(result: QueryResult, cfg: QueryConfig, on_text=None):
     reports = [i["report"] for i in result.context_items if i.get("type") == "community"]
     try:
         if result.strategy == "global" and reports:  # map-reduce over the community reports
-            return map_reduce(generator, result.query, result.passages, reports, cfg.max_tokens, cfg.temperature,
-                              on_text)
+            return map_reduce(
+                generator, result.query, result.passages, reports, cfg.max_tokens, cfg.temperature, on_text
+            )
         return write(generator, result.query, result.passages, cfg.max_tokens, cfg.temperature, on_text)
     except (ValueError, RuntimeError, OSError) as exc:
-        raise GenerationFailed(f"the model failed while answering: {exc}",
-                               hint="The passages above are complete; try a shorter --budget or -k.") from exc
+        raise GenerationFailed(
+            f"the model failed while answering: {exc}",
+            hint="The passages above are complete; try a shorter --budget or -k.",
+        ) from exc
 
 
 def answer_into(result: QueryResult, cfg: QueryConfig, on_text=None):
@@ -141,11 +161,18 @@ def stats(reader) -> dict[str, Any]:
     size = sizes.index_bytes(reader.index_dir)
     source = sizes.source_bytes(reader)
     return {
-        "index": remote.display(reader.index_dir), **counts, "doc_types": doc_types, "collections": collections,
-        "size_bytes": size, "source_bytes": source, "size_ratio": round(size / source, 2) if source else None,
-        "bytes": sizes.component_bytes(reader), "embedder": reader.manifest["embedder"],
-        "last_run": last and {k: last[k] for k in ("id", "finished_at", "lance_version")} | {
-            k: last["summary"].get(k) for k in ("new", "changed", "unchanged", "removed", "skipped")},
+        "index": remote.display(reader.index_dir),
+        **counts,
+        "doc_types": doc_types,
+        "collections": collections,
+        "size_bytes": size,
+        "source_bytes": source,
+        "size_ratio": round(size / source, 2) if source else None,
+        "bytes": sizes.component_bytes(reader),
+        "embedder": reader.manifest["embedder"],
+        "last_run": last
+        and {k: last[k] for k in ("id", "finished_at", "lance_version")}
+        | {k: last["summary"].get(k) for k in ("new", "changed", "unchanged", "removed", "skipped")},
     }
 
 

@@ -46,8 +46,11 @@ def _grow(run: list[Hit], budget: int, relevant) -> list[list[Hit]]:
         while True:
             left = rest[lo - 1] if lo > 0 else None
             right = rest[hi + 1] if hi + 1 < len(rest) else None
-            options = [(c.score, side) for c, side in ((left, -1), (right, 1))
-                       if c is not None and relevant(c) and tokens + c.token_count <= budget]
+            options = [
+                (c.score, side)
+                for c, side in ((left, -1), (right, 1))
+                if c is not None and relevant(c) and tokens + c.token_count <= budget
+            ]
             if not options:
                 break
             _, side = max(options)
@@ -92,17 +95,30 @@ def assemble(hits: list[Hit], k: int, budget: int) -> list[Passage]:
     for piece in pieces:
         anchor = max(piece, key=lambda h: h.score)
         first = piece[0]
-        passages.append(Passage(
-            rank=0, score=anchor.score, anchor_score=anchor.score, document_id=first.document_id,
-            path=first.path, title=first.title, section=first.header,
-            line_start=min(h.line_start for h in piece), line_end=max(h.line_end for h in piece),
-            text="\n\n".join(h.text for h in piece), chunk_ids=[h.chunk_id for h in piece],
-            token_count=sum(h.token_count for h in piece), features=dict(anchor.features),
-            coherence_score=round(coherence(piece), 4), doc_type=first.doc_type, collection=first.collection,
-            pages=[min(h.page_start for h in piece), max(h.page_end for h in piece)]
-            if all(h.page_start is not None for h in piece) else None,
-            section_id=first.section_id,
-        ))
+        passages.append(
+            Passage(
+                rank=0,
+                score=anchor.score,
+                anchor_score=anchor.score,
+                document_id=first.document_id,
+                path=first.path,
+                title=first.title,
+                section=first.header,
+                line_start=min(h.line_start for h in piece),
+                line_end=max(h.line_end for h in piece),
+                text="\n\n".join(h.text for h in piece),
+                chunk_ids=[h.chunk_id for h in piece],
+                token_count=sum(h.token_count for h in piece),
+                features=dict(anchor.features),
+                coherence_score=round(coherence(piece), 4),
+                doc_type=first.doc_type,
+                collection=first.collection,
+                pages=[min(h.page_start for h in piece), max(h.page_end for h in piece)]
+                if all(h.page_start is not None for h in piece)
+                else None,
+                section_id=first.section_id,
+            )
+        )
     passages.sort(key=lambda p: (-p.score, p.path, p.line_start))
     for i, p in enumerate(passages[:k], start=1):
         p.rank = i
@@ -110,6 +126,7 @@ def assemble(hits: list[Hit], k: int, budget: int) -> list[Passage]:
 
 
 # ---------------------------------------------------------------- context packing
+
 
 @dataclass
 class ContextPack:
@@ -120,8 +137,13 @@ class ContextPack:
     budget: int = 0
 
     def to_dict(self) -> dict:
-        return {"text": self.text, "included": self.included, "dropped": self.dropped, "tokens": self.tokens,
-                "budget": self.budget}
+        return {
+            "text": self.text,
+            "included": self.included,
+            "dropped": self.dropped,
+            "tokens": self.tokens,
+            "budget": self.budget,
+        }
 
 
 def source_label(p: Passage) -> str:

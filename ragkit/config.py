@@ -45,8 +45,10 @@ def parse_filters(items: list[str]) -> dict[str, str]:
             try:
                 dt.date.fromisoformat(value)
             except ValueError:
-                raise BadQuery(f"bad date in --filter {key}={value}",
-                               hint="Dates are YYYY-MM-DD, e.g. --filter date_from=2024-01-31") from None
+                raise BadQuery(
+                    f"bad date in --filter {key}={value}",
+                    hint="Dates are YYYY-MM-DD, e.g. --filter date_from=2024-01-31",
+                ) from None
         out[key] = value
     return out
 
@@ -165,8 +167,10 @@ def _rerank_weights(table: dict[str, Any], source: str) -> dict[str, dict[str, f
             raise RagkitError(f"{source}: unknown mode {mode!r}", hint="Modes: precision, balanced, recall")
         unknown = set(weights) - set(FEATURES)
         if unknown:
-            raise RagkitError(f"{source}.{mode}: unknown feature(s) {', '.join(sorted(unknown))}",
-                              hint=f"Features: {', '.join(FEATURES)}")
+            raise RagkitError(
+                f"{source}.{mode}: unknown feature(s) {', '.join(sorted(unknown))}",
+                hint=f"Features: {', '.join(FEATURES)}",
+            )
         out[mode] = {k: float(v) for k, v in weights.items()}
     return out
 

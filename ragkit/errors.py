@@ -73,4 +73,5 @@ class Cancelled(RagkitError):
 
 class GenerationFailed(RagkitError):
     """The model failed while writing an answer (the passages are still printed)."""
+
     exit_code = 11

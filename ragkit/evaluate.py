@@ -6,14 +6,15 @@ import json
 import math
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ragkit.config import IndexConfig, QueryConfig
 from ragkit.errors import BadDataset
-from ragkit.store import remote
 from ragkit.events import Reporter
+from ragkit.store import remote
 
 RECALL_AT = (2, 5, 10, 100)
 
@@ -88,7 +89,11 @@ class StrategyScore:
 
 
 def score_strategy(
-    name: str, ds: Dataset, search: Callable[[str], list[str]], reporter: Reporter, limit: int | None = None,
+    name: str,
+    ds: Dataset,
+    search: Callable[[str], list[str]],
+    reporter: Reporter,
+    limit: int | None = None,
 ) -> StrategyScore:
     per: dict[str, list[float]] = {m: [] for m in ["ndcg@10", *(f"recall@{k}" for k in RECALL_AT), "mrr@10"]}
     lat = []
@@ -140,8 +145,7 @@ def run_eval(
     rep = reporter or Reporter()
     ds = load_dataset(dataset)
     index_dir = index_dir or api.DEFAULT_HOME / f"eval-{dataset.resolve().name}"
-    summary = api.index([ds.corpus], index_dir, icfg or IndexConfig(), reporter=rep,
-                        embedder_factory=embedder_factory)
+    summary = api.index([ds.corpus], index_dir, icfg or IndexConfig(), reporter=rep, embedder_factory=embedder_factory)
     reader = api.open_index(index_dir)
     if embedder_factory:  # the model the index was built with ("auto" resolved by its first run)
         built = replace(icfg or IndexConfig(), embed_model=reader.manifest["index_config"]["embed_model"])
@@ -160,9 +164,13 @@ def run_eval(
             label = name if not reranks or len(reranks) == 1 else f"{name}+{rr}"
             results.append(score_strategy(label, ds, search, rep, limit))
     return {
-        "schema": "ragkit.eval/1", "dataset": str(dataset), "index": remote.display(index_dir),
-        "queries": min(len(ds.queries), limit or len(ds.queries)), "k": k,
-        "documents": summary.total_documents, "chunks": summary.total_chunks,
+        "schema": "ragkit.eval/1",
+        "dataset": str(dataset),
+        "index": remote.display(index_dir),
+        "queries": min(len(ds.queries), limit or len(ds.queries)),
+        "k": k,
+        "documents": summary.total_documents,
+        "chunks": summary.total_chunks,
         "alpha": base.alpha,
         "results": [{"strategy": r.strategy, **r.metrics, "latency_ms": r.latency_ms} for r in results],
     }

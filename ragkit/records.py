@@ -68,7 +68,7 @@ class ParsedDocument:
     sections: list[Section]
     blocks: dict[str, list[Block]]  # section id -> body blocks
     refs: list[Any] = field(default_factory=list)  # ragkit.ingest.resolve.RefRow
-    entities: "EntityRows" = field(default_factory=lambda: EntityRows())
+    entities: EntityRows = field(default_factory=lambda: EntityRows())
     warnings: list[str] = field(default_factory=list)  # what of the file could not be read (the rest is indexed)
 
 
@@ -80,7 +80,7 @@ class EntityRows:
     cooccur: list[dict[str, Any]] = field(default_factory=list)  # entity pairs per chunk (a < b)
     aliases: list[dict[str, Any]] = field(default_factory=list)  # alias key → entity key, per document
 
-    def extend(self, other: "EntityRows") -> "EntityRows":
+    def extend(self, other: EntityRows) -> EntityRows:
         self.mentions += other.mentions
         self.cooccur += other.cooccur
         self.aliases += other.aliases

@@ -22,12 +22,24 @@ def write_json(obj: Any) -> None:
 
 def passage_dict(p: Passage, explain: bool = False) -> dict[str, Any]:
     d = {
-        "rank": p.rank, "score": round(p.score, 6), "anchor_score": round(p.anchor_score, 6),
-        "document": {"id": p.document_id, "path": p.path, "title": p.title, "doc_type": p.doc_type,
-                     "collection": p.collection},
-        "section": p.section, "section_id": p.section_id, "lines": [p.line_start, p.line_end], "pages": p.pages,
+        "rank": p.rank,
+        "score": round(p.score, 6),
+        "anchor_score": round(p.anchor_score, 6),
+        "document": {
+            "id": p.document_id,
+            "path": p.path,
+            "title": p.title,
+            "doc_type": p.doc_type,
+            "collection": p.collection,
+        },
+        "section": p.section,
+        "section_id": p.section_id,
+        "lines": [p.line_start, p.line_end],
+        "pages": p.pages,
         "text": p.text,
-        "chunk_ids": p.chunk_ids, "tokens": p.token_count, "coherence": p.coherence_score,
+        "chunk_ids": p.chunk_ids,
+        "tokens": p.token_count,
+        "coherence": p.coherence_score,
     }
     if explain:
         d["features"] = p.features
@@ -37,19 +49,40 @@ def passage_dict(p: Passage, explain: bool = False) -> dict[str, Any]:
 def passage_from_dict(d: dict[str, Any]) -> Passage:
     """The passage ``passage_dict`` printed (what a server's answer holds)."""
     doc = d["document"]
-    return Passage(rank=d["rank"], score=d["score"], anchor_score=d["anchor_score"], document_id=doc["id"],
-                   path=doc["path"], title=doc["title"], section=d["section"], line_start=d["lines"][0],
-                   line_end=d["lines"][1], text=d["text"], chunk_ids=d["chunk_ids"], token_count=d["tokens"],
-                   features=d.get("features", {}), coherence_score=d["coherence"], doc_type=doc["doc_type"],
-                   collection=doc["collection"], pages=d.get("pages"), section_id=d.get("section_id", ""))
+    return Passage(
+        rank=d["rank"],
+        score=d["score"],
+        anchor_score=d["anchor_score"],
+        document_id=doc["id"],
+        path=doc["path"],
+        title=doc["title"],
+        section=d["section"],
+        line_start=d["lines"][0],
+        line_end=d["lines"][1],
+        text=d["text"],
+        chunk_ids=d["chunk_ids"],
+        token_count=d["tokens"],
+        features=d.get("features", {}),
+        coherence_score=d["coherence"],
+        doc_type=doc["doc_type"],
+        collection=doc["collection"],
+        pages=d.get("pages"),
+        section_id=d.get("section_id", ""),
+    )
 
 
 def result_from_dict(obj: dict[str, Any]) -> QueryResult:
     """What the terminal shows of a ``ragkit.query/1`` object (no hits, no answer: a server's result)."""
-    return QueryResult(query=obj["query"], strategy=obj["strategy"], plan=obj["plan"],
-                       passages=[passage_from_dict(p) for p in obj["passages"]], hits=[],
-                       timings_ms=obj["timings_ms"], context_items=obj.get("context", []),
-                       run=obj.get("metadata", {}).get("run"))
+    return QueryResult(
+        query=obj["query"],
+        strategy=obj["strategy"],
+        plan=obj["plan"],
+        passages=[passage_from_dict(p) for p in obj["passages"]],
+        hits=[],
+        timings_ms=obj["timings_ms"],
+        context_items=obj.get("context", []),
+        run=obj.get("metadata", {}).get("run"),
+    )
 
 
 def trace_line(r: QueryResult) -> str:
@@ -57,28 +90,52 @@ def trace_line(r: QueryResult) -> str:
     import json
     import time
 
-    return json.dumps({
-        "schema": "ragkit.trace/1", "time": time.time(), "query": r.query, "strategy": r.strategy,
-        "mode": (r.plan.get("rerank") or {}).get("mode"),
-        "candidates": [{"chunk_id": h.chunk_id, "document": h.path, "section": h.header,
-                        "retrieval_score": h.retrieval_score, "score": h.score, "features": h.features,
-                        "returned": any(h.chunk_id in p.chunk_ids for p in r.passages)} for h in r.hits],
-    }, ensure_ascii=False)
+    return json.dumps(
+        {
+            "schema": "ragkit.trace/1",
+            "time": time.time(),
+            "query": r.query,
+            "strategy": r.strategy,
+            "mode": (r.plan.get("rerank") or {}).get("mode"),
+            "candidates": [
+                {
+                    "chunk_id": h.chunk_id,
+                    "document": h.path,
+                    "section": h.header,
+                    "retrieval_score": h.retrieval_score,
+                    "score": h.score,
+                    "features": h.features,
+                    "returned": any(h.chunk_id in p.chunk_ids for p in r.passages),
+                }
+                for h in r.hits
+            ],
+        },
+        ensure_ascii=False,
+    )
 
 
 def metadata(r: QueryResult) -> dict[str, Any]:
     """Seed 001's QueryMetadata: strategy, latency per stage, tokens used, context count, LLM calls."""
     a = r.answer
-    return {"strategy": r.strategy, "run": r.run, "timings_ms": r.timings_ms, "passages": len(r.passages),
-            "context_count": len(a.sources) if a else 0,
-            "tokens": {"prompt": a.prompt_tokens, "completion": a.completion_tokens} if a else None,
-            "llm_calls": a.llm_calls if a else 0}
+    return {
+        "strategy": r.strategy,
+        "run": r.run,
+        "timings_ms": r.timings_ms,
+        "passages": len(r.passages),
+        "context_count": len(a.sources) if a else 0,
+        "tokens": {"prompt": a.prompt_tokens, "completion": a.completion_tokens} if a else None,
+        "llm_calls": a.llm_calls if a else 0,
+    }
 
 
 def result_dict(r: QueryResult, explain: bool = False) -> dict[str, Any]:
     out = {
-        "schema": SCHEMA, "query": r.query, "strategy": r.strategy, "plan": r.plan,
-        "passages": [passage_dict(p, explain) for p in r.passages], "timings_ms": r.timings_ms,
+        "schema": SCHEMA,
+        "query": r.query,
+        "strategy": r.strategy,
+        "plan": r.plan,
+        "passages": [passage_dict(p, explain) for p in r.passages],
+        "timings_ms": r.timings_ms,
         "metadata": metadata(r),
     }
     if r.context_items:
@@ -93,18 +150,28 @@ def result_dict(r: QueryResult, explain: bool = False) -> dict[str, Any]:
 
 
 def answer_dict(a) -> dict[str, Any]:
-    return {"text": a.text, "model": a.model,
-            "citations": [{"source": c.number, "rank": c.rank, "path": c.path, "lines": list(c.lines),
-                           "pages": c.pages} for c in a.citations],
-            "dropped_citations": a.dropped_citations, "sources": a.sources,
-            "prompt_tokens": a.prompt_tokens, "completion_tokens": a.completion_tokens,
-            "seconds": a.seconds, "first_token_seconds": a.first_token_seconds,
-            "tokens_per_second": a.tokens_per_second, "llm_calls": a.llm_calls, "map_notes": a.map_notes}
+    return {
+        "text": a.text,
+        "model": a.model,
+        "citations": [
+            {"source": c.number, "rank": c.rank, "path": c.path, "lines": list(c.lines), "pages": c.pages}
+            for c in a.citations
+        ],
+        "dropped_citations": a.dropped_citations,
+        "sources": a.sources,
+        "prompt_tokens": a.prompt_tokens,
+        "completion_tokens": a.completion_tokens,
+        "seconds": a.seconds,
+        "first_token_seconds": a.first_token_seconds,
+        "tokens_per_second": a.tokens_per_second,
+        "llm_calls": a.llm_calls,
+        "map_notes": a.map_notes,
+    }
 
 
 def query_terms(text: str) -> list[str]:
     """Words worth highlighting: the query's words of three or more letters, minus negated ones."""
-    text = re.sub(r'(?:^|\s)-\S+', " ", text)
+    text = re.sub(r"(?:^|\s)-\S+", " ", text)
     return sorted({w for w in re.findall(r"\w{3,}", text.lower())}, key=len, reverse=True)
 
 
@@ -128,32 +195,56 @@ def print_result(console, r: QueryResult, explain: bool = False) -> None:
 
     rr = r.plan.get("rerank") or {}
     if rr.get("reason"):
-        console.print(f"[yellow]note:[/] --rerank {rr['requested']} fell back to {rr['used']}: {rr['reason']}",
-                      soft_wrap=True)
+        console.print(
+            f"[yellow]note:[/] --rerank {rr['requested']} fell back to {rr['used']}: {rr['reason']}", soft_wrap=True
+        )
     if not r.passages:
         console.print("[yellow]No passages found.[/] Try other words, fewer filters, or --strategy lexical.")
         return
     for item in r.context_items:
         kind = item.get("type")
         if kind == "community":
-            console.print(Panel(Text(item["report"]), title=f"community {item['id']} (similarity "
-                                                              f"{item['similarity']:.2f})", border_style="cyan"))
+            console.print(
+                Panel(
+                    Text(item["report"]),
+                    title=f"community {item['id']} (similarity {item['similarity']:.2f})",
+                    border_style="cyan",
+                )
+            )
         elif kind == "entity":
-            console.print(Text.assemble(("entity ", "dim"), (item.get("name") or item["entity"], "bold cyan"),
-                                        (f" ({item.get('entity_type', '')})  {item['score']:.3f}  ", "dim"),
-                                        (item.get("description", "").split("\n")[0][:160], "dim")),
-                          soft_wrap=True)
+            console.print(
+                Text.assemble(
+                    ("entity ", "dim"),
+                    (item.get("name") or item["entity"], "bold cyan"),
+                    (f" ({item.get('entity_type', '')})  {item['score']:.3f}  ", "dim"),
+                    (item.get("description", "").split("\n")[0][:160], "dim"),
+                ),
+                soft_wrap=True,
+            )
         elif kind == "summary":
-            console.print(Panel(Text(item["text"]), title=f"{'section' if item['level'] == 1 else 'document'} "
-                                f"summary: {item['title']} (similarity {item['similarity']:.2f})",
-                                border_style="cyan"))
+            console.print(
+                Panel(
+                    Text(item["text"]),
+                    title=f"{'section' if item['level'] == 1 else 'document'} "
+                    f"summary: {item['title']} (similarity {item['similarity']:.2f})",
+                    border_style="cyan",
+                )
+            )
         elif kind == "relation":
-            console.print(Text.assemble(("relation ", "dim"), (f"{item['source']} — {item['target']}", "cyan"),
-                                        (f"  {item['description'][:160]}", "dim")), soft_wrap=True)
+            console.print(
+                Text.assemble(
+                    ("relation ", "dim"),
+                    (f"{item['source']} — {item['target']}", "cyan"),
+                    (f"  {item['description'][:160]}", "dim"),
+                ),
+                soft_wrap=True,
+            )
     terms = query_terms(r.query)
     for p in r.passages:
         title = Text.assemble(
-            (f"[{p.rank}] ", "bold cyan"), (p.path, "bold"), (p.location, "cyan"),
+            (f"[{p.rank}] ", "bold cyan"),
+            (p.path, "bold"),
+            (p.location, "cyan"),
             (f"  score {p.score:.4f}", "dim"),
         )
         body = p.text if len(p.text) <= DISPLAY_CHARS else p.text[:DISPLAY_CHARS].rstrip() + " …"

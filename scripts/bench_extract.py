@@ -20,10 +20,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchlib import corpus_source  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-from benchlib import corpus_source  # noqa: E402
 from ragkit import api  # noqa: E402
 from ragkit.config import IndexConfig  # noqa: E402
 from ragkit.embed import load_embedder  # noqa: E402
@@ -51,14 +51,29 @@ def main() -> None:
             s = api.index([src], work / mode, replace(cfg, extract=mode), embedder_factory=lambda c: emb)
             times[mode] = time.perf_counter() - t
             with api.open_index(work / mode, embedder=emb).duck() as store:
-                n = store.rows("SELECT (SELECT count(*) FROM entities) AS e, (SELECT count(*) FROM relations) AS r, "
-                               "(SELECT count(*) FROM mentions) AS m, (SELECT string_agg(n || ' L' || level, ' + ') "
-                               "FROM (SELECT level, count(*) AS n FROM communities GROUP BY level ORDER BY level)) AS c"
-                               )[0]
-            tab.add_row(mode, f"{times[mode]:.1f}", str(n["e"]), str(n["r"]), n["c"] or "0", str(n["m"]),
-                        ", ".join(f"{k} {v:.1f}s" for k, v in s.seconds.items() if k != "total"))
-        tab.add_row("added", f"+{100 * (times['rules'] - times['none']) / times['none']:.1f}%", "", "", "", "",
-                    "target < 50% (extraction, entity graph, communities)")
+                n = store.rows(
+                    "SELECT (SELECT count(*) FROM entities) AS e, (SELECT count(*) FROM relations) AS r, "
+                    "(SELECT count(*) FROM mentions) AS m, (SELECT string_agg(n || ' L' || level, ' + ') "
+                    "FROM (SELECT level, count(*) AS n FROM communities GROUP BY level ORDER BY level)) AS c"
+                )[0]
+            tab.add_row(
+                mode,
+                f"{times[mode]:.1f}",
+                str(n["e"]),
+                str(n["r"]),
+                n["c"] or "0",
+                str(n["m"]),
+                ", ".join(f"{k} {v:.1f}s" for k, v in s.seconds.items() if k != "total"),
+            )
+        tab.add_row(
+            "added",
+            f"+{100 * (times['rules'] - times['none']) / times['none']:.1f}%",
+            "",
+            "",
+            "",
+            "",
+            "target < 50% (extraction, entity graph, communities)",
+        )
         Console(width=160).print(tab)
     finally:
         shutil.rmtree(work, ignore_errors=True)

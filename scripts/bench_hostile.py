@@ -50,8 +50,9 @@ def cases(rng: random.Random) -> dict[str, callable]:
 
     return {
         "base64 blob, 400 KB .txt": write("blob.txt", base64.b64encode(rng.randbytes(300_000))),
-        "hex dump .txt": write("dump.txt", "\n".join(" ".join(f"{rng.randrange(256):02x}" for _ in range(16))
-                                                     for _ in range(4000))),
+        "hex dump .txt": write(
+            "dump.txt", "\n".join(" ".join(f"{rng.randrange(256):02x}" for _ in range(16)) for _ in range(4000))
+        ),
         "minified code .txt": write("app.txt", "var a=function(b){return b*2},c=[1,2].map(a);" * 4000),
         "random bytes .txt": write("random.txt", rng.randbytes(100_000)),
         "NUL bytes in text": write("nul.txt", b"some text\x00with a NUL byte " * 100),
@@ -100,7 +101,9 @@ def main() -> None:
         odd_docs = summary.documents - 1
         outcome = "; ".join(said) if said else "no warning"
         if odd_docs > 0:
-            outcome = f"indexed ({odd_docs} document(s), {summary.chunks} chunks in all)" + (f"; {outcome}" if said else "")
+            outcome = f"indexed ({odd_docs} document(s), {summary.chunks} chunks in all)" + (
+                f"; {outcome}" if said else ""
+            )
         reader = api.open_index(work / "idx")
         with reader.duck() as store:
             policy = bool(store.value("SELECT count(*) FROM documents WHERE path LIKE '%policy.md'"))

@@ -22,10 +22,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchlib import corpus_source  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-from benchlib import corpus_source  # noqa: E402
 from ragkit import api  # noqa: E402
 from ragkit.config import IndexConfig  # noqa: E402
 from ragkit.embed import load_embedder  # noqa: E402
@@ -59,25 +59,48 @@ def main() -> None:
         rerun_s = first.seconds.get("total", 0.0)
         reader = api.open_index(work / "idx")
         with reader.duck() as store:
-            texts = [f"{h}\n{x}" if h else x for h, x in
-                     store.con.execute("SELECT header, text FROM chunks ORDER BY document_id, chunk_index").fetchall()]
+            texts = [
+                f"{h}\n{x}" if h else x
+                for h, x in store.con.execute(
+                    "SELECT header, text FROM chunks ORDER BY document_id, chunk_index"
+                ).fetchall()
+            ]
         n = len(texts)
         torch_enc = load_embedder(cfg.embed_model, 32, "torch")
-        onnx_enc, int8_enc = load_embedder(cfg.embed_model, encoder="onnx"), load_embedder(cfg.embed_model, encoder="onnx-int8")
+        onnx_enc, int8_enc = (
+            load_embedder(cfg.embed_model, encoder="onnx"),
+            load_embedder(cfg.embed_model, encoder="onnx-int8"),
+        )
         for e in (torch_enc, onnx_enc, int8_enc):
             e.encode(texts[:16])
         rows = [
-            ("torch fp32 (sentence-transformers)", "batches of 32, every core",
-             timed(lambda: torch_enc.model.encode(texts, batch_size=32, normalize_embeddings=True,
-                                                  show_progress_bar=False))),
-            ("torch fp32 (sentence-transformers)", "batches of 8",
-             timed(lambda: torch_enc.model.encode(texts, batch_size=8, normalize_embeddings=True,
-                                                  show_progress_bar=False))),
+            (
+                "torch fp32 (sentence-transformers)",
+                "batches of 32, every core",
+                timed(
+                    lambda: torch_enc.model.encode(
+                        texts, batch_size=32, normalize_embeddings=True, show_progress_bar=False
+                    )
+                ),
+            ),
+            (
+                "torch fp32 (sentence-transformers)",
+                "batches of 8",
+                timed(
+                    lambda: torch_enc.model.encode(
+                        texts, batch_size=8, normalize_embeddings=True, show_progress_bar=False
+                    )
+                ),
+            ),
             ("ONNX fp32", "one text per run (ragkit)", timed(lambda: onnx_enc.encode(texts))),
             ("ONNX int8 (the default)", "one text per run (ragkit)", timed(lambda: int8_enc.encode(texts))),
-            ("ONNX int8", "padded batches of 16",
-             timed(lambda: [int8_enc._vectors(int8_enc._session("batch"), texts[i:i + 16])
-                            for i in range(0, n, 16)])),
+            (
+                "ONNX int8",
+                "padded batches of 16",
+                timed(
+                    lambda: [int8_enc._vectors(int8_enc._session("batch"), texts[i : i + 16]) for i in range(0, n, 16)]
+                ),
+            ),
         ]
         base = rows[0][2]
         tab = Table(title=f"encoding the {n} chunks of {first.total_documents} documents ({src.name}), one run")
@@ -85,8 +108,13 @@ def main() -> None:
             tab.add_column(col, justify="left" if col in ("encoder", "setting") else "right")
         for name, setting, s in rows:
             tab.add_row(name, setting, f"{s:.2f}", f"{n / s:.1f}", f"{base / s:.2f}×")
-        tab.add_row("ragkit index, first run (default)", "discover … commit", f"{index_s:.2f}", f"{n / index_s:.1f}",
-                    f"{base / index_s:.2f}×")
+        tab.add_row(
+            "ragkit index, first run (default)",
+            "discover … commit",
+            f"{index_s:.2f}",
+            f"{n / index_s:.1f}",
+            f"{base / index_s:.2f}×",
+        )
         tab.add_row("ragkit index, unchanged re-run", "", f"{rerun_s:.3f}", "", "")
         Console(width=130).print(tab)
     finally:

@@ -31,8 +31,12 @@ async def session(index: str, queries: list[str]) -> dict:
     from mcp.client.session import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
-    params = StdioServerParameters(command=sys.executable, args=["-m", "ragkit", "serve", "--mcp", "--index", index],
-                                   env={**os.environ, "HF_HUB_OFFLINE": "1"}, cwd=str(ROOT))
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "ragkit", "serve", "--mcp", "--index", index],
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+        cwd=str(ROOT),
+    )
     t = time.perf_counter()
     async with stdio_client(params) as streams:
         async with ClientSession(*streams) as s:

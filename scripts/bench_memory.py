@@ -20,10 +20,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchlib import timed  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
-
-from benchlib import timed  # noqa: E402
 
 STRATEGIES = ["naive", "lexical", "hybrid", "auto", "hippo", "local", "light", "global", "hierarchical"]
 LONG_LIVED = """
@@ -55,15 +54,25 @@ def main() -> None:
     exe = [sys.executable, "-m", "ragkit"]
     rows = [("ragkit index (fresh build)", *timed(exe + ["index", str(args.corpus), "--index", str(idx)], env))]
     for s in STRATEGIES:
-        rows.append((f"ragkit query --json --strategy {s}",
-                     *timed(exe + ["query", "--json", "--strategy", s, "--index", str(idx), first], env)))
+        rows.append(
+            (
+                f"ragkit query --json --strategy {s}",
+                *timed(exe + ["query", "--json", "--strategy", s, "--index", str(idx), first], env),
+            )
+        )
     if not args.no_answer:
-        rows.append(("ragkit query --answer --json (hybrid)",
-                     *timed(exe + ["query", "--answer", "--json", "--strategy", "hybrid", "--index", str(idx), first],
-                            env)))
-    rows.append((f"one process, {args.n} questions × {len(STRATEGIES)} strategies",
-                 *timed([sys.executable, "-c", LONG_LIVED, str(idx), str(queries), str(args.n), ",".join(STRATEGIES)],
-                        env)))
+        rows.append(
+            (
+                "ragkit query --answer --json (hybrid)",
+                *timed(exe + ["query", "--answer", "--json", "--strategy", "hybrid", "--index", str(idx), first], env),
+            )
+        )
+    rows.append(
+        (
+            f"one process, {args.n} questions × {len(STRATEGIES)} strategies",
+            *timed([sys.executable, "-c", LONG_LIVED, str(idx), str(queries), str(args.n), ",".join(STRATEGIES)], env),
+        )
+    )
     table = Table(title=f"peak RSS: {args.corpus}")
     for col in ("process", "wall s", "peak RSS MiB"):
         table.add_column(col, justify="right" if col != "process" else "left")

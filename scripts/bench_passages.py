@@ -69,10 +69,15 @@ def measure(index: str, n: int) -> dict:
         passages.extend(ps)
     multi = [p for p in passages if len(p.chunk_ids) > 1]
     ok = sum(adjacent_in_one_section(graph, p.chunk_ids) for p in multi)
-    p50 = {name: percentile([x * 1000 for x in v], 0.5) for name, v in
-           (("retrieval", t_retr), ("features", t_feat), ("assembly", t_asm))}
+    p50 = {
+        name: percentile([x * 1000 for x in v], 0.5)
+        for name, v in (("retrieval", t_retr), ("features", t_feat), ("assembly", t_asm))
+    }
     return {
-        "index": index, "queries": len(queries), "passages": len(passages), "multi": len(multi),
+        "index": index,
+        "queries": len(queries),
+        "passages": len(passages),
+        "multi": len(multi),
         "adjacent_share": ok / len(multi) if multi else 1.0,
         "tokens": statistics.fmean(p.token_count for p in passages),
         "chunks": statistics.fmean(len(p.chunk_ids) for p in passages),
@@ -90,8 +95,10 @@ def legal(index: str, path: Path) -> dict:
         expected = q["section"] if isinstance(q["section"], list) else [q["section"]]
         hits += top.section.split(" > ")[-1] in expected and q["law"] in top.path
     with reader.duck() as store:
-        counts = store.rows("SELECT count(*) AS detected, count(resolved_document_id) AS doc, "
-                            "count(resolved_section_id) AS sec FROM refs WHERE kind = 'law'")[0]
+        counts = store.rows(
+            "SELECT count(*) AS detected, count(resolved_document_id) AS doc, "
+            "count(resolved_section_id) AS sec FROM refs WHERE kind = 'law'"
+        )[0]
         external = store.rows("SELECT count(*) AS n FROM refs WHERE kind = 'law' AND resolved_document_id IS NULL")[0]
     return {"queries": len(qs), "hits": hits, **counts, "unresolved": external["n"]}
 
@@ -104,24 +111,48 @@ def main() -> None:
     args = ap.parse_args()
     console = Console(width=140)
     tab = Table(title="passages from section-heading queries (hybrid, features, k=10)")
-    for col in ("index", "queries", "passages", "multi-chunk", "adjacent in one section", "mean tokens",
-                "mean chunks", "mean coherence", "p50 retrieval ms", "p50 features ms", "p50 assembly ms",
-                "overhead"):
+    for col in (
+        "index",
+        "queries",
+        "passages",
+        "multi-chunk",
+        "adjacent in one section",
+        "mean tokens",
+        "mean chunks",
+        "mean coherence",
+        "p50 retrieval ms",
+        "p50 features ms",
+        "p50 assembly ms",
+        "overhead",
+    ):
         tab.add_column(col, justify="right")
     for index in args.index:
         m = measure(index, args.queries)
-        tab.add_row(Path(index).name, str(m["queries"]), str(m["passages"]), str(m["multi"]),
-                    f"{100 * m['adjacent_share']:.1f}%", f"{m['tokens']:.0f}", f"{m['chunks']:.2f}",
-                    f"{m['coherence']:.3f}", f"{m['p50_retrieval']:.1f}", f"{m['p50_features']:.1f}",
-                    f"{m['p50_assembly']:.2f}",
-                    f"{100 * (m['p50_features'] + m['p50_assembly']) / m['p50_retrieval']:.1f}%")
+        tab.add_row(
+            Path(index).name,
+            str(m["queries"]),
+            str(m["passages"]),
+            str(m["multi"]),
+            f"{100 * m['adjacent_share']:.1f}%",
+            f"{m['tokens']:.0f}",
+            f"{m['chunks']:.2f}",
+            f"{m['coherence']:.3f}",
+            f"{m['p50_retrieval']:.1f}",
+            f"{m['p50_features']:.1f}",
+            f"{m['p50_assembly']:.2f}",
+            f"{100 * (m['p50_features'] + m['p50_assembly']) / m['p50_retrieval']:.1f}%",
+        )
     console.print(tab)
     if args.legal:
         r = legal(args.index[0], args.legal)
-        console.print(f"legal references in {args.index[0]}: {r['detected']} detected, {r['doc']} resolved to a "
-                      f"document, {r['sec']} to a section, {r['unresolved']} unresolved (laws not indexed)")
-        console.print(f"hand-made reference queries: {r['hits']}/{r['queries']} return the cited section first "
-                      f"({100 * r['hits'] / r['queries']:.0f}%)")
+        console.print(
+            f"legal references in {args.index[0]}: {r['detected']} detected, {r['doc']} resolved to a "
+            f"document, {r['sec']} to a section, {r['unresolved']} unresolved (laws not indexed)"
+        )
+        console.print(
+            f"hand-made reference queries: {r['hits']}/{r['queries']} return the cited section first "
+            f"({100 * r['hits'] / r['queries']:.0f}%)"
+        )
 
 
 if __name__ == "__main__":

@@ -65,8 +65,9 @@ def timed(fn, path: Path, repeat: int = 3) -> tuple[list[str], float]:
 
 
 def agreement(a: list[str], b: list[str]) -> float:
-    return statistics.fmean(difflib.SequenceMatcher(None, words(x), words(y), autojunk=False).ratio()
-                            for x, y in zip(a, b))
+    return statistics.fmean(
+        difflib.SequenceMatcher(None, words(x), words(y), autojunk=False).ratio() for x, y in zip(a, b)
+    )
 
 
 def main() -> None:
@@ -83,16 +84,28 @@ def main() -> None:
         truth = [spec.page_text(i) for i in range(args.pages)]
         for name, fn in (("pypdfium2 (ragkit)", pdfium_pages), ("pypdf", pypdf_pages))[: 2 if HAVE_PYPDF else 1]:
             pages, secs = timed(fn, path)
-            tab.add_row(f"generated handbook ({path.stat().st_size // 1024} KB)", str(len(pages)), name,
-                        f"{len(pages) / secs:,.0f}", f"{sum(map(len, pages)):,}", f"{agreement(pages, truth):.4f}")
+            tab.add_row(
+                f"generated handbook ({path.stat().st_size // 1024} KB)",
+                str(len(pages)),
+                name,
+                f"{len(pages) / secs:,.0f}",
+                f"{sum(map(len, pages)):,}",
+                f"{agreement(pages, truth):.4f}",
+            )
         _, secs = timed(lambda p: parse_pdf(p.read_bytes()), path)
         tab.add_row("", "", "ragkit parse_pdf (whole parse)", f"{args.pages / secs:,.0f}", "", "")
     for real in map(Path, args.real):
         ours, secs = timed(pdfium_pages, real)
         theirs, secs2 = timed(pypdf_pages, real) if HAVE_PYPDF else (ours, 0.0)
         both = f"{agreement(ours, theirs):.4f} (with each other)" if HAVE_PYPDF else ""
-        tab.add_row(real.name, str(len(ours)), "pypdfium2 (ragkit)", f"{len(ours) / secs:,.0f}",
-                    f"{sum(map(len, ours)):,}", both)
+        tab.add_row(
+            real.name,
+            str(len(ours)),
+            "pypdfium2 (ragkit)",
+            f"{len(ours) / secs:,.0f}",
+            f"{sum(map(len, ours)):,}",
+            both,
+        )
         if HAVE_PYPDF:
             tab.add_row("", "", "pypdf", f"{len(theirs) / secs2:,.0f}", f"{sum(map(len, theirs)):,}", "")
         _, secs = timed(lambda p: parse_pdf(p.read_bytes()), real)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Rule-based planner latency: p50/p95 of plan_query (+ routing) over dataset queries.
 
-    python scripts/bench_planner.py ../shared/data/scifact-train/queries.jsonl ../shared/data/hotpotqa-100/queries.jsonl
+python scripts/bench_planner.py ../shared/data/scifact-train/queries.jsonl ../shared/data/hotpotqa-100/queries.jsonl
 """
 
 from __future__ import annotations
@@ -44,8 +44,13 @@ def main() -> None:
             r = route(plan, [], True, True)
             lat.append((time.perf_counter() - t) * 1000)
             routed[r.strategy] = routed.get(r.strategy, 0) + 1
-        tab.add_row(path.parent.name, str(len(texts)), f"{percentile(lat, .5):.3f}", f"{percentile(lat, .95):.3f}",
-                    ", ".join(f"{k} {v}" for k, v in sorted(routed.items())))
+        tab.add_row(
+            path.parent.name,
+            str(len(texts)),
+            f"{percentile(lat, 0.5):.3f}",
+            f"{percentile(lat, 0.95):.3f}",
+            ", ".join(f"{k} {v}" for k, v in sorted(routed.items())),
+        )
     Console(width=120).print(tab)
 
 

@@ -66,23 +66,44 @@ def main() -> None:
     by_set: dict[str, list[tuple[float, float, str]]] = {}
     for name, doc, text in documents(args.data):
         by_set.setdefault(name, []).append((word_share(text), repetition(text), doc))
-    tab = Table(title=f"word share of every document (not prose below {PROSE_MIN}) and compression of its start "
-                      f"(repeats itself above {REPEAT_MAX:g}×)")
-    for col in ("data set", "documents", "lowest word share", "1st percentile", "median", "highest compression",
-                "would be skipped"):
+    tab = Table(
+        title=f"word share of every document (not prose below {PROSE_MIN}) and compression of its start "
+        f"(repeats itself above {REPEAT_MAX:g}×)"
+    )
+    for col in (
+        "data set",
+        "documents",
+        "lowest word share",
+        "1st percentile",
+        "median",
+        "highest compression",
+        "would be skipped",
+    ):
         tab.add_column(col, justify="left" if col == "data set" else "right")
     for name, scores in sorted(by_set.items()):
         scores.sort()
         values = [s for s, _, _ in scores]
         worst = max(scores, key=lambda x: x[1])
-        tab.add_row(name, f"{len(values):,}", f"{values[0]:.3f} ({scores[0][2]})",
-                    f"{values[len(values) // 100]:.3f}", f"{statistics.median(values):.3f}",
-                    f"{worst[1]:.1f}× ({worst[2]})",
-                    str(sum(1 for v, r, _ in scores if v < PROSE_MIN or r > REPEAT_MAX)))
+        tab.add_row(
+            name,
+            f"{len(values):,}",
+            f"{values[0]:.3f} ({scores[0][2]})",
+            f"{values[len(values) // 100]:.3f}",
+            f"{statistics.median(values):.3f}",
+            f"{worst[1]:.1f}× ({worst[2]})",
+            str(sum(1 for v, r, _ in scores if v < PROSE_MIN or r > REPEAT_MAX)),
+        )
     for label, text in noise().items():
         share, ratio = word_share(text), repetition(text)
-        tab.add_row(label, "1", f"{share:.3f}", "", "", f"{ratio:.1f}×",
-                    "skipped" if share < PROSE_MIN or ratio > REPEAT_MAX else "INDEXED")
+        tab.add_row(
+            label,
+            "1",
+            f"{share:.3f}",
+            "",
+            "",
+            f"{ratio:.1f}×",
+            "skipped" if share < PROSE_MIN or ratio > REPEAT_MAX else "INDEXED",
+        )
     Console(width=160).print(tab)
 
 

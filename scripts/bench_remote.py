@@ -30,17 +30,28 @@ from tests.s3 import moto_s3  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 QUESTIONS = [
-    "How do I read a file into a string?", "What is ownership?", "How do I handle errors with Result?",
-    "What does the borrow checker check?", "How do I spawn a thread?", "What is a trait object?",
-    "How are closures captured?", "What is the difference between Box and Rc?", "How do I write tests?",
+    "How do I read a file into a string?",
+    "What is ownership?",
+    "How do I handle errors with Result?",
+    "What does the borrow checker check?",
+    "How do I spawn a thread?",
+    "What is a trait object?",
+    "How are closures captured?",
+    "What is the difference between Box and Rc?",
+    "How do I write tests?",
     "What are lifetimes?",
 ]
 
 
 def cli(*args: str) -> float:
     t = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "ragkit", *args], check=True, stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    subprocess.run(
+        [sys.executable, "-m", "ragkit", *args],
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )
     return time.perf_counter() - t
 
 
@@ -72,8 +83,8 @@ def main() -> None:
     folder = work / "corpus"
     shutil.copytree(args.corpus, folder)
     edited = sorted(p for p in folder.rglob("*.md"))[len(QUESTIONS)]
-    from ragkit.store.sizes import index_bytes
     from ragkit.config import resolve_index_dir
+    from ragkit.store.sizes import index_bytes
 
     with moto_s3(work / "moto.log", "bench", work / "cache"):
         warmup = work / "warmup"  # the encoder's one-time export into the fresh cache, before anything is timed

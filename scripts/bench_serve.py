@@ -38,8 +38,11 @@ DEFAULT_Q = ROOT.parent / "shared/data/scifact-train/queries.jsonl"
 def start(index: str) -> tuple[subprocess.Popen, dict]:
     port_file = resolve_index_dir(index) / "server.json"
     port_file.unlink(missing_ok=True)
-    proc = subprocess.Popen([sys.executable, "-m", "ragkit", "serve", "--index", index, "--port", "0"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ragkit", "serve", "--index", index, "--port", "0"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     deadline = time.time() + 300
     while not port_file.exists():
         if proc.poll() is not None or time.time() > deadline:
@@ -57,8 +60,12 @@ def clients(info: dict, queries: list[str], n_clients: int) -> tuple[list[float]
         con = http.client.HTTPConnection(info["host"], info["port"], timeout=300)
         for q in part:
             t = time.perf_counter()
-            con.request("POST", "/v1/query", body=json.dumps({"query": q, "k": 10}).encode(),
-                        headers={"Content-Type": "application/json"})
+            con.request(
+                "POST",
+                "/v1/query",
+                body=json.dumps({"query": q, "k": 10}).encode(),
+                headers={"Content-Type": "application/json"},
+            )
             resp = con.getresponse()
             resp.read()
             ms = (time.perf_counter() - t) * 1000
@@ -81,8 +88,11 @@ def one_shot(index: str, q: str, runs: int) -> float:
     walls = []
     for _ in range(runs):
         t = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "ragkit", "query", "--json", "--index", index, q], check=True,
-                       stdout=subprocess.DEVNULL)
+        subprocess.run(
+            [sys.executable, "-m", "ragkit", "query", "--json", "--index", index, q],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
         walls.append(time.perf_counter() - t)
     return statistics.median(walls)
 
@@ -104,8 +114,7 @@ def main() -> None:
         clients(info, queries[:5], 1)  # warm the strategies' data
         for n in (int(c) for c in args.clients.split(",")):
             lat, wall = clients(info, queries, n)
-            tab.add_row(str(n), f"{percentile(lat, .5):.1f}", f"{percentile(lat, .95):.1f}",
-                        f"{len(lat) / wall:.1f}")
+            tab.add_row(str(n), f"{percentile(lat, 0.5):.1f}", f"{percentile(lat, 0.95):.1f}", f"{len(lat) / wall:.1f}")
         Console(width=160).print(tab)
         through = one_shot(args.index, queries[0], args.runs)
     finally:

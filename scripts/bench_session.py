@@ -43,8 +43,11 @@ def main() -> None:
     cold = []
     for text in texts[: args.cold]:
         t = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "ragkit", "query", text, "--index", args.index, "--strategy", "hybrid",
-                        "--json"], check=True, capture_output=True)
+        subprocess.run(
+            [sys.executable, "-m", "ragkit", "query", text, "--index", args.index, "--strategy", "hybrid", "--json"],
+            check=True,
+            capture_output=True,
+        )
         cold.append(time.perf_counter() - t)
     session = Session(api.open_index(args.index), QueryConfig(strategy="hybrid"), Console(file=io.StringIO()))
     times = []

@@ -23,10 +23,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchlib import corpus_source  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-from benchlib import corpus_source  # noqa: E402
 from ragkit import api  # noqa: E402
 from ragkit.config import IndexConfig  # noqa: E402
 from ragkit.embed import load_embedder  # noqa: E402
@@ -59,14 +59,26 @@ def main() -> None:
             s = api.index([src], work / str(tree), replace(cfg, tree=tree), embedder_factory=lambda c: emb)
             secs = time.perf_counter() - t
             out[tree] = (secs, _size(work / str(tree)), s)
-            tab.add_row("on" if tree else "off", str(s.total_documents), str(s.total_chunks), f"{secs:.1f}",
-                        f"{s.tree.get('seconds', 0):.2f}" if tree else "",
-                        f"{s.tree.get('sections', 0)} / {s.tree.get('documents', 0)}" if tree else "",
-                        f"{out[tree][1] / 1e6:.1f}")
+            tab.add_row(
+                "on" if tree else "off",
+                str(s.total_documents),
+                str(s.total_chunks),
+                f"{secs:.1f}",
+                f"{s.tree.get('seconds', 0):.2f}" if tree else "",
+                f"{s.tree.get('sections', 0)} / {s.tree.get('documents', 0)}" if tree else "",
+                f"{out[tree][1] / 1e6:.1f}",
+            )
         (off_s, off_b, _), (on_s, on_b, s) = out[False], out[True]
         per_1000 = s.tree.get("seconds", 0) * 1000 / max(1, s.total_documents)
-        tab.add_row("added", "", "", f"{100 * (on_s - off_s) / off_s:+.1f}%", f"{per_1000:.1f} s / 1,000 docs", "",
-                    f"{100 * (on_b - off_b) / off_b:+.1f}%")
+        tab.add_row(
+            "added",
+            "",
+            "",
+            f"{100 * (on_s - off_s) / off_s:+.1f}%",
+            f"{per_1000:.1f} s / 1,000 docs",
+            "",
+            f"{100 * (on_b - off_b) / off_b:+.1f}%",
+        )
         Console(width=160).print(tab)
         print("targets: tree build < 5 min per 1,000 documents, storage overhead < 50 %")
     finally:

@@ -24,11 +24,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import ragkit  # noqa: E402,F401  (one BLAS thread, as in a query process)
 import numpy as np  # noqa: E402
 import pyarrow as pa  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
+
+import ragkit  # noqa: E402,F401  (one BLAS thread, as in a query process)
 
 ROOT = Path(__file__).resolve().parent.parent
 REFINE = 5  # refine_factor: re-rank 5 × fetch PQ candidates with the stored vectors
@@ -69,10 +70,19 @@ def main() -> None:
 
     base = base_vectors(args.index)
     queries = sample(base, args.queries, seed=99)
-    tab = Table(title=f"exact in-memory search vs Lance IVF_PQ, {base.shape[1]} dims, top {args.fetch}, "
-                      f"{args.queries} queries (ms are medians)")
-    for col in ("rows", "matrix MB", "read matrix s", "exact ms", "IVF_PQ build s", "IVF_PQ ms / recall@10",
-                f"+ refine ×{REFINE} ms / recall@10"):
+    tab = Table(
+        title=f"exact in-memory search vs Lance IVF_PQ, {base.shape[1]} dims, top {args.fetch}, "
+        f"{args.queries} queries (ms are medians)"
+    )
+    for col in (
+        "rows",
+        "matrix MB",
+        "read matrix s",
+        "exact ms",
+        "IVF_PQ build s",
+        "IVF_PQ ms / recall@10",
+        f"+ refine ×{REFINE} ms / recall@10",
+    ):
         tab.add_column(col, justify="right")
     for n in (int(s) for s in args.sizes.split(",")):
         mat = sample(base, n, seed=n)
@@ -91,8 +101,13 @@ def main() -> None:
                 exact_ms.append((time.perf_counter() - t) * 1000)
                 truth.append(set(top[:10].tolist()))
             t = time.perf_counter()
-            ds.create_index("vector", index_type="IVF_PQ", metric="cosine",  # LanceDB's defaults
-                            num_partitions=max(1, int(np.sqrt(n))), num_sub_vectors=mat.shape[1] // 16)
+            ds.create_index(
+                "vector",
+                index_type="IVF_PQ",
+                metric="cosine",  # LanceDB's defaults
+                num_partitions=max(1, int(np.sqrt(n))),
+                num_sub_vectors=mat.shape[1] // 16,
+            )
             build_s = time.perf_counter() - t
             ds = lance.dataset(uri)
             ann = {}
@@ -101,14 +116,27 @@ def main() -> None:
                 for q, want in zip(queries, truth):
                     nearest = {"column": "vector", "q": q, "k": args.fetch, "metric": "cosine"}
                     t = time.perf_counter()
-                    got = ds.to_table(columns=["id"], disable_scoring_autoprojection=True, nearest=nearest | (
-                        {"refine_factor": refine} if refine else {})).column("id").to_pylist()
+                    got = (
+                        ds.to_table(
+                            columns=["id"],
+                            disable_scoring_autoprojection=True,
+                            nearest=nearest | ({"refine_factor": refine} if refine else {}),
+                        )
+                        .column("id")
+                        .to_pylist()
+                    )
                     ms.append((time.perf_counter() - t) * 1000)
                     recall.append(len(want & set(got[:10])) / 10)
                 ann[refine] = statistics.median(ms), statistics.fmean(recall)
         e = statistics.median(exact_ms)
-        tab.add_row(f"{n:,}", f"{mat.nbytes / 2**20:.0f}", f"{read_s:.2f}", f"{e:.2f}", f"{build_s:.1f}",
-                    *(f"{ann[r][0]:.2f} / {ann[r][1]:.3f}" for r in (None, REFINE)))
+        tab.add_row(
+            f"{n:,}",
+            f"{mat.nbytes / 2**20:.0f}",
+            f"{read_s:.2f}",
+            f"{e:.2f}",
+            f"{build_s:.1f}",
+            *(f"{ann[r][0]:.2f} / {ann[r][1]:.3f}" for r in (None, REFINE)),
+        )
         print(f"{n:,} rows done", file=sys.stderr)
     Console(width=160).print(tab)
 

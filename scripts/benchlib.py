@@ -29,8 +29,9 @@ def timed(cmd: list[str], env: dict | None = None) -> tuple[float, float]:
     timer = shutil.which("time") or "/usr/bin/time"
     with tempfile.NamedTemporaryFile("r", suffix=".rss") as out:
         t = time.perf_counter()
-        proc = subprocess.run([timer, "-f", "%M", "-o", out.name, *cmd], stdout=subprocess.DEVNULL,
-                              stderr=subprocess.PIPE, env=env)
+        proc = subprocess.run(
+            [timer, "-f", "%M", "-o", out.name, *cmd], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env
+        )
         wall = time.perf_counter() - t
         if proc.returncode != 0:
             sys.exit(f"{' '.join(cmd)} failed:\n{proc.stderr.decode()[-2000:]}")

@@ -45,14 +45,26 @@ from ragkit.store.layout import LANCE_DIR  # noqa: E402
 DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
 LAWS = ["t/tzbfg/index.md", "a/arbzg/index.md"]  # two of the German laws (edited in turn)
 QUERIES = [
-    "How do I read a file into a string?", "What is ownership in Rust?", "How do I handle errors with Result?",
-    "What does the borrow checker check?", "How do I spawn a thread?", "What is a trait object?",
-    "How are closures captured?", "What is the difference between Box and Rc?", "How do I write tests?",
-    "What are lifetimes?", "Wie lange darf die tägliche Arbeitszeit sein?", "Ruhepausen bei sechs Stunden Arbeit",
-    "Sonntagsarbeit Ausnahmen", "Nachtarbeitnehmer Gesundheitsuntersuchung", "Wie viel Urlaub im Tarifvertrag?",
-    "Anspruch auf Verringerung der Arbeitszeit", "befristeter Arbeitsvertrag ohne Sachgrund",
+    "How do I read a file into a string?",
+    "What is ownership in Rust?",
+    "How do I handle errors with Result?",
+    "What does the borrow checker check?",
+    "How do I spawn a thread?",
+    "What is a trait object?",
+    "How are closures captured?",
+    "What is the difference between Box and Rc?",
+    "How do I write tests?",
+    "What are lifetimes?",
+    "Wie lange darf die tägliche Arbeitszeit sein?",
+    "Ruhepausen bei sechs Stunden Arbeit",
+    "Sonntagsarbeit Ausnahmen",
+    "Nachtarbeitnehmer Gesundheitsuntersuchung",
+    "Wie viel Urlaub im Tarifvertrag?",
+    "Anspruch auf Verringerung der Arbeitszeit",
+    "befristeter Arbeitsvertrag ohne Sachgrund",
     "Diskriminierungsverbot Teilzeit",
-    "crash safety of the parking note", "pattern matching with match",
+    "crash safety of the parking note",
+    "pattern matching with match",
 ]
 console = Console()
 
@@ -83,15 +95,19 @@ def change(folder: Path, step: int, rng: random.Random) -> None:
             fh.write(f"\n\nEdit {step}: a paragraph added to this chapter between two indexing runs.\n")
     notes = folder / "notes"
     notes.mkdir(exist_ok=True)
-    (notes / f"note{step}.md").write_text(f"# Note {step}\n\nThe parking note of step {step} is about crash "
-                                          "safety: a killed run leaves the last committed run whole.\n")
+    (notes / f"note{step}.md").write_text(
+        f"# Note {step}\n\nThe parking note of step {step} is about crash "
+        "safety: a killed run leaves the last committed run whole.\n"
+    )
     old = notes / f"note{step - 3}.md"
     if old.exists():
         old.unlink()
     law = folder / "laws" / LAWS[step % len(LAWS)]
     text = law.read_text()
     at = text.find("\n\n", rng.randrange(len(text) // 2))
-    law.write_text(text[:at] + f"\n\nÄnderung {step}: Dieser Absatz wurde zwischen zwei Läufen eingefügt.\n" + text[at:])
+    law.write_text(
+        text[:at] + f"\n\nÄnderung {step}: Dieser Absatz wurde zwischen zwei Läufen eingefügt.\n" + text[at:]
+    )
 
 
 def committed(idx: Path) -> tuple[int, set[str]]:
@@ -119,8 +135,13 @@ def where(idx: Path, run_before: int, run_now: int, check: dict) -> str:
 
 def index(folder: Path, idx: Path, *extra: str) -> float:
     t = time.perf_counter()
-    subprocess.run(ragkit("index", str(folder), "--index", str(idx), *extra), check=True, env=env(),
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run(
+        ragkit("index", str(folder), "--index", str(idx), *extra),
+        check=True,
+        env=env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     return time.perf_counter() - t
 
 
@@ -138,8 +159,12 @@ def kills(args, folder: Path, idx: Path, rng: random.Random) -> bool:
         in_commit = step > args.kills
         lo, hi = window if in_commit else (0.0, last)
         at = rng.uniform(lo, hi)
-        proc = subprocess.Popen(ragkit("index", str(folder), "--index", str(idx)), env=env(),
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            ragkit("index", str(folder), "--index", str(idx)),
+            env=env(),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         try:
             proc.wait(timeout=at)
             killed = False
@@ -147,18 +172,24 @@ def kills(args, folder: Path, idx: Path, rng: random.Random) -> bool:
             proc.send_signal(signal.SIGKILL)
             proc.wait()
             killed = True
-        check = subprocess.run(ragkit("check", "--index", str(idx), "--json"), capture_output=True, text=True,
-                               env=env())
+        check = subprocess.run(
+            ragkit("check", "--index", str(idx), "--json"), capture_output=True, text=True, env=env()
+        )
         run_now, chunks = committed(idx)
         landed = where(idx, run_before, run_now, json.loads(check.stdout or "{}")) if killed else "finished first"
-        q = subprocess.run(ragkit("query", "--json", "--index", str(idx), QUERIES[step % len(QUERIES)]),
-                           capture_output=True, text=True, env=env())
+        q = subprocess.run(
+            ragkit("query", "--json", "--index", str(idx), QUERIES[step % len(QUERIES)]),
+            capture_output=True,
+            text=True,
+            env=env(),
+        )
         answer = json.loads(q.stdout) if q.returncode == 0 else {}
         passages = {c for p in answer.get("passages", []) for c in p["chunk_ids"]}
         from_run = answer.get("metadata", {}).get("run") == run_now and passages <= chunks and bool(passages)
         t0 = time.perf_counter()
-        nxt = subprocess.run(ragkit("index", str(folder), "--index", str(idx), "--json"), capture_output=True,
-                             text=True, env=env())
+        nxt = subprocess.run(
+            ragkit("index", str(folder), "--index", str(idx), "--json"), capture_output=True, text=True, env=env()
+        )
         wall = time.perf_counter() - t0
         if nxt.returncode == 0:
             summary = json.loads(nxt.stdout)
@@ -169,12 +200,21 @@ def kills(args, folder: Path, idx: Path, rng: random.Random) -> bool:
         index(folder, twin)
         good = check.returncode == 0 and from_run and nxt.returncode == 0 and run_now in (run_before, run_before + 1)
         ok += good
-        rows.append((step, f"{at:.2f} of {lo:.2f}–{hi:.2f}", landed,
-                     "ok" if check.returncode == 0 else f"exit {check.returncode}: {check.stdout[-200:]}",
-                     f"run {answer.get('metadata', {}).get('run')} {'ok' if from_run else 'WRONG'}",
-                     "ok" if nxt.returncode == 0 else f"exit {nxt.returncode}", "✓" if good else "✗"))
-    table = Table(title=f"kill -9 during ragkit index: {ok}/{n} whole ({args.kills} uniform over the run, "
-                        f"{args.commit_kills} uniform over its write + commit)")
+        rows.append(
+            (
+                step,
+                f"{at:.2f} of {lo:.2f}–{hi:.2f}",
+                landed,
+                "ok" if check.returncode == 0 else f"exit {check.returncode}: {check.stdout[-200:]}",
+                f"run {answer.get('metadata', {}).get('run')} {'ok' if from_run else 'WRONG'}",
+                "ok" if nxt.returncode == 0 else f"exit {nxt.returncode}",
+                "✓" if good else "✗",
+            )
+        )
+    table = Table(
+        title=f"kill -9 during ragkit index: {ok}/{n} whole ({args.kills} uniform over the run, "
+        f"{args.commit_kills} uniform over its write + commit)"
+    )
     for col in ("#", "kill at s (drawn from)", "landed in", "check", "query answers from", "next index", "whole"):
         table.add_column(col)
     for r in rows:
@@ -195,13 +235,16 @@ def kills(args, folder: Path, idx: Path, rng: random.Random) -> bool:
         a, b = api.open_index(idx), api.open_index(other)
         sets = order = 0
         for q in QUERIES:
-            ta, tb = ([h.chunk_id for h in api.query(r, q, QueryConfig(k=10, strategy="hybrid")).hits[:10]]
-                      for r in (a, b))
+            ta, tb = (
+                [h.chunk_id for h in api.query(r, q, QueryConfig(k=10, strategy="hybrid")).hits[:10]] for r in (a, b)
+            )
             sets += set(ta) == set(tb)
             order += ta == tb
-        console.print(f"final index vs {name}: same chunk ids {same_chunks}, same counts "
-                      f"{counts[0] == counts[1]} ({counts[0]['documents']} documents, {counts[0]['chunks']} chunks); "
-                      f"top-10 equal as sets {sets}/{len(QUERIES)}, in order {order}/{len(QUERIES)}")
+        console.print(
+            f"final index vs {name}: same chunk ids {same_chunks}, same counts "
+            f"{counts[0] == counts[1]} ({counts[0]['documents']} documents, {counts[0]['chunks']} chunks); "
+            f"top-10 equal as sets {sets}/{len(QUERIES)}, in order {order}/{len(QUERIES)}"
+        )
         good &= same_chunks and counts[0] == counts[1]
     return good
 
@@ -241,9 +284,11 @@ def loop(args, folder: Path, idx: Path, rng: random.Random) -> bool:
     wrong = [run for run, ids, _ in answers if run not in runs or not ids <= runs[run]]
     by_run = {run: sum(1 for r, _, _ in answers if r == run) for run in sorted(runs)}
     slow = sorted(s for _, _, s in answers)
-    console.print(f"queries while 3 runs committed ({', '.join(f'{s:.1f}' for s in seconds)} s): {len(answers)} "
-                  f"answered, failures {len(failures)}, not from a committed run {len(wrong)}; answers per run "
-                  f"{by_run}; p50 {slow[len(slow) // 2] * 1000:.1f} ms, max {slow[-1] * 1000:.0f} ms")
+    console.print(
+        f"queries while 3 runs committed ({', '.join(f'{s:.1f}' for s in seconds)} s): {len(answers)} "
+        f"answered, failures {len(failures)}, not from a committed run {len(wrong)}; answers per run "
+        f"{by_run}; p50 {slow[len(slow) // 2] * 1000:.1f} ms, max {slow[-1] * 1000:.0f} ms"
+    )
     for f in failures[:5]:
         console.print(f"  failure: {f}")
     return not failures and not wrong and len(answers) >= 500
@@ -253,8 +298,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--work", type=Path, required=True)
     ap.add_argument("--kills", type=int, default=20, help="kills at a uniform time over the run")
-    ap.add_argument("--commit-kills", type=int, default=10, help="kills at a uniform time over the run's write "
-                                                                 "and commit")
+    ap.add_argument(
+        "--commit-kills", type=int, default=10, help="kills at a uniform time over the run's write and commit"
+    )
     ap.add_argument("--loop", action="store_true", help="also run the query loop during three indexing runs")
     ap.add_argument("--seed", type=int, default=16)
     args = ap.parse_args()

@@ -79,8 +79,10 @@ def main() -> None:
     tab.add_column("value", justify="right")
     tab.add_row("gold answer in the answer, with retrieved sources", f"{hit_ctx / n:.1%} ({hit_ctx})")
     tab.add_row("gold answer in the answer, without sources", f"{hit_none / n:.1%} ({hit_none})")
-    tab.add_row("citations kept / valid (sentence terms in the cited passage)",
-                f"{len(checks)} / {sum(checks) / len(checks):.1%}" if checks else "0 / –")
+    tab.add_row(
+        "citations kept / valid (sentence terms in the cited passage)",
+        f"{len(checks)} / {sum(checks) / len(checks):.1%}" if checks else "0 / –",
+    )
     tab.add_row("citations dropped (named no source)", str(dropped))
     Console(width=120).print(tab)
 

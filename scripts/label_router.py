@@ -64,13 +64,29 @@ def main() -> None:
             right += plan.strategy in best
             hybrid_right += "hybrid" in best
             routed[plan.strategy] = routed.get(plan.strategy, 0) + 1
-            records.append({"dataset": Path(dataset).name, "query_id": qid, "query": text, "planned": plan.text,
-                            "scores": scores,
-                            "best": best, "routed": plan.strategy, "reason": plan.reason,
-                            "identifiers": plan.identifiers, "known_entities": plan.entities,
-                            "has_communities": facts["communities"] > 0, "has_tree": facts["tree"] > 0})
-        tab.add_row(Path(dataset).name, str(len(qids)), f"{right / len(qids):.3f}",
-                    f"{hybrid_right / len(qids):.3f}", ", ".join(f"{k} {v}" for k, v in sorted(routed.items())))
+            records.append(
+                {
+                    "dataset": Path(dataset).name,
+                    "query_id": qid,
+                    "query": text,
+                    "planned": plan.text,
+                    "scores": scores,
+                    "best": best,
+                    "routed": plan.strategy,
+                    "reason": plan.reason,
+                    "identifiers": plan.identifiers,
+                    "known_entities": plan.entities,
+                    "has_communities": facts["communities"] > 0,
+                    "has_tree": facts["tree"] > 0,
+                }
+            )
+        tab.add_row(
+            Path(dataset).name,
+            str(len(qids)),
+            f"{right / len(qids):.3f}",
+            f"{hybrid_right / len(qids):.3f}",
+            ", ".join(f"{k} {v}" for k, v in sorted(routed.items())),
+        )
     args.out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
     Console(width=120).print(tab)
 

@@ -46,8 +46,11 @@ class Probe:
         import lance
 
         self.reader = api.open_index(index)
-        rows = lance.dataset(str(index / "lance" / "chunks.lance")).to_table(
-            columns=["header", "content", "path", "vector"]).to_pylist()
+        rows = (
+            lance.dataset(str(index / "lance" / "chunks.lance"))
+            .to_table(columns=["header", "content", "path", "vector"])
+            .to_pylist()
+        )
         self.header = [r["header"] or "" for r in rows]
         self.content = [r["content"] for r in rows]
         self.vectors = unit(np.array([r["vector"] for r in rows], dtype=np.float32))
@@ -59,13 +62,18 @@ class Probe:
         position = {h: i for i, h in enumerate(headings)}
         self.heading_of = np.array([position[h] for h in self.header])
         self.heading_vectors = unit(np.asarray(self.reader.embedder.encode(headings), dtype=np.float32))
-        self.questions = {name: [json.loads(line) for line in (REPO / "tests" / "data" / f).read_text().splitlines()
-                                 if line.strip()] for name, f in SETS.items()}
-        self.query_vectors = {name: unit(np.asarray(self.reader.embedder.encode_queries([q["query"] for q in qs]),
-                                                    dtype=np.float32)) for name, qs in self.questions.items()}
+        self.questions = {
+            name: [json.loads(line) for line in (REPO / "tests" / "data" / f).read_text().splitlines() if line.strip()]
+            for name, f in SETS.items()
+        }
+        self.query_vectors = {
+            name: unit(np.asarray(self.reader.embedder.encode_queries([q["query"] for q in qs]), dtype=np.float32))
+            for name, qs in self.questions.items()
+        }
 
-    def score(self, name: str, vectors: np.ndarray, heading: float = 0.0, law: float = 0.0,
-              prf: float = 0.0) -> tuple[int, int]:
+    def score(
+        self, name: str, vectors: np.ndarray, heading: float = 0.0, law: float = 0.0, prf: float = 0.0
+    ) -> tuple[int, int]:
         q = self.query_vectors[name]
         scores = q @ vectors.T
         if prf:
@@ -75,8 +83,10 @@ class Probe:
         if heading:
             scores = scores + heading * (q @ self.heading_vectors.T)[:, self.heading_of]
         if law:
-            best3 = np.stack([np.sort(scores[:, self.law_of == j], axis=1)[:, -3:].mean(axis=1)
-                              for j in range(len(self.laws))], axis=1)
+            best3 = np.stack(
+                [np.sort(scores[:, self.law_of == j], axis=1)[:, -3:].mean(axis=1) for j in range(len(self.laws))],
+                axis=1,
+            )
             scores = scores + law * best3[:, self.law_of]
         sections = np.full((len(q), len(self.keys)), -np.inf)
         for c, s in enumerate(self.section_of):
@@ -94,7 +104,7 @@ class Probe:
     def reembedded(self, short: bool) -> np.ndarray:
         texts = []
         for header, content in zip(self.header, self.content):
-            body = content[len(header) + 1:] if header and content.startswith(header + "\n") else content
+            body = content[len(header) + 1 :] if header and content.startswith(header + "\n") else content
             parts = header.split(" > ")
             texts.append(f"{parts[0]} > {parts[-1]}\n{body}" if short and len(parts) > 1 else body)
         return unit(np.asarray(self.reader.embedder.encode(texts), dtype=np.float32))
@@ -115,8 +125,10 @@ def main() -> None:
     rows += [(f"law score × {w}", probe.vectors, {"law": w}) for w in (0.3, 0.5, 1.0)]
     rows += [(f"dense PRF {w}", probe.vectors, {"prf": w}) for w in (0.3, 0.5, 1.0)]
     if args.reembed:
-        rows += [("chunks embedded without heading path", probe.reembedded(short=False), {}),
-                 ("chunks embedded with law > section title only", probe.reembedded(short=True), {})]
+        rows += [
+            ("chunks embedded without heading path", probe.reembedded(short=False), {}),
+            ("chunks embedded with law > section title only", probe.reembedded(short=True), {}),
+        ]
     for label, vectors, kw in rows:
         tab.add_row(label, *(" / ".join(map(str, probe.score(name, vectors, **kw))) for name in sizes))
     Console().print(tab)

@@ -45,9 +45,20 @@ def features(reader, text: str, vocab: dict[str, int], chunks: int) -> list[floa
     dd, bd = documents_of(dense, 10), documents_of(bm25, 10)
     words = re.findall(r"\w+", text.lower())
     idf = [math.log(chunks / (1 + vocab.get(w, 0))) for w in words] or [0.0]
-    return [d[0], d[0] - d[1], d[0] - d[9], b[0], (b[0] - b[1]) / (b[0] or 1), (b[0] - b[9]) / (b[0] or 1),
-            len(set(dd) & set(bd)) / 10, float(bool(dd and bd and dd[0] == bd[0])), len(words), max(idf),
-            statistics.fmean(idf), sum(vocab.get(w, 0) == 0 for w in words) / max(1, len(words))]
+    return [
+        d[0],
+        d[0] - d[1],
+        d[0] - d[9],
+        b[0],
+        (b[0] - b[1]) / (b[0] or 1),
+        (b[0] - b[9]) / (b[0] or 1),
+        len(set(dd) & set(bd)) / 10,
+        float(bool(dd and bd and dd[0] == bd[0])),
+        len(words),
+        max(idf),
+        statistics.fmean(idf),
+        sum(vocab.get(w, 0) == 0 for w in words) / max(1, len(words)),
+    ]
 
 
 def main() -> None:
@@ -65,10 +76,13 @@ def main() -> None:
         return ndcg_at(documents_of(hits, 20), ds.qrels[qid])
 
     auto = np.array([ndcg(q, QueryConfig(k=20, syntax=False)) for q in qids])
-    per_strategy = np.array([[ndcg(q, QueryConfig(strategy=s, k=20, syntax=False)) for s in STRATEGIES]
-                             for q in qids])
-    per_alpha = np.array([[ndcg(q, QueryConfig(strategy="hybrid", k=20, syntax=False, alpha=a, model_alpha=False))
-                           for a in ALPHAS] for q in qids])
+    per_strategy = np.array([[ndcg(q, QueryConfig(strategy=s, k=20, syntax=False)) for s in STRATEGIES] for q in qids])
+    per_alpha = np.array(
+        [
+            [ndcg(q, QueryConfig(strategy="hybrid", k=20, syntax=False, alpha=a, model_alpha=False)) for a in ALPHAS]
+            for q in qids
+        ]
+    )
     vocab = reader.vocabulary()
     chunks = api.stats(reader)["chunks"]
     x = np.array([features(reader, ds.queries[q], vocab, chunks) for q in qids])
@@ -90,8 +104,10 @@ def main() -> None:
             train, test = fold != f, fold == f
             w = np.linalg.solve(x[train].T @ x[train] + lam * np.eye(x.shape[1]), x[train].T @ per_alpha[train])
             pick[test] = np.argmax(x[test] @ w, axis=1)
-        tab.add_row(f"learned alpha per claim (ridge {lam}, {args.folds}-fold)",
-                    f"{per_alpha[np.arange(len(qids)), pick].mean():.4f}")
+        tab.add_row(
+            f"learned alpha per claim (ridge {lam}, {args.folds}-fold)",
+            f"{per_alpha[np.arange(len(qids)), pick].mean():.4f}",
+        )
     Console().print(tab)
 
 

@@ -49,8 +49,9 @@ def main() -> None:
         api.index([quality.GERMAN_LAWS], work / "laws")
         queries = quality.legal_queries()
         misses = quality.legal_misses(api.open_index(work / "laws"), queries)
-        checks.append(quality.Check("legal references, top-1 hits", len(queries) - len(misses),
-                                    fl["legal"]["top1_hits"], 0))
+        checks.append(
+            quality.Check("legal references, top-1 hits", len(queries) - len(misses), fl["legal"]["top1_hits"], 0)
+        )
         for q, got in misses:
             print(f"legal miss: {q!r} → {got}")
         seconds["german laws (index + queries)"] = time.perf_counter() - t
@@ -60,8 +61,10 @@ def main() -> None:
         reader = api.open_index(work / "laws")
         for label, key in (("", ""), (" held out", "held_out_")):
             hits = quality.german_hits(reader, quality.german_questions(held_out=bool(key)))
-            checks += [quality.Check(f"German questions{label} {m}", v, fl["german"][key + m], fl["tolerance"])
-                       for m, v in hits.items()]
+            checks += [
+                quality.Check(f"German questions{label} {m}", v, fl["german"][key + m], fl["tolerance"])
+                for m, v in hits.items()
+            ]
         seconds["german questions"] = time.perf_counter() - t
     if "router" in wanted:
         checks += quality.router_checks(fl["router"])

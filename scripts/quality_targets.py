@@ -34,10 +34,16 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared" / "data"
 DEFAULT_BEFORE = "ac34d29"  # main before issue 18 (README: "Retrieval quality")
-TARGETS = {"hotpotqa auto recall@2": 0.75, "hotpotqa auto recall@5": 0.92, "scifact auto nDCG@10": 0.75,
-           "German top-1": 0.7, "German top-3": 0.9,  # at least
-           "warm latency p50 hybrid (ms)": -15, "warm latency p50 auto (ms)": -30,  # negative: at most (the
-           "warm latency p50 hippo (ms)": -40}  # fast-path budgets, README "Query latency")
+TARGETS = {
+    "hotpotqa auto recall@2": 0.75,
+    "hotpotqa auto recall@5": 0.92,
+    "scifact auto nDCG@10": 0.75,
+    "German top-1": 0.7,
+    "German top-3": 0.9,  # at least
+    "warm latency p50 hybrid (ms)": -15,
+    "warm latency p50 auto (ms)": -30,  # negative: at most (the
+    "warm latency p50 hippo (ms)": -40,
+}  # fast-path budgets, README "Query latency")
 
 
 def measure(repo: Path, work: Path, sets: set[str]) -> dict[str, float]:
@@ -78,8 +84,7 @@ def measure(repo: Path, work: Path, sets: set[str]) -> dict[str, float]:
                 out[f"{name.split('-')[0]} {strategy} {m}"] = statistics.fmean(p[m] for p in per.values())
                 if strategy == "auto":
                     for half, part in (("odd", qids[0::2]), ("even", qids[1::2])):
-                        out[f"{name.split('-')[0]} auto {m} ({half} half)"] = statistics.fmean(per[q][m]
-                                                                                              for q in part)
+                        out[f"{name.split('-')[0]} auto {m} ({half} half)"] = statistics.fmean(per[q][m] for q in part)
         return reader, ds
 
     if "hotpotqa" in sets or "latency" in sets:
@@ -100,14 +105,19 @@ def measure(repo: Path, work: Path, sets: set[str]) -> dict[str, float]:
     if "german" in sets:
         reader = indexed(SHARED / "german-laws" / "laws", "german-laws")
         for label, path in (("", "german_questions.jsonl"), (" held-out", "german_questions_heldout.jsonl")):
-            questions = [json.loads(line) for line in (REPO / "tests" / "data" / path).read_text().splitlines()
-                         if line.strip()]
+            questions = [
+                json.loads(line) for line in (REPO / "tests" / "data" / path).read_text().splitlines() if line.strip()
+            ]
             ranks = []
             for q in questions:
                 passages = api.query(reader, q["query"], QueryConfig(k=3)).passages
                 expected = q["section"] if isinstance(q["section"], list) else [q["section"]]
-                ranks.append(next((p.rank for p in passages
-                                   if p.section.split(" > ")[-1] in expected and q["law"] in p.path), None))
+                ranks.append(
+                    next(
+                        (p.rank for p in passages if p.section.split(" > ")[-1] in expected and q["law"] in p.path),
+                        None,
+                    )
+                )
             out[f"German{label} top-1"] = sum(r == 1 for r in ranks) / len(ranks)
             out[f"German{label} top-3"] = sum(r is not None for r in ranks) / len(ranks)
     return out
@@ -115,8 +125,11 @@ def measure(repo: Path, work: Path, sets: set[str]) -> dict[str, float]:
 
 def side(repo: Path, work: Path, sets: str) -> dict[str, float]:
     """Run ``measure`` for ``repo`` in a fresh process (its own imports) and return its figures."""
-    res = subprocess.run([sys.executable, __file__, "--measure", str(repo), "--work", str(work), "--set", sets],
-                         capture_output=True, text=True)
+    res = subprocess.run(
+        [sys.executable, __file__, "--measure", str(repo), "--work", str(work), "--set", sets],
+        capture_output=True,
+        text=True,
+    )
     if res.returncode:
         sys.exit(f"measuring {repo} failed:\n{res.stderr[-3000:]}")
     return json.loads(res.stdout.strip().splitlines()[-1])
@@ -137,15 +150,20 @@ def main() -> None:
     from rich.table import Table
 
     work = args.work or Path(tempfile.mkdtemp(prefix="ragkit-targets-"))
+
     def commit(repo: Path, ref: str) -> str:
-        return subprocess.run(["git", "-C", str(repo), "rev-parse", f"{ref}^{{commit}}"], capture_output=True,
-                              text=True).stdout.strip()
+        return subprocess.run(
+            ["git", "-C", str(repo), "rev-parse", f"{ref}^{{commit}}"], capture_output=True, text=True
+        ).stdout.strip()
 
     tree = work / "before-tree"
     created = not tree.exists()
     if created:
-        subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", str(tree), args.before], check=True,
-                       capture_output=True)
+        subprocess.run(
+            ["git", "-C", str(REPO), "worktree", "add", "--detach", str(tree), args.before],
+            check=True,
+            capture_output=True,
+        )
     elif commit(tree, "HEAD") != commit(REPO, args.before):
         sys.exit(f"{tree} exists and is not at {args.before}: remove it or choose another --work")
     try:
@@ -155,16 +173,22 @@ def main() -> None:
     finally:
         if created:
             subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(tree)], capture_output=True)
-    tab = Table(title=f"retrieval quality, before ({args.before}) and after (this tree), one run "
-                      f"({time.perf_counter() - t:.0f} s)")
+    tab = Table(
+        title=f"retrieval quality, before ({args.before}) and after (this tree), one run "
+        f"({time.perf_counter() - t:.0f} s)"
+    )
     for col in ("figure", "before", "after", "target"):
         tab.add_column(col, justify="left" if col == "figure" else "right")
     for name in after:
         target = TARGETS.get(name)
         b = before.get(name)
         met = target is not None and (after[name] >= target if target > 0 else after[name] <= -target)
-        tab.add_row(name, "" if b is None else f"{b:.4f}", f"{after[name]:.4f}",
-                    "" if target is None else f"{'≥' if target > 0 else '≤'} {abs(target)}" + (" ✓" if met else " ✗"))
+        tab.add_row(
+            name,
+            "" if b is None else f"{b:.4f}",
+            f"{after[name]:.4f}",
+            "" if target is None else f"{'≥' if target > 0 else '≤'} {abs(target)}" + (" ✓" if met else " ✗"),
+        )
     Console().print(tab)
 
 

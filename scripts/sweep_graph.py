@@ -63,8 +63,12 @@ def main() -> None:
             return documents_of(hits, args.k)
 
         r = score_strategy(spec, ds, search, Reporter())
-        tab.add_row(spec, f"{r.metrics['ndcg@10']:.4f}", *(f"{r.metrics[f'recall@{n}']:.3f}" for n in (2, 5, 10)),
-                    f"{r.latency_ms['p50']:.0f}")
+        tab.add_row(
+            spec,
+            f"{r.metrics['ndcg@10']:.4f}",
+            *(f"{r.metrics[f'recall@{n}']:.3f}" for n in (2, 5, 10)),
+            f"{r.latency_ms['p50']:.0f}",
+        )
     Console(width=120).print(tab)
 
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import argparse
 import statistics
-from dataclasses import replace
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -47,9 +47,10 @@ def main() -> None:
     tab = Table(title=f"fusion of dense and BM25 on {args.dataset.name}, {len(lists)} queries (no rerank, no links)")
     for col in ("fusion", "alpha (dense weight)", "nDCG@10", "recall@10", "recall@100"):
         tab.add_column(col, justify="right")
-    fusions = {"convex": lambda d, b, a, q: convex(d, b, a, q),
-               "weighted RRF": lambda d, b, a, q: weighted_rrf({"dense": d, "lexical": b},
-                                                               {"dense": a, "lexical": 1 - a})}
+    fusions = {
+        "convex": lambda d, b, a, q: convex(d, b, a, q),
+        "weighted RRF": lambda d, b, a, q: weighted_rrf({"dense": d, "lexical": b}, {"dense": a, "lexical": 1 - a}),
+    }
     for method, fuse in fusions.items():
         for alpha in [float(a) for a in args.alphas.split(",")]:
             nd, r10, r100 = [], [], []
@@ -58,8 +59,13 @@ def main() -> None:
                 nd.append(ndcg_at(ranked, ds.qrels[qid]))
                 r10.append(recall_at(ranked, ds.qrels[qid], 10))
                 r100.append(recall_at(ranked, ds.qrels[qid], 100))
-            tab.add_row(method, f"{alpha:.2f}", f"{statistics.fmean(nd):.4f}", f"{statistics.fmean(r10):.4f}",
-                        f"{statistics.fmean(r100):.4f}")
+            tab.add_row(
+                method,
+                f"{alpha:.2f}",
+                f"{statistics.fmean(nd):.4f}",
+                f"{statistics.fmean(r10):.4f}",
+                f"{statistics.fmean(r100):.4f}",
+            )
     Console().print(tab)
     # the same two fusions as queries run them: hybrid with the default fetch, reranking, links and retry
     tab = Table(title=f"hybrid with the default settings on {args.dataset.name}, by fusion")
@@ -68,8 +74,9 @@ def main() -> None:
     for method in ("convex", "rrf"):
         nd, r10 = [], []
         for qid, text in ds.queries.items():
-            hits, _, _ = api.retrieve(reader, text, QueryConfig(strategy="hybrid", fusion=method, syntax=False),
-                                      limit=2 * args.k)
+            hits, _, _ = api.retrieve(
+                reader, text, QueryConfig(strategy="hybrid", fusion=method, syntax=False), limit=2 * args.k
+            )
             ranked = documents_of(hits, args.k)
             nd.append(ndcg_at(ranked, ds.qrels[qid]))
             r10.append(recall_at(ranked, ds.qrels[qid], 10))

@@ -31,18 +31,17 @@ def typo(word: str, rng: random.Random) -> str:
     i = rng.randrange(len(word))
     kind = rng.choice(["delete", "insert", "substitute", "swap"])
     if kind == "delete":
-        return word[:i] + word[i + 1:]
+        return word[:i] + word[i + 1 :]
     if kind == "insert":
         return word[:i] + rng.choice(string.ascii_lowercase) + word[i:]
     if kind == "substitute":
-        return word[:i] + rng.choice([c for c in string.ascii_lowercase if c != word[i].lower()]) + word[i + 1:]
+        return word[:i] + rng.choice([c for c in string.ascii_lowercase if c != word[i].lower()]) + word[i + 1 :]
     i = min(i, len(word) - 2)
-    return word[:i] + word[i + 1] + word[i] + word[i + 2:]
+    return word[:i] + word[i + 1] + word[i] + word[i + 2 :]
 
 
 def with_typos(text: str, rate: float, rng: random.Random) -> str:
-    return " ".join(typo(w, rng) if len(w) >= 4 and w.isalpha() and rng.random() < rate else w
-                    for w in text.split())
+    return " ".join(typo(w, rng) if len(w) >= 4 and w.isalpha() and rng.random() < rate else w for w in text.split())
 
 
 def main() -> None:
@@ -60,8 +59,10 @@ def main() -> None:
     changed = sum(noisy.queries[q] != ds.queries[q] for q in ds.queries)
     reader = api.open_index(args.index)
     reader.embedder.encode_query("warm up")
-    tab = Table(title=f"{args.dataset.name}: {args.strategy}, typos in {args.rate:.0%} of words "
-                      f"({changed} of {len(ds.queries)} queries changed)")
+    tab = Table(
+        title=f"{args.dataset.name}: {args.strategy}, typos in {args.rate:.0%} of words "
+        f"({changed} of {len(ds.queries)} queries changed)"
+    )
     for col in ("queries", "spelling correction", "nDCG@10", "recall@10", "p50 ms"):
         tab.add_column(col, justify="left" if col in ("queries", "spelling correction") else "right")
     for label, data in (("clean", ds), ("with typos", noisy)):
@@ -73,8 +74,13 @@ def main() -> None:
                 return documents_of(hits, args.k)
 
             r = score_strategy(label, data, search, Reporter())
-            tab.add_row(label, "on" if spelling else "off", f"{r.metrics['ndcg@10']:.4f}",
-                        f"{r.metrics['recall@10']:.4f}", f"{r.latency_ms['p50']:.0f}")
+            tab.add_row(
+                label,
+                "on" if spelling else "off",
+                f"{r.metrics['ndcg@10']:.4f}",
+                f"{r.metrics['recall@10']:.4f}",
+                f"{r.latency_ms['p50']:.0f}",
+            )
     Console(width=110).print(tab)
 
 

@@ -10,6 +10,7 @@ from ragkit import api
 from ragkit.config import IndexConfig
 from tests.fakes import FakeEmbedder
 from tests.quality import REPO, SHARED_DATA  # noqa: F401 (the paths live with the quality gate)
+from tests.s3 import s3  # noqa: F401 (the fixture, for every test module)
 
 SAMPLES = REPO / "ragkit" / "samples" / "handbook"
 
@@ -31,7 +32,10 @@ def fake():
 @pytest.fixture
 def corpus(tmp_path: Path) -> Path:
     root = tmp_path / "docs"
-    write(root, "policies/overtime.md", """
+    write(
+        root,
+        "policies/overtime.md",
+        """
         ---
         title: Overtime Policy
         doc_type: policy
@@ -48,8 +52,12 @@ def corpus(tmp_path: Path) -> Path:
         ## Pay
 
         Overtime is paid at one and a quarter times the hourly rate.
-        """)
-    write(root, "tech/deploy.rst", """
+        """,
+    )
+    write(
+        root,
+        "tech/deploy.rst",
+        """
         Deployment
         ==========
 
@@ -62,12 +70,17 @@ def corpus(tmp_path: Path) -> Path:
         ----------
 
         Database migrations must stay backwards compatible.
-        """)
-    write(root, "notes/meeting.txt", """
+        """,
+    )
+    write(
+        root,
+        "notes/meeting.txt",
+        """
         Meeting notes
 
         The team moved the planning meeting to Tuesday.
-        """)
+        """,
+    )
     return root
 
 

@@ -6,9 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-WORDS = ("Arbeitszeit Urlaub Kündigung Vertrag Pause Ruhezeit Überstunden Gehalt Schutz Frist Antrag Betrieb "
-         "working time leave notice contract break rest overtime salary protection period request company "
-         "semester uppsägning avtal lön skydd").split()
+WORDS = (
+    "Arbeitszeit Urlaub Kündigung Vertrag Pause Ruhezeit Überstunden Gehalt Schutz Frist Antrag Betrieb "
+    "working time leave notice contract break rest overtime salary protection period request company "
+    "semester uppsägning avtal lön skydd"
+).split()
 
 
 @dataclass
@@ -44,8 +46,11 @@ def handbook_spec(pages: int = 6, outline: bool = True) -> Spec:
     """A German/English handbook: a chapter heading every other page, a section heading between."""
     out = []
     for n in range(pages):
-        heading, level = (f"Kapitel {n // 2 + 1}: Arbeitszeit und Urlaub", 1) if n % 2 == 0 \
+        heading, level = (
+            (f"Kapitel {n // 2 + 1}: Arbeitszeit und Urlaub", 1)
+            if n % 2 == 0
             else (f"Abschnitt {n // 2 + 1}.1 Überstunden", 2)
+        )
         out.append(Page(heading, level, [" ".join(sentences(n * 10 + k, 4)) for k in range(3)]))
     return Spec("Mitarbeiterhandbuch Northwind", out, outline=outline)
 
@@ -107,8 +112,9 @@ def write_docx(path: Path) -> Path:
     d.add_paragraph("Reisen ins Ausland", style="List Bullet")
     d.add_heading("Erstattung", level=2)
     table = d.add_table(rows=3, cols=2)
-    for r, (a, b) in enumerate([("Posten", "Satz"), ("Hotel", "120 Euro pro Nacht"),
-                                ("Verpflegung", "28 Euro pro Tag")]):
+    for r, (a, b) in enumerate(
+        [("Posten", "Satz"), ("Hotel", "120 Euro pro Nacht"), ("Verpflegung", "28 Euro pro Tag")]
+    ):
         table.cell(r, 0).text, table.cell(r, 1).text = a, b
     d.add_paragraph("Belege werden innerhalb von vier Wochen eingereicht.")
     d.save(str(path))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 import numpy as np
 
@@ -16,8 +16,14 @@ def _bucket(word: str, dim: int) -> int:
 class FakeEmbedder:
     """Hashed bag of words; ``synonyms`` maps a word to another whose vector it takes (a known "meaning")."""
 
-    def __init__(self, dim: int = 64, name: str = "fake", fingerprint: str = "fake-0001", max_tokens: int = 256,
-                 synonyms: dict[str, str] | None = None):
+    def __init__(
+        self,
+        dim: int = 64,
+        name: str = "fake",
+        fingerprint: str = "fake-0001",
+        max_tokens: int = 256,
+        synonyms: dict[str, str] | None = None,
+    ):
         self.name, self.dimension, self.fingerprint, self.max_tokens = name, dim, fingerprint, max_tokens
         self.synonyms = synonyms or {}
         self.encoded = 0  # texts embedded so far (tests check incremental work)
@@ -57,8 +63,14 @@ class FakeGenerator:
     name = "fake.gguf"
     chat = None  # no chat template: prompts are completed as they are
 
-    def __init__(self, answers: str | dict | Callable[[str], str] = "", default: str = "not json at all",
-                 pieces: list[str] | None = None, error: Exception | None = None, n_ctx: int = 2048):
+    def __init__(
+        self,
+        answers: str | dict | Callable[[str], str] = "",
+        default: str = "not json at all",
+        pieces: list[str] | None = None,
+        error: Exception | None = None,
+        n_ctx: int = 2048,
+    ):
         self.answers, self.default, self.pieces, self.error, self.n_ctx = answers, default, pieces, error, n_ctx
         self.prompts: list[str] = []
         self.temperature: float | None = None
@@ -69,8 +81,9 @@ class FakeGenerator:
     def prompt_tokens(self, prompt: str) -> int:
         return self.count_tokens(prompt)
 
-    def complete(self, prompt: str, max_tokens: int = 256, stop=None, temperature: float = 0.0,
-                 repeat_penalty: float = 1.0) -> str:
+    def complete(
+        self, prompt: str, max_tokens: int = 256, stop=None, temperature: float = 0.0, repeat_penalty: float = 1.0
+    ) -> str:
         self.prompts.append(prompt)
         self.temperature = temperature
         if self.error:
@@ -82,7 +95,8 @@ class FakeGenerator:
         tail = prompt.rsplit("Text:", 1)[-1]
         return next((out for key, out in self.answers.items() if key in tail), self.default)
 
-    def stream(self, prompt: str, max_tokens: int = 512, stop=None, temperature: float = 0.3,
-               repeat_penalty: float = 1.0) -> Iterator[str]:
+    def stream(
+        self, prompt: str, max_tokens: int = 512, stop=None, temperature: float = 0.3, repeat_penalty: float = 1.0
+    ) -> Iterator[str]:
         out = self.complete(prompt, max_tokens, stop, temperature, repeat_penalty)
         yield from self.pieces if self.pieces is not None else [out]

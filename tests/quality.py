@@ -57,8 +57,11 @@ def hotpotqa_eval(index_dir: Path, k: int, strategies: list[str], cfg: QueryConf
 
 def hotpotqa_checks(results: dict, table: dict, tolerance: float) -> list[Check]:
     """One check per strategy and recall cut-off named in the floors file's ``[hotpotqa.recorded]`` table."""
-    return [Check(f"hotpotqa {strategy} {metric}", results[strategy][metric], value, tolerance)
-            for strategy, recorded in table.items() for metric, value in recorded.items()]
+    return [
+        Check(f"hotpotqa {strategy} {metric}", results[strategy][metric], value, tolerance)
+        for strategy, recorded in table.items()
+        for metric, value in recorded.items()
+    ]
 
 
 def _jsonl(path: Path) -> list[dict]:
@@ -93,8 +96,10 @@ def legal_misses(reader, queries: list[dict]) -> list[tuple[str, str]]:
 def german_hits(reader, questions: list[dict]) -> dict[str, float]:
     """Share of the questions whose section is the first passage (top-1) and among the first three (top-3)."""
     ranks = [section_rank(reader, q)[0] for q in questions]
-    return {"top1": round(sum(r == 1 for r in ranks) / len(ranks), 4),
-            "top3": round(sum(r is not None for r in ranks) / len(ranks), 4)}
+    return {
+        "top1": round(sum(r == 1 for r in ranks) / len(ranks), 4),
+        "top3": round(sum(r is not None for r in ranks) / len(ranks), 4),
+    }
 
 
 ROUTER_LABELS = REPO / "tests" / "data" / "router_labels.jsonl"
@@ -110,8 +115,9 @@ def routed(record: dict) -> str:
     from ragkit.retrieve.router import route
 
     plan = plan_query(record["planned"], syntax=False)  # the text after spelling correction
-    return route(plan, record["known_entities"], True, record.get("has_communities", True),
-                 has_tree=record.get("has_tree", True)).strategy
+    return route(
+        plan, record["known_entities"], True, record.get("has_communities", True), has_tree=record.get("has_tree", True)
+    ).strategy
 
 
 def router_accuracy(records: list[dict]) -> dict[str, tuple[int, int, int]]:
@@ -130,5 +136,7 @@ def router_accuracy(records: list[dict]) -> dict[str, tuple[int, int, int]]:
 def router_checks(recorded: dict) -> list[Check]:
     """Router accuracy (share of labelled queries routed to a strategy that reaches the best nDCG@10)."""
     acc = router_accuracy(router_records())
-    return [Check(f"router accuracy {name}", round(acc[name][1] / acc[name][0], 4), value, 0)
-            for name, value in recorded.items()]
+    return [
+        Check(f"router accuracy {name}", round(acc[name][1] / acc[name][0], 4), value, 0)
+        for name, value in recorded.items()
+    ]

@@ -8,12 +8,11 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 import pytest
-
 
 BUCKET = "ragkit-test"
 
@@ -33,10 +32,19 @@ def moto_s3(log: Path, bucket: str, cache: Path) -> Iterator[dict[str, str]]:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-                            stdout=open(log, "w"), stderr=subprocess.STDOUT)
-    env = {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_DEFAULT_REGION": "us-east-1",
-           "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}", "AWS_ALLOW_HTTP": "true", "RAGKIT_CACHE": str(cache)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        stdout=open(log, "w"),
+        stderr=subprocess.STDOUT,
+    )
+    env = {
+        "AWS_ACCESS_KEY_ID": "test",
+        "AWS_SECRET_ACCESS_KEY": "test",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}",
+        "AWS_ALLOW_HTTP": "true",
+        "RAGKIT_CACHE": str(cache),
+    }
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:
@@ -47,7 +55,7 @@ def moto_s3(log: Path, bucket: str, cache: Path) -> Iterator[dict[str, str]]:
                 break
             except OSError:
                 if proc.poll() is not None or time.time() > deadline:
-                    raise NoServer(f"moto's server did not start: {log.read_text()[-500:]}")
+                    raise NoServer(f"moto's server did not start: {log.read_text()[-500:]}") from None
                 time.sleep(0.2)
         boto3.client("s3").create_bucket(Bucket=bucket)
         yield env

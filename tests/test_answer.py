@@ -13,9 +13,20 @@ from tests.fakes import FakeEmbedder, FakeGenerator
 
 def _passage(rank: int, words: int, path: str = "a.md") -> Passage:
     text = " ".join(f"w{rank}_{i}" for i in range(words))
-    return Passage(rank=rank, score=1.0 / rank, anchor_score=1.0, document_id=f"d{rank}", path=path,
-                   title="T", section=f"T > S{rank}", line_start=rank * 10, line_end=rank * 10 + 3, text=text,
-                   chunk_ids=[f"c{rank}"], token_count=words)
+    return Passage(
+        rank=rank,
+        score=1.0 / rank,
+        anchor_score=1.0,
+        document_id=f"d{rank}",
+        path=path,
+        title="T",
+        section=f"T > S{rank}",
+        line_start=rank * 10,
+        line_end=rank * 10 + 3,
+        text=text,
+        chunk_ids=[f"c{rank}"],
+        token_count=words,
+    )
 
 
 def words(text: str) -> int:
@@ -42,8 +53,10 @@ def test_citations_map_to_passages_and_bad_ones_are_dropped_and_counted():
     _, sources = build_prompt("q", [_passage(1, 5, "x.md"), _passage(2, 5, "y.md")], words, 500, 50)
     text, citations, dropped = cite("Overtime is capped [1]. Pay is higher [2, 7]. Rest is free [9].", sources)
     assert text == "Overtime is capped [1]. Pay is higher [2]. Rest is free."
-    assert [(c.number, c.rank, c.path, c.lines) for c in citations] == [(1, 1, "x.md", (10, 13)),
-                                                                       (2, 2, "y.md", (20, 23))]
+    assert [(c.number, c.rank, c.path, c.lines) for c in citations] == [
+        (1, 1, "x.md", (10, 13)),
+        (2, 2, "y.md", (20, 23)),
+    ]
     assert dropped == 2
 
 
@@ -80,8 +93,14 @@ def test_real_answer_with_the_bundled_model_states_the_fact_it_was_given():
     p = _passage(1, 0)
     p.text = "Overtime is limited to 10 hours per week."
     got = []
-    a = answer(Generator(resolve_model(None)), "What is the limit on overtime?", [p], max_tokens=40,
-               temperature=0.0, on_text=got.append)
+    a = answer(
+        Generator(resolve_model(None)),
+        "What is the limit on overtime?",
+        [p],
+        max_tokens=40,
+        temperature=0.0,
+        on_text=got.append,
+    )
     assert a.text.startswith("According to [")
     generated = a.text.removeprefix("According to [")
     assert generated.startswith("1], ") and "10 hours per week" in generated
@@ -113,8 +132,9 @@ def test_cli_answer_streams_then_sources(indexed, monkeypatch):
     r = runner.invoke(app, ["query", "how is overtime limited?", "--index", indexed, "--answer", "-k", "2"])
     assert r.exit_code == 0, r.output
     out = r.output
-    assert out.index("Answer") < out.index("According to [1], overtime is limited to ten hours [4].") \
-        < out.index("[1] ")
+    assert (
+        out.index("Answer") < out.index("According to [1], overtime is limited to ten hours [4].") < out.index("[1] ")
+    )
     assert "1 citation(s) named no source" in out and "fake.gguf" in out
     r = runner.invoke(app, ["query", "how is overtime limited?", "--index", indexed, "--answer", "-k", "2", "--json"])
     a = json.loads(r.output)["answer"]
@@ -131,8 +151,9 @@ def test_cli_answer_degrades_with_passages_kept(indexed, monkeypatch, tmp_path):
 
     r = runner.invoke(app, ["query", "overtime", "--index", indexed, "--answer", "--model", str(tmp_path / "no.gguf")])
     assert r.exit_code == 5 and "Overtime Policy" in r.output and "GGUF model not found" in r.output
-    r = runner.invoke(app, ["query", "overtime", "--index", indexed, "--answer", "--json",
-                            "--model", str(tmp_path / "no.gguf")])
+    r = runner.invoke(
+        app, ["query", "overtime", "--index", indexed, "--answer", "--json", "--model", str(tmp_path / "no.gguf")]
+    )
     d = json.loads(r.stdout if hasattr(r, "stdout") else r.output.split("\nerror")[0])
     assert r.exit_code == 5 and d["passages"] and "GGUF model not found" in d["answer_error"]
 
@@ -160,8 +181,13 @@ def test_global_answer_maps_reports_then_reduces():
         return " no relevant information"
 
     gen = FakeGenerator(model)
-    a = map_reduce(gen, "how is overtime handled?", [_passage(1, 10)],
-                   ["Community: Northwind, overtime", "Community: Mercury, planets"], max_tokens=64)
+    a = map_reduce(
+        gen,
+        "how is overtime handled?",
+        [_passage(1, 10)],
+        ["Community: Northwind, overtime", "Community: Mercury, planets"],
+        max_tokens=64,
+    )
     *maps, reduce = gen.prompts
     assert len(maps) == 2 and all("Question: how is overtime handled?" in c for c in maps)
     assert a.llm_calls == 3 and a.map_notes == 2
@@ -175,8 +201,12 @@ def test_api_answer_uses_map_reduce_for_global(tmp_path, index_with, monkeypatch
     from tests.conftest import write
 
     root = tmp_path / "band"
-    write(root, "a.md", "# Nirvana\n\nKurt Cobain, Dave Grohl and Krist Novoselic formed Nirvana in Aberdeen.\n\n"
-                        "Kurt Cobain wrote most songs of Nirvana in Aberdeen and Olympia.\n")
+    write(
+        root,
+        "a.md",
+        "# Nirvana\n\nKurt Cobain, Dave Grohl and Krist Novoselic formed Nirvana in Aberdeen.\n\n"
+        "Kurt Cobain wrote most songs of Nirvana in Aberdeen and Olympia.\n",
+    )
     _, reader = index_with(root)
     r = api.query(reader, "main themes of the band", QueryConfig(strategy="global", k=2))
     assert any(i["type"] == "community" for i in r.context_items)

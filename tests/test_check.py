@@ -58,8 +58,9 @@ def test_check_names_disagreements(corpus, index_with):
     assert any("the manifest says" in p for p in damaged(reader, count))
     path = reader.index_dir / "manifest.json"
     saved = path.read_text()
-    path.write_text(json.dumps({**json.loads(saved), "last_run": {**json.loads(saved)["last_run"],
-                                                                  "lance_version": 999}}))
+    path.write_text(
+        json.dumps({**json.loads(saved), "last_run": {**json.loads(saved)["last_run"], "lance_version": 999}})
+    )
     r = runner.invoke(app, ["check", "--index", str(reader.index_dir)])
     assert r.exit_code == 7 and "index PATH --full" in r.output
     path.write_text(saved)

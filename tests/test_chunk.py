@@ -1,7 +1,7 @@
 from ragkit.ingest.chunk import HARD, PARAGRAPH, SENTENCE, chunk_document
-from ragkit.text import split_sentences
 from ragkit.ingest.discover import stable_id
 from ragkit.ingest.parse import build_sections, parse_markdown
+from ragkit.text import split_sentences
 from tests.fakes import FakeEmbedder
 
 count = FakeEmbedder().count_tokens

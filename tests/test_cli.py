@@ -36,8 +36,9 @@ def test_index_query_stats_with_runner(corpus, tmp_path, fake_models):
     assert r.exit_code == 0, r.output
     assert "deploy.rst" in r.output and "Deployment > Rollbacks" in r.output
 
-    r = runner.invoke(app, ["query", "overtime", "--index", idx, "--json", "--strategy", "lexical",
-                            "--filter", "doc_type=policy"])
+    r = runner.invoke(
+        app, ["query", "overtime", "--index", idx, "--json", "--strategy", "lexical", "--filter", "doc_type=policy"]
+    )
     d = json.loads(r.output)
     assert d["schema"] == "ragkit.query/1" and d["strategy"] == "lexical"
     assert {p["document"]["path"] for p in d["passages"]} == {"docs/policies/overtime.md"}
@@ -68,13 +69,25 @@ def test_bad_filter_and_strategy_exit_codes(corpus, tmp_path, fake_models):
 
 def test_eval_with_runner(tmp_path, fake_models):
     ds = tmp_path / "beir"
-    write(ds, "corpus.jsonl", "\n".join(json.dumps(d) for d in [
-        {"_id": "d1", "title": "Cats", "text": "Cats purr and chase mice."},
-        {"_id": "d2", "title": "Dogs", "text": "Dogs bark at the mail carrier."},
-        {"_id": "d3", "title": "Fish", "text": "Fish swim in cold water."},
-    ]) + "\n")
-    write(ds, "queries.jsonl", '{"_id": "q1", "text": "which animal purrs"}\n{"_id": "q2", "text": "dogs bark"}\n'
-                               '{"_id": "q3", "text": "unjudged"}\n')
+    write(
+        ds,
+        "corpus.jsonl",
+        "\n".join(
+            json.dumps(d)
+            for d in [
+                {"_id": "d1", "title": "Cats", "text": "Cats purr and chase mice."},
+                {"_id": "d2", "title": "Dogs", "text": "Dogs bark at the mail carrier."},
+                {"_id": "d3", "title": "Fish", "text": "Fish swim in cold water."},
+            ]
+        )
+        + "\n",
+    )
+    write(
+        ds,
+        "queries.jsonl",
+        '{"_id": "q1", "text": "which animal purrs"}\n{"_id": "q2", "text": "dogs bark"}\n'
+        '{"_id": "q3", "text": "unjudged"}\n',
+    )
     write(ds, "qrels/test.tsv", "query-id\tcorpus-id\tscore\nq1\td1\t1\nq2\td2\t1\n")
     r = runner.invoke(app, ["eval", str(ds), "--index", str(tmp_path / "ei"), "--json", "--k", "10"])
     assert r.exit_code == 0, r.output
@@ -91,10 +104,18 @@ def test_eval_with_runner(tmp_path, fake_models):
 
 # ---------------------------------------------------------------- real subprocesses
 
+
 def ragkit(*args, cwd, input=None):
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "NO_COLOR": "1", "COLUMNS": "120"}
-    return subprocess.run([sys.executable, "-m", "ragkit", *args], cwd=cwd, input=input, text=True,
-                          capture_output=True, env=env, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "ragkit", *args],
+        cwd=cwd,
+        input=input,
+        text=True,
+        capture_output=True,
+        env=env,
+        timeout=600,
+    )
 
 
 def test_subprocess_missing_path(tmp_path):

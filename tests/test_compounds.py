@@ -20,23 +20,33 @@ def test_frequent_words_participles_and_endings_stay_whole():
     assert split_compound("ausgefertigt", "de") == []  # German compounds of interest are capitalised nouns
     assert split_compound("Unversehrtheit", "de") == []  # "-heit" is an ending, not a word
     assert split_compound("Mittagspause", "en") == [] and split_compound("Haus", "de") == []
-    assert compound_parts("Die Ruhepausen und die Mittagspause, die Ruhepausen.", "de") == \
-        ["ruhe", "pausen", "mittag", "pause"]
+    assert compound_parts("Die Ruhepausen und die Mittagspause, die Ruhepausen.", "de") == [
+        "ruhe",
+        "pausen",
+        "mittag",
+        "pause",
+    ]
     # a query's words: lower case split too, words English knows left whole
     assert compound_parts("wie lange ist die mittagspause?", "de", query=True) == ["mittag", "pause"]
     assert compound_parts("Overtime Understanding Breakfast", "de", query=True) == []
     assert compound_parts("wie lange ist die mittagspause?", "de") == []
 
 
-GERMAN = ("Die Arbeit ist durch im Voraus feststehende Ruhepausen von mindestens dreißig Minuten zu unterbrechen. "
-          "Länger als sechs Stunden hintereinander dürfen Arbeitnehmer nicht ohne Unterbrechung beschäftigt werden.")
+GERMAN = (
+    "Die Arbeit ist durch im Voraus feststehende Ruhepausen von mindestens dreißig Minuten zu unterbrechen. "
+    "Länger als sechs Stunden hintereinander dürfen Arbeitnehmer nicht ohne Unterbrechung beschäftigt werden."
+)
 
 
 def test_bm25_finds_a_compound_by_its_parts_and_the_parts_by_a_compound(tmp_path, index_with):
     root = tmp_path / "de"
-    write(root, "arbzg.md", "# Arbeitszeit\n\n## § 4 Unterbrechungen\n\n" + GERMAN + "\n\n## § 5 Nachtruhe\n\n"
-          "Nach Beendigung der täglichen Arbeitszeit muss eine ununterbrochene Nachtruhe gewährt werden, die "
-          "Stunden zwischen dreiundzwanzig Uhr und sechs Uhr umfasst und für alle Beschäftigten gilt.\n")
+    write(
+        root,
+        "arbzg.md",
+        "# Arbeitszeit\n\n## § 4 Unterbrechungen\n\n" + GERMAN + "\n\n## § 5 Nachtruhe\n\n"
+        "Nach Beendigung der täglichen Arbeitszeit muss eine ununterbrochene Nachtruhe gewährt werden, die "
+        "Stunden zwischen dreiundzwanzig Uhr und sechs Uhr umfasst und für alle Beschäftigten gilt.\n",
+    )
     _, reader = index_with(root)
     assert reader.manifest["fts_language"] == "German"
     for query in ("Pause", "Mittagspause", "mittagspause"):  # a part finds the compound; a compound's part

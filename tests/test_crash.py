@@ -12,7 +12,6 @@ import threading
 import time
 from pathlib import Path
 
-
 from ragkit import api
 from ragkit.config import QueryConfig
 from ragkit.store import check as checker
@@ -75,8 +74,7 @@ def top10(index_dir: Path) -> list[set[str]]:
     """The top 10 of each query, as sets: equal scores are ordered by where the rows lie, which differs
     between an index built run by run and one built at once (killed or not)."""
     reader = api.open_index(index_dir, embedder=FakeEmbedder())
-    return [{h.chunk_id for h in api.query(reader, q, QueryConfig(k=10, strategy="hybrid")).hits[:10]}
-            for q in QUERIES]
+    return [{h.chunk_id for h in api.query(reader, q, QueryConfig(k=10, strategy="hybrid")).hits[:10]} for q in QUERIES]
 
 
 def test_a_run_killed_at_each_commit_step_leaves_a_whole_index(corpus, tmp_path):
@@ -86,8 +84,9 @@ def test_a_run_killed_at_each_commit_step_leaves_a_whole_index(corpus, tmp_path)
         before = api.open_index(idx, embedder=FakeEmbedder()).manifest
         ids_before = chunk_ids(idx, before)
         change(corpus, step)
-        script = KILLED_RUN.format(repo=str(REPO), module=module, name=name, when=when, folder=str(corpus),
-                                   index=str(idx))
+        script = KILLED_RUN.format(
+            repo=str(REPO), module=module, name=name, when=when, folder=str(corpus), index=str(idx)
+        )
         done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
         assert done.returncode == -9, (name, when, done.stdout, done.stderr[-2000:])
 
@@ -158,8 +157,11 @@ def test_queries_while_runs_commit_answer_from_committed_runs(corpus, tmp_path):
         n = 0
         while not stop.is_set():
             try:
-                result = api.query(reader, QUERIES[n % len(QUERIES)],
-                                   QueryConfig(k=5, strategy=("hybrid", "auto", "hippo", "local")[n % 4]))
+                result = api.query(
+                    reader,
+                    QUERIES[n % len(QUERIES)],
+                    QueryConfig(k=5, strategy=("hybrid", "auto", "hippo", "local")[n % 4]),
+                )
                 answers.append((result.run, {c for p in result.passages for c in p.chunk_ids}))
             except BaseException as exc:  # noqa: BLE001 (every failure counts)
                 failures.append(exc)
@@ -170,9 +172,11 @@ def test_queries_while_runs_commit_answer_from_committed_runs(corpus, tmp_path):
     try:
         for step in range(1, 4):
             change(corpus, step)
-            script = (f"import sys; sys.path.insert(0, {str(REPO)!r})\n"
-                      "from tests.fakes import FakeEmbedder\nfrom ragkit import api\n"
-                      f"api.index([{str(corpus)!r}], {str(idx)!r}, embedder_factory=lambda cfg: FakeEmbedder())")
+            script = (
+                f"import sys; sys.path.insert(0, {str(REPO)!r})\n"
+                "from tests.fakes import FakeEmbedder\nfrom ragkit import api\n"
+                f"api.index([{str(corpus)!r}], {str(idx)!r}, embedder_factory=lambda cfg: FakeEmbedder())"
+            )
             subprocess.run([sys.executable, "-c", script], check=True, timeout=120)
             runs[step + 1] = chunk_ids(idx)
         time.sleep(0.3)

@@ -38,8 +38,15 @@ def test_tiny_cross_encoder_loads_and_scores(reader, tmp_path):
     vocab.write_text("\n".join(words) + "\n")
     model_dir = tmp_path / "tiny-ce"
     BertTokenizer(str(vocab)).save_pretrained(model_dir)
-    cfg = BertConfig(vocab_size=len(words), hidden_size=8, num_hidden_layers=1, num_attention_heads=1,
-                     intermediate_size=16, max_position_embeddings=256, num_labels=1)
+    cfg = BertConfig(
+        vocab_size=len(words),
+        hidden_size=8,
+        num_hidden_layers=1,
+        num_attention_heads=1,
+        intermediate_size=16,
+        max_position_embeddings=256,
+        num_labels=1,
+    )
     BertForSequenceClassification(cfg).save_pretrained(model_dir)
     r = api.query(reader, "overtime", QueryConfig(rerank="cross", cross_encoder=str(model_dir), k=3))
     assert r.plan["rerank"]["used"] == "cross" and r.plan["rerank"]["reason"] is None

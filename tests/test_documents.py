@@ -42,8 +42,11 @@ def test_pdf_section_tree_and_pages(tmp_path, outline):
 
 
 def test_pdf_without_headings_gets_a_section_per_page(tmp_path):
-    spec = Spec("Notiz", [Page(None, 1, ["Erste Seite über Urlaub."]), Page(None, 1, ["Zweite Seite über Pausen."])],
-                outline=False)
+    spec = Spec(
+        "Notiz",
+        [Page(None, 1, ["Erste Seite über Urlaub."]), Page(None, 1, ["Zweite Seite über Pausen."])],
+        outline=False,
+    )
     raw = parse_pdf(write_pdf(spec, tmp_path / "n.pdf").read_bytes())
     assert headings(raw) == [(1, "Page 1"), (1, "Page 2")]
 
@@ -90,26 +93,50 @@ def test_docx_headings_lists_tables_and_metadata(tmp_path, index_with):
     blocks = [i.text for i in raw.items if not isinstance(i, RawHeading)]
     assert "- Flüge über 1000 Euro" in blocks
     assert "Posten | Satz\nHotel | 120 Euro pro Nacht\nVerpflegung | 28 Euro pro Tag" in blocks
-    assert raw.metadata == {"title": "Reiserichtlinie", "author": "Northwind HR", "created": "2024-03-01",
-                            "modified": "2025-01-15", "date": "2025-01-15"}
+    assert raw.metadata == {
+        "title": "Reiserichtlinie",
+        "author": "Northwind HR",
+        "created": "2024-03-01",
+        "modified": "2025-01-15",
+        "date": "2025-01-15",
+    }
     root = tmp_path / "docs"
     root.mkdir()
     write_docx(root / "reise.docx")
     (root / "kaputt.docx").write_bytes(b"PK not a zip")
     (root / "alt.md").write_text("---\ndate: 2024-06-01\n---\n# Alte Regel\n\nHotel bis 90 Euro pro Nacht.\n")
     summary, reader = index_with(root)
-    assert summary.new == 2 and summary.skipped == 1 and "kaputt.docx: not a readable DOCX" in "\n".join(summary.warnings)
+    assert (
+        summary.new == 2 and summary.skipped == 1 and "kaputt.docx: not a readable DOCX" in "\n".join(summary.warnings)
+    )
     hotel = api.query(reader, "Hotel 120 Euro pro Nacht", QueryConfig(strategy="lexical", k=1)).passages[0]
     assert hotel.section == "Reiserichtlinie > Erstattung" and hotel.pages is None and hotel.location.startswith(":8-")
-    for filters, found in (({"author": "Northwind HR"}, ["reise.docx"]), ({"author": "Someone Else"}, []),
-                           ({"date_from": "2025-01-01"}, ["reise.docx"]), ({"date_to": "2024-12-31"}, ["alt.md"])):
+    for filters, found in (
+        ({"author": "Northwind HR"}, ["reise.docx"]),
+        ({"author": "Someone Else"}, []),
+        ({"date_from": "2025-01-01"}, ["reise.docx"]),
+        ({"date_to": "2024-12-31"}, ["alt.md"]),
+    ):
         r = api.query(reader, "Hotel", QueryConfig(strategy="lexical", k=3, filters=filters))
         assert sorted({p.path.split("/")[-1] for p in r.passages}) == found, filters
 
 
 def test_citations_name_pdf_pages():
-    p = Passage(rank=1, score=1.0, anchor_score=1.0, document_id="d", path="law.pdf", title="t", section="§ 3",
-                line_start=40, line_end=80, text="Die Arbeitszeit …", chunk_ids=["c"], token_count=5, pages=[12, 13])
+    p = Passage(
+        rank=1,
+        score=1.0,
+        anchor_score=1.0,
+        document_id="d",
+        path="law.pdf",
+        title="t",
+        section="§ 3",
+        line_start=40,
+        line_end=80,
+        text="Die Arbeitszeit …",
+        chunk_ids=["c"],
+        token_count=5,
+        pages=[12, 13],
+    )
     assert Source(1, p).block().startswith("[1] § 3 (law.pdf p. 12–13)")
     assert Citation(1, 1, "law.pdf", (40, 80), p.pages, p.location).location == " p. 12–13"
 

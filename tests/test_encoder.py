@@ -50,18 +50,29 @@ def test_token_counts_match_the_torch_tokenizer(encoders):
 
 def test_export_is_cached_per_model_and_done_once(tmp_path):
     env = {**os.environ, "RAGKIT_CACHE": str(tmp_path), "HF_HUB_OFFLINE": "1"}
-    code = ("from ragkit.embed.onnx_encoder import OnnxEmbedder; e = OnnxEmbedder(quantized=True); "
-            "print(e.path); print(e.encode_query('hello').shape)")
+    code = (
+        "from ragkit.embed.onnx_encoder import OnnxEmbedder; e = OnnxEmbedder(quantized=True); "
+        "print(e.path); print(e.encode_query('hello').shape)"
+    )
     first = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=REPO, timeout=600)
     assert first.returncode == 0, first.stderr
     path = first.stdout.splitlines()[0]
     assert path.startswith(str(tmp_path)) and path.endswith("model-int8.onnx")
     folder = os.path.dirname(path)
-    assert sorted(f for f in os.listdir(folder) if not f.startswith(".")) == ["export.json", "model-int8.onnx",
-                                                                               "model.onnx"]
+    assert sorted(f for f in os.listdir(folder) if not f.startswith(".")) == [
+        "export.json",
+        "model-int8.onnx",
+        "model.onnx",
+    ]
     stamp = os.path.getmtime(os.path.join(folder, "model.onnx"))
-    again = subprocess.run([sys.executable, "-c", code + "; import sys; print('torch' in sys.modules)"],
-                           capture_output=True, text=True, env=env, cwd=REPO, timeout=600)
+    again = subprocess.run(
+        [sys.executable, "-c", code + "; import sys; print('torch' in sys.modules)"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        timeout=600,
+    )
     assert again.returncode == 0 and again.stdout.split()[-1] == "False"  # cached: no torch, no export
     assert os.path.getmtime(os.path.join(folder, "model.onnx")) == stamp
 
@@ -82,10 +93,21 @@ def test_a_query_process_imports_no_torch(tmp_path):
         "row = reader.chunks.take([0])[0]\n"  # the query encoder is the one that wrote the chunk vectors
         "cos = float(reader.embedder.encode_query(row['content']) @ row['vector'])\n"
         "print(json.dumps({'heavy': heavy, 'top': r.passages[0].section, 'encoder': reader.embedder.encoder,\n"
-        "                  'same': cos > 0.9999}))\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=300,
-                         env={**os.environ, "HF_HUB_OFFLINE": "1"})
+        "                  'same': cos > 0.9999}))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=300,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout.strip().splitlines()[-1])
-    assert result == {"heavy": [], "top": "Working Time Policy > Overtime > Limits on overtime",
-                      "encoder": "onnx-int8", "same": True}
+    assert result == {
+        "heavy": [],
+        "top": "Working Time Policy > Overtime > Limits on overtime",
+        "encoder": "onnx-int8",
+        "same": True,
+    }

@@ -18,7 +18,8 @@ def test_names_acronyms_dates_and_no_stopwords():
     assert not found & {"however", "the", "the film"}
     assert "haymo of faversham" in keys("Haymo of Faversham's work was translated.")
     assert keys("Tim Brown. The Game ended.") >= {"tim brown", "game"} and "tim brown the game" not in keys(
-        "Tim Brown. The Game ended.")
+        "Tim Brown. The Game ended."
+    )
 
 
 def test_acronym_alias_merges_into_long_form():
@@ -29,8 +30,11 @@ def test_acronym_alias_merges_into_long_form():
 
 
 def test_context_entities_link_the_chunk_but_relate_to_nothing():
-    r = extract("Lester Smith designed the game with Tim Brown. Much later, after many years of work and "
-                "very many other things happened, Fast Forward Games published it.", ["Demon Dice"])
+    r = extract(
+        "Lester Smith designed the game with Tim Brown. Much later, after many years of work and "
+        "very many other things happened, Fast Forward Games published it.",
+        ["Demon Dice"],
+    )
     w = {(a, b): weight for a, b, weight, _ in r.relations}
     assert w[("lester smith", "tim brown")] > 0.5  # same sentence, close together
     assert ("demon dice", -1) in {(m.key, m.sentence) for m in r.mentions}  # the title: a mention of the chunk
@@ -42,9 +46,13 @@ def test_context_entities_link_the_chunk_but_relate_to_nothing():
 def test_relations_are_bounded_per_mention_and_by_distance():
     from ragkit.extract.entities import PAIR_FLOOR, PAIRS_PER_MENTION
 
-    names = [f"{first} {last}" for first, last in zip(
-        "Anna Berta Carla Dora Emil Frida Gustav Hanna Ida Jonas Karl Lena".split(),
-        "Adams Brown Clark Dalton Evans Fisher Grant Hughes Irving Jones Keller Lewis".split())]
+    names = [
+        f"{first} {last}"
+        for first, last in zip(
+            "Anna Berta Carla Dora Emil Frida Gustav Hanna Ida Jonas Karl Lena".split(),
+            "Adams Brown Clark Dalton Evans Fisher Grant Hughes Irving Jones Keller Lewis".split(),
+        )
+    ]
     r = extract("The committee met " + ", ".join(names) + " in Geneva.")
     assert len({m.key for m in r.mentions}) == 13
     degree = {}
@@ -65,12 +73,19 @@ def test_query_entities_include_ngrams():
 def bridge(tmp_path):
     """A two-hop question: the answer paragraph does not name the asked-about person."""
     root = tmp_path / "wiki"
-    write(root, "corpus.jsonl", "\n".join([
-        '{"_id": "a", "title": "Kurt Cobain", "text": "Kurt Cobain was the frontman of Nirvana, a band from Aberdeen."}',
-        '{"_id": "b", "title": "Nirvana", "text": "Nirvana was formed in Aberdeen in 1987 and released Nevermind."}',
-        '{"_id": "c", "title": "Pearl Jam", "text": "Pearl Jam is a rock band formed in Seattle in 1990."}',
-        '{"_id": "d", "title": "Soundgarden", "text": "Soundgarden was a rock band formed in Seattle in 1984."}',
-    ]) + "\n")
+    write(
+        root,
+        "corpus.jsonl",
+        "\n".join(
+            [
+                '{"_id": "a", "title": "Kurt Cobain", "text": "Kurt Cobain was the frontman of Nirvana, a band from Aberdeen."}',
+                '{"_id": "b", "title": "Nirvana", "text": "Nirvana was formed in Aberdeen in 1987 and released Nevermind."}',
+                '{"_id": "c", "title": "Pearl Jam", "text": "Pearl Jam is a rock band formed in Seattle in 1990."}',
+                '{"_id": "d", "title": "Soundgarden", "text": "Soundgarden was a rock band formed in Seattle in 1984."}',
+            ]
+        )
+        + "\n",
+    )
     return root
 
 
@@ -81,14 +96,20 @@ def test_ppr_finds_the_second_hop(bridge, index_with):
     assert seeds and g.stats()["entities"] > 5
     ranked = [cid for cid, _ in g.ppr(seeds, top=4)]
     with reader.duck() as store:
-        ext = dict(store.con.execute("SELECT c.id, d.external_id FROM chunks c JOIN documents d "
-                                     "ON d.id = c.document_id").fetchall())
+        ext = dict(
+            store.con.execute(
+                "SELECT c.id, d.external_id FROM chunks c JOIN documents d ON d.id = c.document_id"
+            ).fetchall()
+        )
     order = [ext[c] for c in ranked]
     assert order[:2] == ["a", "b"]  # Cobain's own paragraph, then Nirvana's (reached through "nirvana")
     # vector_seeds 0: the fake embedder's bag-of-words "nearest entities" would be noise here; ppr_weight 1.0:
     # only the walk counts (the fake embedder ranks Soundgarden's "rock band formed" above Nirvana's paragraph)
-    r = api.query(reader, "When was the band of Kurt Cobain formed?",
-                  QueryConfig(strategy="hippo", k=2, rerank="none", vector_seeds=0, ppr_weight=1.0))
+    r = api.query(
+        reader,
+        "When was the band of Kurt Cobain formed?",
+        QueryConfig(strategy="hippo", k=2, rerank="none", vector_seeds=0, ppr_weight=1.0),
+    )
     assert {p.path.split("#")[-1] for p in r.passages} == {"a", "b"}
     assert "kurt cobain" in r.plan["seed_entities"]
 
@@ -114,8 +135,9 @@ def test_walk_equals_scikit_networks_pagerank(bridge, index_with):
         reset = np.zeros(adjacency.shape[0])
         reset[rng.choice(adjacency.shape[0], 3, replace=False)] = [2.0, 1.0, 0.5]
         for damping in (0.5, 0.85):
-            want = PageRank(damping_factor=damping, solver="piteration", n_iter=PPR_ITERATIONS,
-                            tol=0).fit_predict(adjacency, weights=reset)
+            want = PageRank(damping_factor=damping, solver="piteration", n_iter=PPR_ITERATIONS, tol=0).fit_predict(
+                adjacency, weights=reset
+            )
             np.testing.assert_allclose(Walk(adjacency, damping).run(reset), want, rtol=1e-9, atol=1e-12)
 
 
@@ -128,11 +150,13 @@ def test_hippo_falls_back_to_hybrid(bridge, index_with):
 def test_entities_follow_incremental_updates(bridge, index_with):
     index_with(bridge)
     (bridge / "corpus.jsonl").write_text(
-        '{"_id": "c", "title": "Pearl Jam", "text": "Pearl Jam is a rock band formed in Seattle in 1990."}\n')
+        '{"_id": "c", "title": "Pearl Jam", "text": "Pearl Jam is a rock band formed in Seattle in 1990."}\n'
+    )
     _, reader = index_with(bridge)
     with reader.duck() as store:
-        orphans = store.con.execute("SELECT count(*) FROM mentions WHERE chunk_id NOT IN (SELECT id FROM chunks)"
-                                    ).fetchone()[0]
+        orphans = store.con.execute(
+            "SELECT count(*) FROM mentions WHERE chunk_id NOT IN (SELECT id FROM chunks)"
+        ).fetchone()[0]
         ents = {r[0] for r in store.con.execute("SELECT DISTINCT entity FROM mentions").fetchall()}
     assert orphans == 0 and "kurt cobain" not in ents and "pearl jam" in ents
     assert not reader.entity_graph.has_entity("kurt cobain")
@@ -167,7 +191,7 @@ def test_leiden_finds_known_clusters_and_reports():
     from ragkit.extract.communities import detect, leiden, report
 
     def clique(names, w=1.0):
-        return [(a, b, w) for i, a in enumerate(names) for b in names[i + 1:]]
+        return [(a, b, w) for i, a in enumerate(names) for b in names[i + 1 :]]
 
     left, right = ["a1", "a2", "a3", "a4", "a5"], ["b1", "b2", "b3", "b4", "b5"]
     edges = clique(left) + clique(right) + [("a1", "b1", 0.1)]
@@ -188,14 +212,18 @@ def test_communities_stored_and_follow_updates(bridge, index_with):
     _, reader = index_with(bridge)
     with reader.duck() as store:
         n = store.con.execute("SELECT count(*) FROM communities").fetchone()[0]
-        members = store.con.execute("SELECT count(*) FROM community_members m LEFT JOIN mentions x "
-                                    "ON x.entity = m.entity WHERE x.entity IS NULL").fetchone()[0]
+        members = store.con.execute(
+            "SELECT count(*) FROM community_members m LEFT JOIN mentions x "
+            "ON x.entity = m.entity WHERE x.entity IS NULL"
+        ).fetchone()[0]
     assert n >= 1 and members == 0  # every member is a mentioned entity
     (bridge / "corpus.jsonl").write_text('{"_id": "c", "title": "Pearl Jam", "text": "Pearl Jam is a band."}\n')
     _, reader = index_with(bridge)
     with reader.duck() as store:
-        orphans = store.con.execute("SELECT count(*) FROM community_members m LEFT JOIN mentions x "
-                                    "ON x.entity = m.entity WHERE x.entity IS NULL").fetchone()[0]
+        orphans = store.con.execute(
+            "SELECT count(*) FROM community_members m LEFT JOIN mentions x "
+            "ON x.entity = m.entity WHERE x.entity IS NULL"
+        ).fetchone()[0]
     assert orphans == 0
 
 
@@ -222,8 +250,7 @@ def test_global_falls_back_without_communities(tmp_path, index_with):
 def test_local_strategy_entities_relations_chunks(bridge, index_with):
     _, reader = index_with(bridge)
     # ppr_weight 1.0: only the graph's own chunk ranking counts (the fake embedder's lists would blur it)
-    r = api.query(reader, "Where did Kurt Cobain's band come from?", QueryConfig(strategy="local", k=3,
-                                                                                 ppr_weight=1.0))
+    r = api.query(reader, "Where did Kurt Cobain's band come from?", QueryConfig(strategy="local", k=3, ppr_weight=1.0))
     kinds = [i["type"] for i in r.context_items]
     assert kinds and kinds[0] == "entity" and "relation" in kinds
     assert r.context_items[0]["entity"] == "kurt cobain"

@@ -8,9 +8,11 @@ from ragkit.cli.app import app
 from ragkit.errors import ModelUnavailable
 
 # a Gemma-style chat template, as instruction-tuned GGUF files carry it under tokenizer.chat_template
-TEMPLATE = ("{{ bos_token }}{% for m in messages %}<start_of_turn>{{ 'model' if m['role'] == 'assistant' "
-            "else m['role'] }}\n{{ m['content'] }}<end_of_turn>\n{% endfor %}"
-            "{% if add_generation_prompt %}<start_of_turn>model\n{% endif %}")
+TEMPLATE = (
+    "{{ bos_token }}{% for m in messages %}<start_of_turn>{{ 'model' if m['role'] == 'assistant' "
+    "else m['role'] }}\n{{ m['content'] }}<end_of_turn>\n{% endfor %}"
+    "{% if add_generation_prompt %}<start_of_turn>model\n{% endif %}"
+)
 
 
 def test_a_model_with_a_chat_template_gets_prompts_as_a_user_turn(monkeypatch):
@@ -26,8 +28,10 @@ def test_a_model_with_a_chat_template_gets_prompts_as_a_user_turn(monkeypatch):
     monkeypatch.setattr(llama_cpp, "Llama", templated)
     gen = generate.Generator(generate.resolve_model(None), n_ctx=1024)
     tokens, stop = gen.encode("Name a colour.")
-    assert gen.llm.detokenize(tokens, special=True).decode() == \
-        "<bos><start_of_turn>user\nName a colour.<end_of_turn>\n<start_of_turn>model\n"
+    assert (
+        gen.llm.detokenize(tokens, special=True).decode()
+        == "<bos><start_of_turn>user\nName a colour.<end_of_turn>\n<start_of_turn>model\n"
+    )
     assert stop == ["<eos>"] and gen.prompt_tokens("Name a colour.") > gen.count_tokens("Name a colour.") + 5
     out = "".join(gen.stream("Name a colour.", max_tokens=8, temperature=0.0))
     assert out.strip() and "<start_of_turn>" not in out  # the model wrote on after the rendered turn
@@ -65,6 +69,7 @@ def test_an_unreadable_model_file_is_named_and_the_passages_stay(tmp_path, monke
     monkeypatch.setattr(generate, "_CACHE", {})
     _, reader = index_with(corpus)
     monkeypatch.setattr("ragkit.store.reader.load_embedder", lambda spec, *a, **kw: fake)
-    r = CliRunner().invoke(app, ["query", "overtime", "--index", str(reader.index_dir), "--answer",
-                                 "--model", str(bad)])
+    r = CliRunner().invoke(
+        app, ["query", "overtime", "--index", str(reader.index_dir), "--answer", "--model", str(bad)]
+    )
     assert r.exit_code == 5 and "broken.gguf" in r.output and "Overtime Policy" in r.output

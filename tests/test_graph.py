@@ -11,20 +11,23 @@ from ragkit.legal import find_legal_refs, heading_key, law_keys
 from ragkit.rerank.features import DEFAULT_WEIGHTS, FeatureContext, compute
 from tests.conftest import needs_shared, write
 
-
 # ---------------------------------------------------------------- detectors
 
-@pytest.mark.parametrize("text,raw,law,unit,numbers", [
-    ("nach § 5 Abs. 2 ArbZG gilt", "§ 5 Abs. 2 ArbZG", "ArbZG", "§", ["5"]),
-    ("gemäß §§ 3 bis 7 des Gesetzes", "§§ 3 bis 7", None, "§", ["3", "4", "5", "6", "7"]),
-    ("Art. 12 schützt", "Art. 12", None, "art", ["12"]),
-    ("Artikel 12 GG", "Artikel 12 GG", "GG", "art", ["12"]),
-    ("§ 622 BGB regelt", "§ 622 BGB", "BGB", "§", ["622"]),
-    ("§ 3 Satz 1 Nr. 2 KSchG", "§ 3 Satz 1 Nr. 2 KSchG", "KSchG", "§", ["3"]),
-    ("enligt 3 kap. 5 § arbetsmiljölagen (1977:1160)", "3 kap. 5 §", "1977:1160", "§", ["5"]),
-    ("se 12a § och", "12a §", None, "§", ["12a"]),
-    ("5 § gäller", "5 §", None, "§", ["5"]),
-])
+
+@pytest.mark.parametrize(
+    "text,raw,law,unit,numbers",
+    [
+        ("nach § 5 Abs. 2 ArbZG gilt", "§ 5 Abs. 2 ArbZG", "ArbZG", "§", ["5"]),
+        ("gemäß §§ 3 bis 7 des Gesetzes", "§§ 3 bis 7", None, "§", ["3", "4", "5", "6", "7"]),
+        ("Art. 12 schützt", "Art. 12", None, "art", ["12"]),
+        ("Artikel 12 GG", "Artikel 12 GG", "GG", "art", ["12"]),
+        ("§ 622 BGB regelt", "§ 622 BGB", "BGB", "§", ["622"]),
+        ("§ 3 Satz 1 Nr. 2 KSchG", "§ 3 Satz 1 Nr. 2 KSchG", "KSchG", "§", ["3"]),
+        ("enligt 3 kap. 5 § arbetsmiljölagen (1977:1160)", "3 kap. 5 §", "1977:1160", "§", ["5"]),
+        ("se 12a § och", "12a §", None, "§", ["12a"]),
+        ("5 § gäller", "5 §", None, "§", ["5"]),
+    ],
+)
 def test_legal_reference_positive(text, raw, law, unit, numbers):
     refs = find_legal_refs(text)
     assert len(refs) == 1
@@ -40,15 +43,20 @@ def test_legal_reference_more_cases():
     assert find_legal_refs("Art. 5 Abs. 1 Satz 2 des Vertrags")[0].subsection == "1"
 
 
-@pytest.mark.parametrize("text", ["um 10:30 Uhr", "Kapitel 3 und Abschnitt 4", "Artenvielfalt 12",
-                                  "the § sign alone", "Paragraph 5", "Die Partei"])
+@pytest.mark.parametrize(
+    "text",
+    ["um 10:30 Uhr", "Kapitel 3 und Abschnitt 4", "Artenvielfalt 12", "the § sign alone", "Paragraph 5", "Die Partei"],
+)
 def test_legal_reference_negative(text):
     assert find_legal_refs(text) == []
 
 
 def test_html_links_become_references(tmp_path, index_with):
-    write(tmp_path / "site", "index.html", '<h1>Home</h1><p>See <a href="faq.html#billing">billing</a> and '
-                                            '<a href="https://x.org">web</a>.</p>')
+    write(
+        tmp_path / "site",
+        "index.html",
+        '<h1>Home</h1><p>See <a href="faq.html#billing">billing</a> and <a href="https://x.org">web</a>.</p>',
+    )
     write(tmp_path / "site", "faq.html", "<h1>FAQ</h1><h2>Billing</h2><p>Invoices are monthly.</p>")
     _, reader = index_with(tmp_path / "site")
     with reader.duck() as store:
@@ -58,7 +66,7 @@ def test_html_links_become_references(tmp_path, index_with):
 
 def test_links_and_keys():
     links = find_links('see [intro](ch01.md#install), <a href="x.html">x</a> and [web](https://x.org)')
-    assert [l.target for l in links] == ["ch01.md#install", "x.html"]
+    assert [link.target for link in links] == ["ch01.md#install", "x.html"]
     assert heading_key("§ 3 Arbeitszeit") == ("§", "3") and heading_key("Art 12a") == ("art", "12a")
     assert heading_key("5 § Tillämpning") == ("§", "5") and heading_key("3 kap. Allmänt") == ("kap", "3")
     assert heading_key("Einleitung") is None
@@ -68,10 +76,14 @@ def test_links_and_keys():
 
 # ---------------------------------------------------------------- graph on made-up documents
 
+
 @pytest.fixture
 def laws(tmp_path):
     root = tmp_path / "laws"
-    write(root, "testg.md", """
+    write(
+        root,
+        "testg.md",
+        """
         ---
         jurabk: TestG
         ---
@@ -88,8 +100,12 @@ def laws(tmp_path):
         ## § 3 Ausnahmen
 
         Ausnahmen von § 2 bedürfen der Genehmigung.
-        """)
-    write(root, "guide.md", """
+        """,
+    )
+    write(
+        root,
+        "guide.md",
+        """
         # Guide
 
         ## Overview
@@ -98,16 +114,24 @@ def laws(tmp_path):
 
         Second paragraph of the overview, long enough to need a chunk of its own when chunks are small:
         it talks about breaks, rest periods, exceptions and who approves them in which order.
-        """)
-    write(root, "policy-v1.md", """
+        """,
+    )
+    write(
+        root,
+        "policy-v1.md",
+        """
         ---
         title: Break Policy 2020
         ---
         # Break Policy 2020
 
         Breaks last thirty minutes.
-        """)
-    write(root, "policy-v2.md", """
+        """,
+    )
+    write(
+        root,
+        "policy-v2.md",
+        """
         ---
         title: Break Policy 2024
         supersedes: policy-v1.md
@@ -115,7 +139,8 @@ def laws(tmp_path):
         # Break Policy 2024
 
         Breaks last forty-five minutes.
-        """)
+        """,
+    )
     return root
 
 
@@ -127,15 +152,19 @@ def test_graph_structure_and_traversal(laws, index_with):
     st = g.stats()
     with reader.duck() as store:
         counts = store.counts()
-    assert st["node_kinds"] == {"document": counts["documents"], "section": counts["sections"],
-                                "chunk": counts["chunks"]}
+    assert st["node_kinds"] == {
+        "document": counts["documents"],
+        "section": counts["sections"],
+        "chunk": counts["chunks"],
+    }
     assert set(st["edge_types"]) == {"parent_of", "child_of", "adjacent_to", "references", "supersedes"}
     # chunk → section → parent section → document
     with reader.duck() as store:
         sec2 = store.rows("SELECT id FROM sections WHERE heading = '§ 2 Ruhezeit'")[0]["id"]
         overview = store.rows("SELECT id FROM sections WHERE heading = 'Overview'")[0]["id"]
-        c1 = store.rows("SELECT c.id FROM chunks c JOIN sections s ON c.section_id = s.id "
-                        "WHERE s.heading = '§ 1 Zweck'")[0]["id"]
+        c1 = store.rows(
+            "SELECT c.id FROM chunks c JOIN sections s ON c.section_id = s.id WHERE s.heading = '§ 1 Zweck'"
+        )[0]["id"]
     assert g.get_section(c1) and g.kind(g.get_parent(g.get_section(c1))) == "section"
     assert g.get_parent(g.get_parent(g.get_section(c1))) == g.get_document(c1)
     # bare "§ 2" in § 1 resolves to § 2 of the same law; the markdown link with #anchor too
@@ -154,14 +183,18 @@ def test_graph_structure_and_traversal(laws, index_with):
 def test_graph_follows_incremental_updates(laws, index_with):
     index_with(laws)
     (laws / "guide.md").unlink()
-    write(laws, "testg.md", "# Testgesetz (TestG)\n\n## § 1 Zweck\n\nNur noch die Ruhezeit nach § 2.\n\n"
-                            "## § 2 Ruhezeit\n\nElf Stunden.\n")
+    write(
+        laws,
+        "testg.md",
+        "# Testgesetz (TestG)\n\n## § 1 Zweck\n\nNur noch die Ruhezeit nach § 2.\n\n## § 2 Ruhezeit\n\nElf Stunden.\n",
+    )
     _, reader = index_with(laws)
     g = reader.graph
     with reader.duck() as store:
         ids = {r["id"] for t in ("documents", "sections", "chunks") for r in store.rows(f"SELECT id FROM {t}")}
-        dangling = store.con.execute("SELECT count(*) FROM refs WHERE document_id NOT IN "
-                                     "(SELECT id FROM documents)").fetchone()[0]
+        dangling = store.con.execute(
+            "SELECT count(*) FROM refs WHERE document_id NOT IN (SELECT id FROM documents)"
+        ).fetchone()[0]
         sec2 = store.rows("SELECT id FROM sections WHERE heading = '§ 2 Ruhezeit'")[0]["id"]
     assert set(g.g.vs["name"]) == ids and dangling == 0
     # the guide's links left with it; the new § 1 → § 2 reference is the only one
@@ -183,8 +216,10 @@ def test_versions_latest_by_default(laws, index_with):
     _, reader = index_with(laws)
     paths = {p.path for p in api.query(reader, "breaks minutes", QueryConfig(k=5, strategy="lexical")).passages}
     assert "laws/policy-v2.md" in paths and "laws/policy-v1.md" not in paths
-    paths = {p.path for p in api.query(reader, "breaks minutes",
-                                       QueryConfig(k=5, strategy="lexical", all_versions=True)).passages}
+    paths = {
+        p.path
+        for p in api.query(reader, "breaks minutes", QueryConfig(k=5, strategy="lexical", all_versions=True)).passages
+    }
     assert {"laws/policy-v1.md", "laws/policy-v2.md"} <= paths
 
 
@@ -192,8 +227,9 @@ def test_version_of_flag(tmp_path, index_with, fake):
     write(tmp_path / "a", "old.md", "# Old\n\nzebra rules old\n")
     index_with(tmp_path / "a")
     write(tmp_path / "b", "new.md", "# New\n\nzebra rules new\n")
-    api.index([tmp_path / "b"], tmp_path / "idx", version_of=str(tmp_path / "a" / "old.md"),
-              embedder_factory=lambda c: fake)
+    api.index(
+        [tmp_path / "b"], tmp_path / "idx", version_of=str(tmp_path / "a" / "old.md"), embedder_factory=lambda c: fake
+    )
     reader = api.open_index(tmp_path / "idx", embedder=fake)
     cfg = QueryConfig(strategy="lexical")
     assert [p.path for p in api.query(reader, "zebra rules", cfg).passages] == ["b/new.md"]
@@ -202,6 +238,7 @@ def test_version_of_flag(tmp_path, index_with, fake):
 
 
 # ---------------------------------------------------------------- features
+
 
 def test_features_and_modes(laws, index_with):
     _, reader = index_with(laws)
@@ -228,13 +265,17 @@ def test_feature_values_on_known_hits(laws, index_with):
 
     _, reader = index_with(laws, cfg=IndexConfig(chunk_tokens=60))
     with reader.duck() as store:
-        rows = store.rows("SELECT c.id, c.section_id, c.chunk_index, c.document_id FROM chunks c "
-                          "JOIN documents d ON d.id = c.document_id WHERE d.path LIKE '%guide.md' "
-                          "ORDER BY c.chunk_index")
+        rows = store.rows(
+            "SELECT c.id, c.section_id, c.chunk_index, c.document_id FROM chunks c "
+            "JOIN documents d ON d.id = c.document_id WHERE d.path LIKE '%guide.md' "
+            "ORDER BY c.chunk_index"
+        )
     from tests.test_units import hit
 
-    hits = [hit(r["id"], score=s, doc=r["document_id"], sec=r["section_id"], idx=r["chunk_index"])
-            for r, s in zip(rows, [1.0, 0.5])]
+    hits = [
+        hit(r["id"], score=s, doc=r["document_id"], sec=r["section_id"], idx=r["chunk_index"])
+        for r, s in zip(rows, [1.0, 0.5])
+    ]
     for h in hits:
         h.header = "Guide > Overview"
         h.doc_type = "policy"
@@ -284,8 +325,9 @@ def test_trace_and_graph_cli(laws, tmp_path, monkeypatch):
     idx = str(tmp_path / "idx")
     assert runner.invoke(app, ["index", str(laws), "--index", idx]).exit_code == 0
     trace = tmp_path / "trace.jsonl"
-    r = runner.invoke(app, ["query", "Ruhezeit", "--index", idx, "--trace", str(trace), "--explain"],
-                      env={"COLUMNS": "200"})
+    r = runner.invoke(
+        app, ["query", "Ruhezeit", "--index", idx, "--trace", str(trace), "--explain"], env={"COLUMNS": "200"}
+    )
     assert r.exit_code == 0 and "reference_match" in r.output
     line = json.loads(trace.read_text().splitlines()[0])
     assert line["candidates"] and set(line["candidates"][0]["features"]) == set(DEFAULT_WEIGHTS["balanced"])
@@ -301,6 +343,7 @@ def test_trace_and_graph_cli(laws, tmp_path, monkeypatch):
 
 
 # ---------------------------------------------------------------- the hand-made legal query set
+
 
 @needs_shared("german-laws")
 def test_legal_reference_queries_hit_their_section(tmp_path, fake):

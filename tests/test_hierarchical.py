@@ -42,8 +42,10 @@ Ostrich eggs weigh more than a kilogram each and are guarded by both parents in 
 
 def _tree(reader):
     with reader.duck() as store:
-        return store.rows("SELECT id, level, document_id, section_id, parent_id, title, text, chunk_ids, method "
-                          "FROM summaries ORDER BY id")
+        return store.rows(
+            "SELECT id, level, document_id, section_id, parent_id, title, text, chunk_ids, method "
+            "FROM summaries ORDER BY id"
+        )
 
 
 @pytest.fixture
@@ -58,31 +60,43 @@ def test_tree_has_a_node_wherever_it_covers_several_chunks(guide, index_with):
     summary, reader = index_with(guide, cfg=CFG)
     nodes = _tree(reader)
     with reader.duck() as store:
-        chunks = store.rows("SELECT c.id, c.document_id, s.breadcrumb FROM chunks c JOIN sections s "
-                            "ON s.id = c.section_id ORDER BY c.chunk_index")
+        chunks = store.rows(
+            "SELECT c.id, c.document_id, s.breadcrumb FROM chunks c JOIN sections s "
+            "ON s.id = c.section_id ORDER BY c.chunk_index"
+        )
     guide_chunks = [c["id"] for c in chunks if c["breadcrumb"].startswith("Field Guide")]
     assert len(guide_chunks) == 6
     by_title = {n["title"]: n for n in nodes}
     # one document node over all chunks; the root section covers the same chunks and is not repeated
     assert by_title["Field Guide"]["level"] == 2 and by_title["Field Guide"]["chunk_ids"] == guide_chunks
     assert sorted(n["title"] for n in nodes if n["level"] == 1) == [
-        "Field Guide > Birds", "Field Guide > Birds > Ostriches", "Field Guide > Zebras"]
+        "Field Guide > Birds",
+        "Field Guide > Birds > Ostriches",
+        "Field Guide > Zebras",
+    ]
     birds, ostriches = by_title["Field Guide > Birds"], by_title["Field Guide > Birds > Ostriches"]
     assert ostriches["parent_id"] == birds["id"] and birds["parent_id"] == by_title["Field Guide"]["id"]
     assert set(ostriches["chunk_ids"]) < set(birds["chunk_ids"]) and len(birds["chunk_ids"]) == 3
     assert len({tuple(n["chunk_ids"]) for n in nodes}) == len(nodes)  # no node repeats another
     assert all(n["method"] == "extractive" and n["text"] for n in nodes)
     assert "stripe" in by_title["Field Guide > Zebras"]["text"].lower()
-    assert {k: summary.tree[k] for k in ("nodes", "sections", "documents")} == {"nodes": 4, "sections": 3,
-                                                                               "documents": 1}  # note: no node
+    assert {k: summary.tree[k] for k in ("nodes", "sections", "documents")} == {
+        "nodes": 4,
+        "sections": 3,
+        "documents": 1,
+    }  # note: no node
 
 
 def test_tree_is_kept_incrementally(guide, index_with):
     _, reader = index_with(guide, cfg=CFG)
     before = {n["id"]: n for n in _tree(reader)}
-    write(guide, "second.md", "# Lions\n\nLions hunt at night in prides of up to twenty animals, and the "
-                              "lionesses do most of the hunting for the group.\n\nCubs stay with the pride for "
-                              "about two years before the young males are driven out to find a pride.\n")
+    write(
+        guide,
+        "second.md",
+        "# Lions\n\nLions hunt at night in prides of up to twenty animals, and the "
+        "lionesses do most of the hunting for the group.\n\nCubs stay with the pride for "
+        "about two years before the young males are driven out to find a pride.\n",
+    )
     summary, reader = index_with(guide, cfg=CFG)
     after = {n["id"]: n for n in _tree(reader)}
     assert summary.tree["nodes"] == 1 and set(before) < set(after)  # only the new document was summarised
@@ -97,9 +111,11 @@ def test_tree_is_kept_incrementally(guide, index_with):
 
 
 def test_centroid_sentences_pick_central_sentences_once_in_order():
-    texts = ["Overtime is limited to ten hours per week. Overtime is limited to ten hours per week!",
-             "The cafeteria opens at noon. Overtime must be approved by the team lead in advance.",
-             "Approved overtime is paid at 125 % of the hourly rate or taken as time off."]
+    texts = [
+        "Overtime is limited to ten hours per week. Overtime is limited to ten hours per week!",
+        "The cafeteria opens at noon. Overtime must be approved by the team lead in advance.",
+        "Approved overtime is paid at 125 % of the hourly rate or taken as time off.",
+    ]
     df = {"overtime": 1, "cafeteria": 1, "hours": 5, "week": 5}
     out = centroid_sentences(texts, df, n_chunks=100, sentences=3, max_chars=400)
     assert out.count("limited to ten hours") == 1  # near-duplicates are skipped
@@ -111,6 +127,7 @@ def test_centroid_sentences_pick_central_sentences_once_in_order():
 @dataclass
 class _Ctx:
     """What ``expand`` uses of a SearchContext."""
+
     hits: dict
     qvec: np.ndarray
     cfg: QueryConfig = field(default_factory=lambda: QueryConfig(tree_children=2))
@@ -123,9 +140,23 @@ class _Ctx:
 
 
 def _hit(cid: str, vec, score=0.0) -> Hit:
-    return Hit(chunk_id=cid, document_id="d", section_id="s", chunk_index=0, text=cid, header="", path="p",
-               title="t", doc_type="", collection="default", line_start=1, line_end=1, token_count=1,
-               score=score, vector=np.asarray(vec, dtype=np.float32))
+    return Hit(
+        chunk_id=cid,
+        document_id="d",
+        section_id="s",
+        chunk_index=0,
+        text=cid,
+        header="",
+        path="p",
+        title="t",
+        doc_type="",
+        collection="default",
+        line_start=1,
+        line_end=1,
+        token_count=1,
+        score=score,
+        vector=np.asarray(vec, dtype=np.float32),
+    )
 
 
 def test_expansion_discounts_children_keeps_best_score_and_dedupes():
@@ -133,8 +164,10 @@ def test_expansion_discounts_children_keeps_best_score_and_dedupes():
     own = {"a": [1, 0], "b": [0.9, 0.44], "c": [0.5, 0.87], "d": [0.0, 1.0], "e": [0.3, 0.95]}
     hits = {i: _hit(i, v) for i, v in own.items()}
     direct = {"a": _hit("a", own["a"], 0.95), "e": _hit("e", own["e"], 0.3)}
-    nodes = [{"id": "n1", "similarity": 0.9, "chunk_ids": ["a", "b", "c", "d"]},
-             {"id": "n2", "similarity": 0.5, "chunk_ids": ["c", "e"]}]
+    nodes = [
+        {"id": "n1", "similarity": 0.9, "chunk_ids": ["a", "b", "c", "d"]},
+        {"id": "n2", "similarity": 0.5, "chunk_ids": ["c", "e"]},
+    ]
     out = expand(_Ctx(hits, q), nodes, 0.8, direct)
     scores = {h.chunk_id: h.score for h in out}
     assert [h.chunk_id for h in out] == ["a", "b", "c", "e"]  # d: not among n1's two best children
@@ -145,11 +178,15 @@ def test_expansion_discounts_children_keeps_best_score_and_dedupes():
 
 
 def test_hierarchical_strategy_modes_context_scope_and_fallback(guide, tmp_path, index_with):
-    write(guide, "policy.md", "---\ndoc_type: policy\n---\n# Ranger Policy\n\nRangers count zebras and "
-                              "ostriches every season, walking the same transects at dawn so that the numbers "
-                              "can be compared from one year to the next.\n\nCounts are reported to the park "
-                              "office, which keeps the records of every herd and every nest since the park "
-                              "was founded.\n")
+    write(
+        guide,
+        "policy.md",
+        "---\ndoc_type: policy\n---\n# Ranger Policy\n\nRangers count zebras and "
+        "ostriches every season, walking the same transects at dawn so that the numbers "
+        "can be compared from one year to the next.\n\nCounts are reported to the park "
+        "office, which keeps the records of every herd and every nest since the park "
+        "was founded.\n",
+    )
     _, reader = index_with(guide, cfg=CFG)
     for mode in ("tree", "collapsed"):
         r = api.query(reader, "how fast do ostriches run", QueryConfig(strategy="hierarchical", tree_mode=mode, k=3))
@@ -185,9 +222,19 @@ class _Reader:
 
 
 def test_related_terms_skip_query_words_variants_and_weak_neighbours():
-    rows = [{"term": t, "similarity": s} for t, s in [
-        ("overtime", 0.9), ("overtimes", 0.85), ("hours", 0.8), ("workload", 0.7), ("workloads", 0.69),
-        ("compensation", 0.6), ("shift", 0.5), ("cafeteria", 0.2)]]
+    rows = [
+        {"term": t, "similarity": s}
+        for t, s in [
+            ("overtime", 0.9),
+            ("overtimes", 0.85),
+            ("hours", 0.8),
+            ("workload", 0.7),
+            ("workloads", 0.69),
+            ("compensation", 0.6),
+            ("shift", 0.5),
+            ("cafeteria", 0.2),
+        ]
+    ]
     got = expansion.related_terms(_Reader(rows), None, "limits on overtime hours", max_terms=3, min_similarity=0.45)
     assert got == [("workload", 0.7), ("compensation", 0.6), ("shift", 0.5)]
     assert expansion.related_terms(_Reader(rows), None, "overtime", min_similarity=0.95) == []
@@ -196,8 +243,12 @@ def test_related_terms_skip_query_words_variants_and_weak_neighbours():
 def test_expansion_terms_are_embedded_on_first_use_once(tmp_path, index_with, fake):
     root = tmp_path / "e"
     for i in range(12):
-        write(root, f"d{i}.md", f"# Doc {i}\n\nOvertime rules {i}: compensation and workload apply to shift "
-                                f"{'workers' if i % 2 else 'staff'} in zone{i}.\n")
+        write(
+            root,
+            f"d{i}.md",
+            f"# Doc {i}\n\nOvertime rules {i}: compensation and workload apply to shift "
+            f"{'workers' if i % 2 else 'staff'} in zone{i}.\n",
+        )
     summary, reader = index_with(root)
     cache = reader.index_dir / "cache" / "terms.npz"
     assert fake.encoded == summary.chunks and not cache.exists()  # indexing embeds chunks, no words
@@ -239,10 +290,16 @@ def test_expansion_fuses_a_bm25_run_of_the_related_terms(tmp_path):
 
 def test_llm_summaries_replace_extractive_ones_in_the_tree(guide, tmp_path, fake):
     # the model says nothing for other sections: their extractive summary stays
-    writer = FakeGenerator(lambda p: " Zebras graze in herds; their stripes confuse flies."
-                           if "Title: Field Guide > Zebras" in p else "")
-    api.index([guide], tmp_path / "idx", IndexConfig(chunk_tokens=40, chunk_min_tokens=5, summaries="llm"),
-              embedder_factory=lambda c: fake, generator_factory=lambda c: writer)
+    writer = FakeGenerator(
+        lambda p: " Zebras graze in herds; their stripes confuse flies." if "Title: Field Guide > Zebras" in p else ""
+    )
+    api.index(
+        [guide],
+        tmp_path / "idx",
+        IndexConfig(chunk_tokens=40, chunk_min_tokens=5, summaries="llm"),
+        embedder_factory=lambda c: fake,
+        generator_factory=lambda c: writer,
+    )
     reader = api.open_index(tmp_path / "idx", embedder=fake)
     nodes = {n["title"]: n for n in _tree(reader)}
     zebras = nodes["Field Guide > Zebras"]

@@ -11,9 +11,8 @@ import pytest
 
 from ragkit import api
 from ragkit.config import QueryConfig
-from ragkit.ingest.discover import discover
+from ragkit.ingest.discover import discover, stable_id
 from ragkit.ingest.parse import build_sections, parse_markdown
-from ragkit.ingest.discover import stable_id
 from tests.conftest import SAMPLES, SHARED_DATA, needs_shared
 from tests.test_cli import ragkit
 
@@ -101,9 +100,15 @@ def test_interactive_session_in_a_pseudo_terminal(sample_index):
     """The real session on a terminal: warm queries, commands, Ctrl-C cancels the answer, Ctrl-D leaves."""
     _, reader = sample_index
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "NO_COLOR": "1", "COLUMNS": "120", "TERM": "dumb"}
-    child = pexpect.spawn(sys.executable, ["-m", "ragkit", "query", "--index", str(reader.index_dir),
-                                           "--temperature", "0"], env=env, encoding="utf-8", timeout=120,
-                          dimensions=(50, 120), preexec_fn=_default_sigint)
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "ragkit", "query", "--index", str(reader.index_dir), "--temperature", "0"],
+        env=env,
+        encoding="utf-8",
+        timeout=120,
+        dimensions=(50, 120),
+        preexec_fn=_default_sigint,
+    )
     try:
         child.expect("Ctrl-D to leave")
         child.expect("ragkit> ")

@@ -37,24 +37,37 @@ def test_alias_declared_in_one_document_merges_mentions_in_another(tmp_path, ind
         orphans = store.con.execute(
             "SELECT (SELECT count(*) FROM relations WHERE a NOT IN (SELECT key FROM entities) "
             "OR b NOT IN (SELECT key FROM entities)) + (SELECT count(*) FROM community_members "
-            "WHERE entity NOT IN (SELECT key FROM entities))").fetchone()[0]
+            "WHERE entity NOT IN (SELECT key FROM entities))"
+        ).fetchone()[0]
     assert orphans == 0
 
 
 def test_knowledge_vectors_are_derived_from_chunk_vectors_not_stored(tmp_path, index_with, fake):
     root = tmp_path / "d"
-    write(root, "corpus.jsonl", jsonl(("a", "Kurt Cobain", "Kurt Cobain was the frontman of Nirvana."),
-                                      ("b", "Nirvana", "Nirvana was formed in Aberdeen in 1987 by Kurt Cobain.")))
+    write(
+        root,
+        "corpus.jsonl",
+        jsonl(
+            ("a", "Kurt Cobain", "Kurt Cobain was the frontman of Nirvana."),
+            ("b", "Nirvana", "Nirvana was formed in Aberdeen in 1987 by Kurt Cobain."),
+        ),
+    )
     _, reader = index_with(root)
     import lancedb
     import numpy as np
 
     assert set(lancedb.connect(str(reader.index_dir / "lance")).list_tables().tables) == {"chunks"}
     with reader.duck() as store:
-        columns = {t: {r[1] for r in store.con.execute(f"PRAGMA table_info('{t}')").fetchall()}
-                   for t in ("entities", "relations", "communities")}
-        chunk_ids = [r[0] for r in store.con.execute(
-            "SELECT DISTINCT chunk_id FROM mentions WHERE entity = 'nirvana' ORDER BY chunk_id").fetchall()]
+        columns = {
+            t: {r[1] for r in store.con.execute(f"PRAGMA table_info('{t}')").fetchall()}
+            for t in ("entities", "relations", "communities")
+        }
+        chunk_ids = [
+            r[0]
+            for r in store.con.execute(
+                "SELECT DISTINCT chunk_id FROM mentions WHERE entity = 'nirvana' ORDER BY chunk_id"
+            ).fetchall()
+        ]
     assert not any("vector" in c or "description" in c for c in columns.values())
     ids, mat = reader.chunks.all_vectors()
     mean = mat[[ids.index(c) for c in chunk_ids]].mean(axis=0)
@@ -73,14 +86,31 @@ def test_knowledge_vectors_are_derived_from_chunk_vectors_not_stored(tmp_path, i
 def two_collections(tmp_path, index_with):
     """The same names in two collections: Mercury the planet, Mercury the metal."""
     astro, chem = tmp_path / "astro", tmp_path / "chem"
-    write(astro, "corpus.jsonl", jsonl(
-        ("p1", "Mercury", "Mercury is the smallest planet and orbits closest to the Sun. NASA sent Messenger "
-                          "to Mercury in 2004."),
-        ("p2", "Venus", "Venus is the hottest planet. NASA and Mercury missions studied the Sun.")))
-    write(chem, "corpus.jsonl", jsonl(
-        ("m1", "Mercury", "Mercury is a toxic liquid metal. Thermo Labs used Mercury in thermometers until 2004."),
-        ("m2", "Thermometer", "A Thermometer from Thermo Labs measures heat. Mercury expands when warm. "
-                              "Thermo Labs filled each Thermometer with Mercury.")))
+    write(
+        astro,
+        "corpus.jsonl",
+        jsonl(
+            (
+                "p1",
+                "Mercury",
+                "Mercury is the smallest planet and orbits closest to the Sun. NASA sent Messenger to Mercury in 2004.",
+            ),
+            ("p2", "Venus", "Venus is the hottest planet. NASA and Mercury missions studied the Sun."),
+        ),
+    )
+    write(
+        chem,
+        "corpus.jsonl",
+        jsonl(
+            ("m1", "Mercury", "Mercury is a toxic liquid metal. Thermo Labs used Mercury in thermometers until 2004."),
+            (
+                "m2",
+                "Thermometer",
+                "A Thermometer from Thermo Labs measures heat. Mercury expands when warm. "
+                "Thermo Labs filled each Thermometer with Mercury.",
+            ),
+        ),
+    )
     index_with(astro, cfg=IndexConfig(collection="astro"))
     _, reader = index_with(chem, cfg=IndexConfig(collection="chem"))
     return reader
@@ -114,10 +144,14 @@ def test_doc_filter_hides_descriptions_from_excluded_documents(two_collections):
 
 def test_communities_recomputed_only_where_documents_changed(tmp_path, index_with):
     root = tmp_path / "d"
-    band = [("a", "Kurt Cobain", "Kurt Cobain, Krist Novoselic and Dave Grohl formed Nirvana in Aberdeen."),
-            ("b", "Nirvana", "Nirvana with Kurt Cobain and Dave Grohl recorded Nevermind for Geffen Records.")]
-    space = [("c", "Apollo", "Neil Armstrong and Buzz Aldrin flew Apollo Eleven for NASA to the Moon."),
-             ("d", "Moon", "Buzz Aldrin and Neil Armstrong walked on the Moon while Michael Collins orbited.")]
+    band = [
+        ("a", "Kurt Cobain", "Kurt Cobain, Krist Novoselic and Dave Grohl formed Nirvana in Aberdeen."),
+        ("b", "Nirvana", "Nirvana with Kurt Cobain and Dave Grohl recorded Nevermind for Geffen Records."),
+    ]
+    space = [
+        ("c", "Apollo", "Neil Armstrong and Buzz Aldrin flew Apollo Eleven for NASA to the Moon."),
+        ("d", "Moon", "Buzz Aldrin and Neil Armstrong walked on the Moon while Michael Collins orbited."),
+    ]
     write(root, "band.jsonl", jsonl(*band))
     write(root, "space.jsonl", jsonl(*space))
     _, reader = index_with(root)
@@ -131,8 +165,12 @@ def test_communities_recomputed_only_where_documents_changed(tmp_path, index_wit
     with reader.duck() as store:
         after = dict(store.con.execute("SELECT id, title FROM communities").fetchall())
         second = store.last_run()["summary"]["knowledge"]
-        space_ids = {r[0] for r in store.con.execute(
-            "SELECT DISTINCT community_id FROM community_members WHERE entity = 'neil armstrong'").fetchall()}
+        space_ids = {
+            r[0]
+            for r in store.con.execute(
+                "SELECT DISTINCT community_id FROM community_members WHERE entity = 'neil armstrong'"
+            ).fetchall()
+        }
     assert space_ids and space_ids <= set(before) & set(after)  # untouched: same ids, same titles
     assert all(after[i] == before[i] for i in space_ids)
     assert 0 < second["communities"] < len(after)  # only the band's communities were recomputed
@@ -141,10 +179,15 @@ def test_communities_recomputed_only_where_documents_changed(tmp_path, index_wit
 
 def test_light_returns_entities_relations_and_chunks(tmp_path, index_with):
     root = tmp_path / "d"
-    write(root, "corpus.jsonl", jsonl(
-        ("a", "Kurt Cobain", "Kurt Cobain was the frontman of Nirvana, a band from Aberdeen."),
-        ("b", "Nirvana", "Nirvana was formed in Aberdeen in 1987 and released Nevermind."),
-        ("c", "Pearl Jam", "Pearl Jam is a rock band formed in Seattle in 1990.")))
+    write(
+        root,
+        "corpus.jsonl",
+        jsonl(
+            ("a", "Kurt Cobain", "Kurt Cobain was the frontman of Nirvana, a band from Aberdeen."),
+            ("b", "Nirvana", "Nirvana was formed in Aberdeen in 1987 and released Nevermind."),
+            ("c", "Pearl Jam", "Pearl Jam is a rock band formed in Seattle in 1990."),
+        ),
+    )
     _, reader = index_with(root)
     r = api.query(reader, "Nirvana Aberdeen", QueryConfig(strategy="light", k=3, ppr_weight=1.0))
     kinds = {i["type"] for i in r.context_items}
@@ -165,8 +208,9 @@ def test_memory_rows_equal_the_stores(two_collections):
     with reader.duck() as store:
         keys = [r[0] for r in store.con.execute("SELECT DISTINCT entity FROM mentions ORDER BY 1").fetchall()]
         pairs = [tuple(r) for r in store.con.execute("SELECT DISTINCT a, b FROM cooc ORDER BY 1, 2").fetchall()]
-        communities = store.rows("SELECT id, collection, level, parent_id, title, top_entities, written "
-                                 "FROM communities ORDER BY id")
+        communities = store.rows(
+            "SELECT id, collection, level, parent_id, title, top_entities, written FROM communities ORDER BY id"
+        )
         memory = KnowledgeMemory(store)
     rows = StoreRows(reader)
     assert len(keys) > 5 and len(pairs) > 5 and communities
@@ -176,8 +220,9 @@ def test_memory_rows_equal_the_stores(two_collections):
 
     assert canon(memory.entity_rows(keys)) == canon(rows.entity_rows(keys))
     assert canon(memory.relation_rows(pairs)) == canon(rows.relation_rows(pairs))
-    assert canon(memory.community_reports([dict(c) for c in communities])) == \
-        canon(rows.community_reports([dict(c) for c in communities]))
+    assert canon(memory.community_reports([dict(c) for c in communities])) == canon(
+        rows.community_reports([dict(c) for c in communities])
+    )
     ids = [c["id"] for c in communities]
     assert memory.community_chunks(ids, 50) == rows.community_chunks(ids, 50)
     assert any("Mercury" in (r["description"] or "") for r in memory.entity_rows(["mercury"]))

@@ -22,9 +22,22 @@ GERMAN = (
     "Der Betriebsrat ist nach § 87 Abs. 1 Nr. 5 BetrVG zu beteiligen; die Bundesagentur für Arbeit "
     "erhält eine Anzeige. Die Europäische Union regelt die Arbeitszeit in einer Richtlinie. "
     "Personenbezogene Daten (im Folgenden „Daten“) verarbeitet der Verantwortliche nach Art. 6 DSGVO. "
-    "Die Ruhezeit nach § 5 beträgt elf Stunden.")
-NOUNS = {"arbeitgeber", "arbeitnehmer", "urlaub", "betriebsrat", "anzeige", "arbeitszeit", "richtlinie",
-         "ruhezeit", "stunden", "verantwortliche", "der arbeitgeber", "die ruhezeit"}
+    "Die Ruhezeit nach § 5 beträgt elf Stunden."
+)
+NOUNS = {
+    "arbeitgeber",
+    "arbeitnehmer",
+    "urlaub",
+    "betriebsrat",
+    "anzeige",
+    "arbeitszeit",
+    "richtlinie",
+    "ruhezeit",
+    "stunden",
+    "verantwortliche",
+    "der arbeitgeber",
+    "die ruhezeit",
+}
 
 
 def keys(text, **kw):
@@ -41,10 +54,13 @@ def test_german_nouns_are_not_entities_but_citations_and_names_are():
 
 
 def test_german_law_names_abbreviations_and_heading_keys():
-    text = ("Das Kündigungsschutzgesetz gilt neben dem Bürgerlichen Gesetzbuch. Näheres regelt das BetrVG. "
-            "Ein Arbeitnehmer im Sinne dieses Gesetzes ist, wer abhängig beschäftigt ist.")
-    found = keys(text, language="de", context=["Arbeitszeitgesetz (ArbZG)", "§ 3 Arbeitszeit der Arbeitnehmer"],
-                 own_law="ArbZG")
+    text = (
+        "Das Kündigungsschutzgesetz gilt neben dem Bürgerlichen Gesetzbuch. Näheres regelt das BetrVG. "
+        "Ein Arbeitnehmer im Sinne dieses Gesetzes ist, wer abhängig beschäftigt ist."
+    )
+    found = keys(
+        text, language="de", context=["Arbeitszeitgesetz (ArbZG)", "§ 3 Arbeitszeit der Arbeitnehmer"], own_law="ArbZG"
+    )
     assert {"kündigungsschutzgesetz", "betrvg", "arbeitnehmer"} <= found  # defined: "im Sinne dieses Gesetzes"
     assert any("gesetzbuch" in k for k in found)
     assert {"arbzg", "§ 3 arbzg"} <= found  # the law and the section the chunk sits under
@@ -55,8 +71,13 @@ def test_english_rules_are_kept_and_mixed_text_goes_by_language():
     english = "Scott Derrickson directed Sinister for Blumhouse Productions in Los Angeles."
     assert {"scott derrickson", "blumhouse productions", "los angeles"} <= keys(english)
     assert detect_language(GERMAN) == "de" and detect_language(english * 3) == "en"
-    assert detect_language("Arbetsgivaren ska se till att arbetstagaren får den semester som han eller hon har "
-                           "rätt till enligt lagen och att det finns en plan för det.") == "sv"
+    assert (
+        detect_language(
+            "Arbetsgivaren ska se till att arbetstagaren får den semester som han eller hon har "
+            "rätt till enligt lagen och att det finns en plan för det."
+        )
+        == "sv"
+    )
     assert detect_language("") == "en" and detect_language("ArbZG BetrVG 12") == "en"  # no evidence: English
 
 
@@ -64,8 +85,12 @@ def test_english_rules_are_kept_and_mixed_text_goes_by_language():
 def mixed(tmp_path):
     root = tmp_path / "mixed"
     write(root, "urlaub.md", "# Bundesurlaubsgesetz (BUrlG)\n\n## § 3 Dauer des Urlaubs\n\n" + GERMAN + "\n")
-    write(root, "film.md", "# Sinister\n\nScott Derrickson directed Sinister for Blumhouse Productions. "
-                           "The film was shot in Los Angeles and released by Summit Entertainment.\n")
+    write(
+        root,
+        "film.md",
+        "# Sinister\n\nScott Derrickson directed Sinister for Blumhouse Productions. "
+        "The film was shot in Los Angeles and released by Summit Entertainment.\n",
+    )
     return root
 
 
@@ -85,11 +110,13 @@ def test_relations_are_capped_per_entity_in_the_store(tmp_path, index_with):
     their hub, the weak hub–hub pair (strongest for neither) is dropped, and relations ≤ N × entities."""
     first = "Anna Berta Carla Dora Emil Frida Gustav Hanna Ida Jonas Karl Lena Mona Nils Olga".split()
     last = "Adams Brown Clark Dalton Evans Fisher Grant Hughes".split()
-    names = [f"{f} {l}" for f in first for l in last][:60]
+    names = [f"{f} {la}" for f in first for la in last][:60]
     text = " ".join(f"Victor Stone met {n} in Geneva." for n in names[:30])
     text += " " + " ".join(f"Maria Lopez met {n} in Lisbon." for n in names[30:])
-    text += (" Victor Stone, who had travelled for many long weeks across the mountains and the plains, "
-             "finally wrote a letter to Maria Lopez.")
+    text += (
+        " Victor Stone, who had travelled for many long weeks across the mountains and the plains, "
+        "finally wrote a letter to Maria Lopez."
+    )
     root = tmp_path / "hub"
     write(root, "hub.md", "# Meetings\n\n" + text + "\n")
     _, reader = index_with(root)
@@ -127,12 +154,14 @@ class TransactionGuard:
 def test_no_model_runs_inside_a_transaction(mixed, tmp_path):
     calls: list[str] = []
     emb = TransactionGuard(FakeEmbedder(), calls)
-    gen = TransactionGuard(FakeGenerator(lambda p: " A short summary." if "Summary:" in p else '{"entities": []}'),
-                           calls)
+    gen = TransactionGuard(
+        FakeGenerator(lambda p: " A short summary." if "Summary:" in p else '{"entities": []}'), calls
+    )
     cfg = IndexConfig(summaries="llm", expand=True)
     for _ in range(2):  # a first run and an incremental one
-        summary = api.index([mixed], tmp_path / "idx", cfg, embedder_factory=lambda c: emb,
-                            generator_factory=lambda c: gen)
+        summary = api.index(
+            [mixed], tmp_path / "idx", cfg, embedder_factory=lambda c: emb, generator_factory=lambda c: gen
+        )
         write(mixed, "neu.md", "# Neu\n\nDer Bundestag beschließt das Gesetz nach Art. 77 GG.\n")
     assert {"encode", "complete"} <= set(calls) and summary.written  # the guard saw the models run
     assert (tmp_path / "idx" / "cache" / "terms.npz").exists()  # expand = true: built after the commit
@@ -152,8 +181,17 @@ def test_stats_show_bytes_per_component_and_the_ratio_to_the_source(corpus, inde
     st = api.stats(reader)
     assert st["source_bytes"] == sum(p.stat().st_size for p in corpus.rglob("*") if p.is_file())
     assert st["size_ratio"] == round(st["size_bytes"] / st["source_bytes"], 2) > 0
-    assert {"vectors", "full-text index", "chunk text and metadata (LanceDB)", "entities", "relations",
-            "communities", "tree", "vocabulary", "graphs"} <= set(st["bytes"]) and all(n >= 0 for n in st["bytes"].values())
+    assert {
+        "vectors",
+        "full-text index",
+        "chunk text and metadata (LanceDB)",
+        "entities",
+        "relations",
+        "communities",
+        "tree",
+        "vocabulary",
+        "graphs",
+    } <= set(st["bytes"]) and all(n >= 0 for n in st["bytes"].values())
     assert sum(st["bytes"].values()) <= st["size_bytes"] * 1.05
     result = CliRunner().invoke(app, ["stats", "--index", str(reader.index_dir), "--json"])
     assert result.exit_code == 0 and json.loads(result.stdout)["size_ratio"] == st["size_ratio"]
@@ -164,8 +202,12 @@ def test_stats_show_bytes_per_component_and_the_ratio_to_the_source(corpus, inde
 def test_bm25_language_follows_the_text_and_stays_with_the_index(tmp_path, mixed, corpus, index_with):
     root = tmp_path / "de"
     write(root, "a.md", "# Urlaub\n\n" + GERMAN + "\n")
-    write(root, "b.md", "# Kündigung\n\nDie Kündigung des Arbeitsverhältnisses bedarf der Schriftform; "
-                        "die elektronische Form ist ausgeschlossen.\n")
+    write(
+        root,
+        "b.md",
+        "# Kündigung\n\nDie Kündigung des Arbeitsverhältnisses bedarf der Schriftform; "
+        "die elektronische Form ist ausgeschlossen.\n",
+    )
     _, reader = index_with(root, name="de")
     assert reader.manifest["fts_language"] == "German"
     hits = reader.chunks.fts_search("Kündigungen", 5, None)  # German stemming: plural finds singular
@@ -207,8 +249,12 @@ def test_vocabulary_vectors_of_another_embedder_are_not_reused(tmp_path, index_w
 
 def test_a_configured_bm25_language_rebuilds_the_full_text_index(tmp_path, index_with):
     root = tmp_path / "de"
-    write(root, "a.md", "# Kündigung\n\nDie Kündigung des Arbeitsverhältnisses bedarf der Schriftform; "
-                        "die elektronische Form ist ausgeschlossen. " + GERMAN + "\n")
+    write(
+        root,
+        "a.md",
+        "# Kündigung\n\nDie Kündigung des Arbeitsverhältnisses bedarf der Schriftform; "
+        "die elektronische Form ist ausgeschlossen. " + GERMAN + "\n",
+    )
     _, reader = index_with(root, cfg=IndexConfig(fts_language="English"))
     assert not reader.chunks.fts_search("Kündigungen", 5, None)  # English stemming: no match for the plural
     summary, reader = index_with(root, cfg=IndexConfig(fts_language="German"))  # no file changed
@@ -224,19 +270,25 @@ def test_a_relation_quotes_the_sentence_of_its_source_chunk(tmp_path, index_with
     write(root, "b.md", "# B\n\nKurt Cobain met Dave Grohl.\n")
     _, reader = index_with(root)
     with reader.duck() as store:
-        rows = store.rows("SELECT r.source_chunk, r.sent_start, r.sent_end, c.text FROM relations r "
-                          "JOIN chunks c ON c.id = r.source_chunk WHERE r.a = 'dave grohl' AND r.b = 'kurt cobain'")
+        rows = store.rows(
+            "SELECT r.source_chunk, r.sent_start, r.sent_end, c.text FROM relations r "
+            "JOIN chunks c ON c.id = r.source_chunk WHERE r.a = 'dave grohl' AND r.b = 'kurt cobain'"
+        )
         (rel,) = store.relation_rows([("dave grohl", "kurt cobain")])
     (row,) = rows
-    assert rel["description"] == row["text"][row["sent_start"]:row["sent_end"]] == "Kurt Cobain met Dave Grohl."
+    assert rel["description"] == row["text"][row["sent_start"] : row["sent_end"]] == "Kurt Cobain met Dave Grohl."
 
 
 def test_german_questions_are_routed_with_the_german_name_rules(tmp_path, index_with):
     """A German question's capitalised nouns are not names: "Arbeitgeber" (a term the law defines) does not
     send it to the entity graph, while an English question naming a known entity still goes there."""
     root = tmp_path / "laws"
-    write(root, "agg.md", "# Gleichbehandlungsgesetz (AGG)\n\n## § 6 Persönlicher Anwendungsbereich\n\n"
-                          "Arbeitgeber im Sinne dieses Gesetzes sind natürliche und juristische Personen. " + GERMAN + "\n")
+    write(
+        root,
+        "agg.md",
+        "# Gleichbehandlungsgesetz (AGG)\n\n## § 6 Persönlicher Anwendungsbereich\n\n"
+        "Arbeitgeber im Sinne dieses Gesetzes sind natürliche und juristische Personen. " + GERMAN + "\n",
+    )
     write(root, "film.md", "# Sinister\n\nScott Derrickson directed Sinister for Blumhouse Productions.\n")
     _, reader = index_with(root)
     assert reader.entity_graph.has_entity("arbeitgeber")
@@ -266,8 +318,9 @@ def test_a_query_opens_the_store_once_and_lets_it_go(mixed, index_with, monkeypa
         opened.clear()
         r = api.query(reader, "Scott Derrickson Blumhouse Productions", QueryConfig(strategy=strategy))
         assert r.passages and len(opened) <= 1, (strategy, len(opened))
-    attached = {row[0] for row in duck._READERS["base"].execute("SELECT database_name FROM duckdb_databases()")
-                .fetchall()}
+    attached = {
+        row[0] for row in duck._READERS["base"].execute("SELECT database_name FROM duckdb_databases()").fetchall()
+    }
     assert attached <= {"memory", "system", "temp"}, attached
     with DuckStore(reader.store_path, read_only=False) as store:  # the file is free to write
         assert store.value("SELECT count(*) FROM documents") == 2

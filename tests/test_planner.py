@@ -22,15 +22,18 @@ def test_operators_phrases_and_negations_are_lifted_out():
         plan_query("doc_type:policy")
 
 
-@pytest.mark.parametrize("query, start, end", [
-    ("changes since 2020", "2020-01-01", None),
-    ("changes after 2020-05", "2020-05-01", None),
-    ("changes before 2019-05-01", None, "2019-04-30"),
-    ("changes before 2019", None, "2018-12-31"),
-    ("changes until 2019-02", None, "2019-02-28"),
-    ("changes between 2018 and 2020", "2018-01-01", "2020-12-31"),
-    ("Änderungen seit 2021", "2021-01-01", None),
-])
+@pytest.mark.parametrize(
+    "query, start, end",
+    [
+        ("changes since 2020", "2020-01-01", None),
+        ("changes after 2020-05", "2020-05-01", None),
+        ("changes before 2019-05-01", None, "2019-04-30"),
+        ("changes before 2019", None, "2018-12-31"),
+        ("changes until 2019-02", None, "2019-02-28"),
+        ("changes between 2018 and 2020", "2018-01-01", "2020-12-31"),
+        ("Änderungen seit 2021", "2021-01-01", None),
+    ],
+)
 def test_dates(query, start, end):
     p = plan_query(query)
     assert (p.constraints.date_from, p.constraints.date_to) == (start, end)
@@ -54,8 +57,10 @@ def test_doc_type_routing_and_expansions_by_language():
     assert de.language == "de" and de.doc_type_routing == ["policy"]
     assert de.expanded_queries[0].endswith("Regelung") and "Scope" in de.boost_sections
     en = plan_query("which rule covers overtime?", available_doc_types={"policy"})
-    assert en.language == "en" and en.expanded_queries == ["which rule covers overtime? policy scope",
-                                                           "which rule covers overtime? rule"]
+    assert en.language == "en" and en.expanded_queries == [
+        "which rule covers overtime? policy scope",
+        "which rule covers overtime? rule",
+    ]
     assert not plan_query("which rule covers overtime?", available_doc_types={"notes"}).doc_type_routing
 
 
@@ -72,11 +77,19 @@ def test_router_rules():
     assert r("XR-200").strategy == "lexical"
     rt = r("how do I reset part XR-200 safely")
     assert rt.strategy == "hybrid" and rt.alpha == 0.3
-    assert r("Were Scott Derrickson and Ed Wood of the same nationality?",
-             ["ed wood", "scott derrickson"]).strategy == "hippo"
+    assert (
+        r("Were Scott Derrickson and Ed Wood of the same nationality?", ["ed wood", "scott derrickson"]).strategy
+        == "hippo"
+    )
     assert r("What is the relationship of Nirvana to Aberdeen?", ["nirvana"]).strategy == "hippo"
-    assert r("Were Scott Derrickson and Ed Wood of the same nationality?", ["ed wood", "scott derrickson"],
-             entities=False).strategy == "hybrid"
+    assert (
+        r(
+            "Were Scott Derrickson and Ed Wood of the same nationality?",
+            ["ed wood", "scott derrickson"],
+            entities=False,
+        ).strategy
+        == "hybrid"
+    )
     assert r("Scott Howell worked with the mayor of what city?", ["scott howell"]).strategy == "hippo"
     assert r("how are overtime hours limited?").strategy == "hybrid"
 
@@ -105,8 +118,17 @@ def test_constraints_filter_retrieval_and_show_in_the_plan(dated, index_with):
     from ragkit.render import result_dict
 
     d = result_dict(r)["plan"]
-    assert {"original", "strategy", "reason", "doc_type_routing", "expanded_queries", "constraints",
-            "retrieval_strategy", "identifiers", "sub_queries"} <= set(d)
+    assert {
+        "original",
+        "strategy",
+        "reason",
+        "doc_type_routing",
+        "expanded_queries",
+        "constraints",
+        "retrieval_strategy",
+        "identifiers",
+        "sub_queries",
+    } <= set(d)
 
 
 def test_speller_corrects_only_unknown_words():
@@ -119,8 +141,10 @@ def test_speller_corrects_only_unknown_words():
     assert sp.correct_word("zebra") is None and sp.correct_word("hors") is None  # no candidate / too short
     assert sp.correct_word("overtome") == "overtime"  # the more frequent of two candidates one edit away
     text, changes = sp.correct("How are ovretime hours limted?")
-    assert text == "How are overtime hours limited?" and changes == [{"from": "ovretime", "to": "overtime"},
-                                                                      {"from": "limted", "to": "limited"}]
+    assert text == "How are overtime hours limited?" and changes == [
+        {"from": "ovretime", "to": "overtime"},
+        {"from": "limted", "to": "limited"},
+    ]
     assert _one_edit("abcd", "abdc") and not _one_edit("abcd", "badc")
 
 
@@ -169,22 +193,35 @@ def test_decomposition_of_comparisons_and_multiple_questions():
     from ragkit.retrieve.planner import decompose
 
     assert decompose("Were Scott Derrickson and Ed Wood of the same nationality?") == [
-        "Were Scott Derrickson of the same nationality?", "Were Ed Wood of the same nationality?"]
-    assert decompose("Which is older, Nirvana or Pearl Jam?") == ["Which is older, Nirvana?",
-                                                                  "Which is older, Pearl Jam?"]
+        "Were Scott Derrickson of the same nationality?",
+        "Were Ed Wood of the same nationality?",
+    ]
+    assert decompose("Which is older, Nirvana or Pearl Jam?") == [
+        "Which is older, Nirvana?",
+        "Which is older, Pearl Jam?",
+    ]
     assert decompose("How long is the notice period? Who approves overtime?") == [
-        "How long is the notice period?", "Who approves overtime?"]
+        "How long is the notice period?",
+        "Who approves overtime?",
+    ]
     assert decompose("What is the capital of France?") == []
     assert decompose("Lester Smith designed Demon Dice with Tim Brown") == []  # no comparison cue
 
 
 def test_sub_queries_are_retrieved_and_fused(tmp_path, index_with):
     root = tmp_path / "d"
-    write(root, "corpus.jsonl", "\n".join([
-        '{"_id": "a", "title": "Scott Derrickson", "text": "Scott Derrickson is an American film director."}',
-        '{"_id": "b", "title": "Ed Wood", "text": "Ed Wood was an American filmmaker and actor."}',
-        '{"_id": "c", "title": "Filler", "text": "Nationality of film people is a frequent quiz question."}',
-    ]) + "\n")
+    write(
+        root,
+        "corpus.jsonl",
+        "\n".join(
+            [
+                '{"_id": "a", "title": "Scott Derrickson", "text": "Scott Derrickson is an American film director."}',
+                '{"_id": "b", "title": "Ed Wood", "text": "Ed Wood was an American filmmaker and actor."}',
+                '{"_id": "c", "title": "Filler", "text": "Nationality of film people is a frequent quiz question."}',
+            ]
+        )
+        + "\n",
+    )
     _, reader = index_with(root)
     q = "Were Scott Derrickson and Ed Wood of the same nationality?"
     r = api.query(reader, q, QueryConfig(strategy="hybrid", k=3, decompose=True))
@@ -199,9 +236,25 @@ def test_retry_decision_and_record(dated, index_with):
     from ragkit.retrieve import corrective
 
     def hit(text, ranks):
-        return Hit(chunk_id=text[:5], document_id="d", section_id="s", chunk_index=0, text=text, header="",
-                   path="p", title="t", doc_type="x", collection="c", line_start=1, line_end=1, token_count=5,
-                   external_id=None, score=1.0, boundary_confidence=1.0, ranks=ranks)
+        return Hit(
+            chunk_id=text[:5],
+            document_id="d",
+            section_id="s",
+            chunk_index=0,
+            text=text,
+            header="",
+            path="p",
+            title="t",
+            doc_type="x",
+            collection="c",
+            line_start=1,
+            line_end=1,
+            token_count=5,
+            external_id=None,
+            score=1.0,
+            boundary_confidence=1.0,
+            ranks=ranks,
+        )
 
     good = [hit("overtime hours are limited", {"dense": 1, "lexical": 1})]
     check = corrective.assess(good, "how are overtime hours limited?")
@@ -231,11 +284,15 @@ def test_retry_decision_and_record(dated, index_with):
 def test_llm_planner_output_is_checked_before_use():
     from ragkit.retrieve.llm_planner import parse
 
-    out = ("Which nationality did Scott Derrickson and Ed Wood have?\nSub-questions:\n"
-           "- What nationality was Scott Derrickson?\n- What nationality was Ed Wood?\n- Who won the cup?\n")
+    out = (
+        "Which nationality did Scott Derrickson and Ed Wood have?\nSub-questions:\n"
+        "- What nationality was Scott Derrickson?\n- What nationality was Ed Wood?\n- Who won the cup?\n"
+    )
     rewrite, subs = parse(out, "scott derrickson ed wood nationality")
-    assert rewrite.startswith("Which nationality") and subs == ["What nationality was Scott Derrickson?",
-                                                                "What nationality was Ed Wood?"]
+    assert rewrite.startswith("Which nationality") and subs == [
+        "What nationality was Scott Derrickson?",
+        "What nationality was Ed Wood?",
+    ]
     assert parse("How do I sort a list in Python?\n", "sort tickets by priority") == (None, [])  # example copied
     assert parse("The weather is nice today.\n", "overtime limits") == (None, [])  # off the query
     assert parse("Overtime limits?\n- overtime limits per week\n", "overtime limits")[1] == []  # one part: no split
@@ -246,14 +303,23 @@ def test_llm_planner_adds_rewrite_and_sub_queries_and_falls_back_to_rules(monkey
     from ragkit.errors import ModelUnavailable
 
     root = tmp_path / "d"
-    write(root, "corpus.jsonl", "\n".join([
-        '{"_id": "a", "title": "Scott Derrickson", "text": "Scott Derrickson is an American film director."}',
-        '{"_id": "b", "title": "Ed Wood", "text": "Ed Wood was an American filmmaker and actor."}',
-    ]) + "\n")
+    write(
+        root,
+        "corpus.jsonl",
+        "\n".join(
+            [
+                '{"_id": "a", "title": "Scott Derrickson", "text": "Scott Derrickson is an American film director."}',
+                '{"_id": "b", "title": "Ed Wood", "text": "Ed Wood was an American filmmaker and actor."}',
+            ]
+        )
+        + "\n",
+    )
     _, reader = index_with(root)
     q = "derrickson wood nationality"
-    gen = FakeGenerator("What nationality were Scott Derrickson and Ed Wood?\nSub-questions:\n"
-                         "- What nationality was Scott Derrickson?\n- What nationality was Ed Wood?")
+    gen = FakeGenerator(
+        "What nationality were Scott Derrickson and Ed Wood?\nSub-questions:\n"
+        "- What nationality was Scott Derrickson?\n- What nationality was Ed Wood?"
+    )
     monkeypatch.setattr(ragkit.generate, "load_generator", lambda spec=None, n_ctx=2048: gen)
     r = api.query(reader, q, QueryConfig(strategy="hybrid", planner="llm", decompose=True))
     assert r.plan["planner"] == "llm" and r.plan["rewritten"].startswith("What nationality were")

@@ -49,15 +49,17 @@ def test_every_strategy_has_a_floor():
 @needs_shared("hotpotqa-100")
 @pytest.mark.parametrize("strategy", list(HOTPOTQA["recorded"]))
 def test_hotpotqa_recall_stays_at_the_floor(hotpotqa_results, strategy):
-    checks = quality.hotpotqa_checks(hotpotqa_results, {strategy: HOTPOTQA["recorded"][strategy]},
-                                     FLOORS["tolerance"])
+    checks = quality.hotpotqa_checks(hotpotqa_results, {strategy: HOTPOTQA["recorded"][strategy]}, FLOORS["tolerance"])
     assert len(checks) == 2
     assert not failures(checks), f"below the floor in tests/data/quality_floors.toml:\n{failures(checks)}"
 
 
 @needs_shared("hotpotqa-100")
-@pytest.mark.parametrize("broken_cfg", [QueryConfig(links=False), QueryConfig(alpha=0.0, links=False)],
-                         ids=["without title links", "BM25 alone"])
+@pytest.mark.parametrize(
+    "broken_cfg",
+    [QueryConfig(links=False), QueryConfig(alpha=0.0, links=False)],
+    ids=["without title links", "BM25 alone"],
+)
 def test_the_gate_fails_when_hybrid_loses_a_part(hotpotqa_results, hotpotqa_index, broken_cfg):
     """The floors have teeth: hybrid without its title links, or reduced to BM25 alone, falls below them."""
     broken = quality.hotpotqa_eval(hotpotqa_index, HOTPOTQA["k"], ["hybrid"], broken_cfg)

@@ -42,14 +42,16 @@ def test_phrase_must_appear_and_minus_must_not(reader):
 
 
 def test_filters(reader):
-    assert {p.path for p in top(reader, "overtime meeting rollback", filters={"doc_type": "policy"})} \
-        == {"docs/policies/overtime.md"}
-    assert {p.path for p in top(reader, "overtime meeting rollback", filters={"path": "*/tech/*"})} \
-        == {"docs/tech/deploy.rst"}
-    assert {p.path for p in top(reader, "overtime meeting rollback", filters={"owner": "hr"})} \
-        == {"docs/policies/overtime.md"}
-    assert {p.path for p in top(reader, "overtime meeting", filters={"tags": "pay"})} \
-        == {"docs/policies/overtime.md"}
+    assert {p.path for p in top(reader, "overtime meeting rollback", filters={"doc_type": "policy"})} == {
+        "docs/policies/overtime.md"
+    }
+    assert {p.path for p in top(reader, "overtime meeting rollback", filters={"path": "*/tech/*"})} == {
+        "docs/tech/deploy.rst"
+    }
+    assert {p.path for p in top(reader, "overtime meeting rollback", filters={"owner": "hr"})} == {
+        "docs/policies/overtime.md"
+    }
+    assert {p.path for p in top(reader, "overtime meeting", filters={"tags": "pay"})} == {"docs/policies/overtime.md"}
     assert top(reader, "overtime", filters={"owner": "nobody"}) == []
 
 

@@ -13,7 +13,7 @@ from ragkit.config import IndexConfig, QueryConfig, resolve_index_dir
 from ragkit.store.lance import ChunkTable
 from ragkit.store.remote import lance_location
 from tests.conftest import write
-from tests.s3 import BUCKET, s3  # noqa: F401 (the fixture)
+from tests.s3 import BUCKET
 
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'ray[data]')")
 
@@ -41,8 +41,12 @@ def same_index(a, b) -> None:
     counts = []
     for d in (a, b):
         with DuckStore(store_path(resolve_index_dir(str(d)), api.open_index(d).manifest), read_only=True) as store:
-            counts.append({t: store.con.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
-                           for t in ("documents", "sections", "chunks", "entities", "refs")})
+            counts.append(
+                {
+                    t: store.con.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+                    for t in ("documents", "sections", "chunks", "entities", "refs")
+                }
+            )
     assert counts[0] == counts[1]
 
 
@@ -51,12 +55,18 @@ def test_ray_pipeline_equals_the_local_one(corpus, tmp_path, monkeypatch):
     from ragkit.ingest import ray_engine
 
     monkeypatch.setattr(ray_engine, "ITEM_BYTES", 1)  # a work item (and a fragment) per file
-    write(corpus, "de/arbzg.md", "# Arbeitszeitgesetz\n\n## § 3 Arbeitszeit\n\nDie werktägliche Arbeitszeit darf "
-                                 "acht Stunden nicht überschreiten.\n")
+    write(
+        corpus,
+        "de/arbzg.md",
+        "# Arbeitszeitgesetz\n\n## § 3 Arbeitszeit\n\nDie werktägliche Arbeitszeit darf "
+        "acht Stunden nicht überschreiten.\n",
+    )
     (corpus / "blob.txt").write_text("QUFBQUFB" * 3000)  # skipped on both paths, for the same reason
     local = api.index([corpus], tmp_path / "local", IndexConfig())
     on_ray = api.index([corpus], tmp_path / "ray", IndexConfig(engine="ray", ray_workers=2))
-    assert (on_ray.new, on_ray.skipped, on_ray.chunks) == (local.new, local.skipped, local.chunks) == (4, 1, on_ray.chunks)
+    assert (
+        (on_ray.new, on_ray.skipped, on_ray.chunks) == (local.new, local.skipped, local.chunks) == (4, 1, on_ray.chunks)
+    )
     assert [w for w in on_ray.warnings if "blob" in w] == [w for w in local.warnings if "blob" in w]
     same_index(tmp_path / "local", tmp_path / "ray")
     for q in ("how long may a working day be?", "rollback container image", "overtime limit"):
@@ -80,18 +90,40 @@ def test_a_jsonl_corpus_spreads_over_workers(tmp_path, monkeypatch):
     folder = tmp_path / "beir"
     folder.mkdir()
     topics = ["overtime", "parking", "sauna", "rollback", "holiday", "badge", "laptop", "travel"]
-    (folder / "corpus.jsonl").write_text("".join(
-        json.dumps({"_id": f"d{i}", "title": f"Note {i}", "text": f"Note {i} is about {topics[i % 8]} and "
-                    f"{topics[(i * 3) % 8]}; it was written on day {i}."}) + "\n" for i in range(30)))
-    assert len(ray_engine._parts(ray_engine.SourceFile(folder / "corpus.jsonl", "c", 0, 0),
-                                 (folder / "corpus.jsonl").read_bytes())) == 5
+    (folder / "corpus.jsonl").write_text(
+        "".join(
+            json.dumps(
+                {
+                    "_id": f"d{i}",
+                    "title": f"Note {i}",
+                    "text": f"Note {i} is about {topics[i % 8]} and {topics[(i * 3) % 8]}; it was written on day {i}.",
+                }
+            )
+            + "\n"
+            for i in range(30)
+        )
+    )
+    assert (
+        len(
+            ray_engine._parts(
+                ray_engine.SourceFile(folder / "corpus.jsonl", "c", 0, 0), (folder / "corpus.jsonl").read_bytes()
+            )
+        )
+        == 5
+    )
     # a second corpus has a document twice (in two parts: the first one counts) and a third one a broken line
     # in its third part (the whole file is skipped, its other parts' rows too)
-    (folder / "twice.jsonl").write_text("".join(
-        json.dumps({"_id": "x" if i in (2, 11) else f"t{i}", "text": f"Entry {i} on {topics[i % 8]}."}) + "\n"
-        for i in range(12)))
-    (folder / "broken.jsonl").write_text("".join(
-        (json.dumps({"_id": f"b{i}", "text": f"Broken {i}"}) if i != 16 else "{not json") + "\n" for i in range(20)))
+    (folder / "twice.jsonl").write_text(
+        "".join(
+            json.dumps({"_id": "x" if i in (2, 11) else f"t{i}", "text": f"Entry {i} on {topics[i % 8]}."}) + "\n"
+            for i in range(12)
+        )
+    )
+    (folder / "broken.jsonl").write_text(
+        "".join(
+            (json.dumps({"_id": f"b{i}", "text": f"Broken {i}"}) if i != 16 else "{not json") + "\n" for i in range(20)
+        )
+    )
     local = api.index([folder], tmp_path / "local", IndexConfig())
     on_ray = api.index([folder], tmp_path / "ray", IndexConfig(engine="ray", ray_workers=2))
     assert on_ray.documents == local.documents == 41 and on_ray.chunks == local.chunks
@@ -106,8 +138,12 @@ def test_a_failing_worker_is_a_ragkit_error(corpus, tmp_path):
     error and a hint; nothing is committed."""
     from ragkit.errors import RagkitError
 
-    ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False,
-             runtime_env={"env_vars": {"RAGKIT_CACHE": "/dev/null/cache"}})
+    ray.init(
+        num_cpus=1,
+        include_dashboard=False,
+        log_to_driver=False,
+        runtime_env={"env_vars": {"RAGKIT_CACHE": "/dev/null/cache"}},
+    )
     try:
         with pytest.raises(RagkitError, match="a Ray worker failed") as caught:
             api.index([corpus], tmp_path / "ray", IndexConfig(engine="ray", ray_workers=1))
@@ -149,13 +185,46 @@ def test_ragkit_index_joins_a_running_cluster(corpus, tmp_path):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "RAY_USAGE_STATS_ENABLED": "0"}
-    subprocess.run([str(ray_cli), "start", "--head", "--num-cpus", "2", "--port", str(port), "--node-ip-address",
-                    "127.0.0.1", "--include-dashboard=false", "--disable-usage-stats"], env=env, check=True,
-                   capture_output=True, timeout=120)
+    subprocess.run(
+        [
+            str(ray_cli),
+            "start",
+            "--head",
+            "--num-cpus",
+            "2",
+            "--port",
+            str(port),
+            "--node-ip-address",
+            "127.0.0.1",
+            "--include-dashboard=false",
+            "--disable-usage-stats",
+        ],
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
     try:
-        out = subprocess.run([sys.executable, "-m", "ragkit", "index", str(corpus), "--index", str(tmp_path / "ray"),
-                              "--engine", "ray", "--ray-address", f"127.0.0.1:{port}", "--json"],
-                             env=env, capture_output=True, text=True, timeout=600)
+        out = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "ragkit",
+                "index",
+                str(corpus),
+                "--index",
+                str(tmp_path / "ray"),
+                "--engine",
+                "ray",
+                "--ray-address",
+                f"127.0.0.1:{port}",
+                "--json",
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         assert out.returncode == 0, out.stderr[-3000:]
         summary = json.loads(out.stdout)
         assert summary["new"] == 3 and summary["seconds"]["ray_work"] > 0

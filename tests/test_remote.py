@@ -15,13 +15,14 @@ from ragkit import api
 from ragkit.config import QueryConfig, resolve_index_dir
 from tests.conftest import REPO, write
 from tests.fakes import FakeEmbedder
-from tests.s3 import BUCKET, s3  # noqa: F401 (the fixture)
+from tests.s3 import BUCKET
+
 
 def keys(prefix: str) -> set[str]:
     import boto3
 
     found = boto3.client("s3").list_objects_v2(Bucket=BUCKET, Prefix=prefix).get("Contents", [])
-    return {o["Key"][len(prefix):] for o in found}
+    return {o["Key"][len(prefix) :] for o in found}
 
 
 def run_objects(names: set[str]) -> set[int]:
@@ -58,20 +59,24 @@ def test_a_second_reader_elsewhere_and_a_killed_run(s3, corpus, tmp_path):
     fake = FakeEmbedder()
     api.index([corpus], uri, embedder_factory=lambda cfg: fake)
     other = {**os.environ, "RAGKIT_CACHE": str(tmp_path / "machine2"), "PYTHONPATH": str(REPO)}
-    ask = ("import sys, json; sys.path.insert(0, {repo!r})\nfrom tests.fakes import FakeEmbedder\n"
-           "from ragkit import api\nfrom ragkit.config import QueryConfig\n"
-           "r = api.query(api.open_index({uri!r}, embedder=FakeEmbedder()), 'planning meeting', QueryConfig(k=3))\n"
-           "print(json.dumps({{'run': r.run, 'paths': [p.path for p in r.passages]}}))").format(repo=str(REPO), uri=uri)
-    out = json.loads(subprocess.run([sys.executable, "-c", ask], env=other, capture_output=True, text=True,
-                                    check=True).stdout)
+    ask = (
+        f"import sys, json; sys.path.insert(0, {str(REPO)!r})\nfrom tests.fakes import FakeEmbedder\n"
+        "from ragkit import api\nfrom ragkit.config import QueryConfig\n"
+        f"r = api.query(api.open_index({uri!r}, embedder=FakeEmbedder()), 'planning meeting', QueryConfig(k=3))\n"
+        "print(json.dumps({'run': r.run, 'paths': [p.path for p in r.passages]}))"
+    )
+    out = json.loads(
+        subprocess.run([sys.executable, "-c", ask], env=other, capture_output=True, text=True, check=True).stdout
+    )
     assert out["run"] == 1 and any(p.endswith("meeting.txt") for p in out["paths"])
 
     write(corpus, "notes/meeting.txt", "Meeting notes\n\nThe planning meeting moved to Thursday.\n")
-    killed = ("import os, signal, sys; sys.path.insert(0, {repo!r})\nfrom tests.fakes import FakeEmbedder\n"
-              "from ragkit import api\nimport ragkit.ingest.pipeline as p\n"
-              "p.write_manifest = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)\n"
-              "api.index([{folder!r}], {uri!r}, embedder_factory=lambda cfg: FakeEmbedder())").format(
-        repo=str(REPO), folder=str(corpus), uri=uri)
+    killed = (
+        f"import os, signal, sys; sys.path.insert(0, {str(REPO)!r})\nfrom tests.fakes import FakeEmbedder\n"
+        "from ragkit import api\nimport ragkit.ingest.pipeline as p\n"
+        "p.write_manifest = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)\n"
+        f"api.index([{str(corpus)!r}], {uri!r}, embedder_factory=lambda cfg: FakeEmbedder())"
+    )
     done = subprocess.run([sys.executable, "-c", killed], env=dict(os.environ), capture_output=True, text=True)
     assert done.returncode == -9, done.stderr[-2000:]
     assert run_objects(keys("killed/")) == {1, 2}  # run 2's were uploaded, never named by a manifest
@@ -86,13 +91,15 @@ def test_a_second_reader_elsewhere_and_a_killed_run(s3, corpus, tmp_path):
     repaired = CliRunner().invoke(app, ["check", "--repair", "--index", uri])  # takes the killed run's lease over
     assert repaired.exit_code == 0 and "removed what an unfinished run left" in repaired.output
     assert run_objects(keys("killed/")) == {1} and "writer.lease" not in keys("killed/")
-    out = json.loads(subprocess.run([sys.executable, "-c", ask], env=other, capture_output=True, text=True,
-                                    check=True).stdout)
+    out = json.loads(
+        subprocess.run([sys.executable, "-c", ask], env=other, capture_output=True, text=True, check=True).stdout
+    )
     assert out["run"] == 1
     summary = api.index([corpus], uri, embedder_factory=lambda cfg: fake)
     assert summary.changed == 1
-    out = json.loads(subprocess.run([sys.executable, "-c", ask], env=other, capture_output=True, text=True,
-                                    check=True).stdout)
+    out = json.loads(
+        subprocess.run([sys.executable, "-c", ask], env=other, capture_output=True, text=True, check=True).stdout
+    )
     assert out["run"] == 2
     assert resolve_index_dir(uri) != resolve_index_dir(f"s3://{BUCKET}/handbook")
 
@@ -113,9 +120,18 @@ def test_check_stats_and_eval_on_s3(s3, corpus, tmp_path, monkeypatch):
     st = json.loads(runner.invoke(app, ["stats", "--index", uri, "--json"]).output)
     assert st["index"] == uri and st["documents"] == 3 and st["bytes"]["vectors"] > 0  # LanceDB bytes from the bucket
     ds = tmp_path / "beir"
-    write(ds, "corpus.jsonl", "\n".join(json.dumps(d) for d in [
-        {"_id": "d1", "title": "Cats", "text": "Cats purr and chase mice."},
-        {"_id": "d2", "title": "Dogs", "text": "Dogs bark at the mail carrier."}]) + "\n")
+    write(
+        ds,
+        "corpus.jsonl",
+        "\n".join(
+            json.dumps(d)
+            for d in [
+                {"_id": "d1", "title": "Cats", "text": "Cats purr and chase mice."},
+                {"_id": "d2", "title": "Dogs", "text": "Dogs bark at the mail carrier."},
+            ]
+        )
+        + "\n",
+    )
     write(ds, "queries.jsonl", '{"_id": "q1", "text": "which animal purrs"}\n')
     write(ds, "qrels/test.tsv", "query-id\tcorpus-id\tscore\nq1\td1\t1\n")
     r = runner.invoke(app, ["eval", str(ds), "--index", f"s3://{BUCKET}/eval", "--json", "--strategy", "hybrid"])
@@ -127,10 +143,12 @@ def test_check_stats_and_eval_on_s3(s3, corpus, tmp_path, monkeypatch):
 
 def other_machine(tmp_path, uri: str, folder, **index_kwargs) -> str:
     """A script indexing ``folder`` into ``uri`` as another machine would (a mirror of its own)."""
-    return ("import sys; sys.path.insert(0, {repo!r})\nfrom tests.fakes import FakeEmbedder\nfrom ragkit import api\n"
-            "import ragkit.store.lease as lease\nlease.POLL = 0.2\n"
-            "s = api.index([{folder!r}], {uri!r}, embedder_factory=lambda cfg: FakeEmbedder(), **{kw!r})\n"
-            "print(s.new, s.unchanged)").format(repo=str(REPO), folder=str(folder), uri=uri, kw=index_kwargs)
+    return (
+        f"import sys; sys.path.insert(0, {str(REPO)!r})\nfrom tests.fakes import FakeEmbedder\nfrom ragkit import api\n"
+        "import ragkit.store.lease as lease\nlease.POLL = 0.2\n"
+        f"s = api.index([{str(folder)!r}], {uri!r}, embedder_factory=lambda cfg: FakeEmbedder(), **{index_kwargs!r})\n"
+        "print(s.new, s.unchanged)"
+    )
 
 
 def test_writers_on_two_machines_take_turns(s3, corpus, tmp_path):
@@ -145,11 +163,17 @@ def test_writers_on_two_machines_take_turns(s3, corpus, tmp_path):
     write(corpus, "notes/other.md", "# Other\n\nWritten on the other machine.\n")
     with remote.writing(resolve_index_dir(uri)) as bucket:  # this machine holds the lease
         assert "writer.lease" in keys("turns/")
-        busy = subprocess.run([sys.executable, "-c", other_machine(tmp_path, uri, corpus)], env=other,
-                              capture_output=True, text=True)
+        busy = subprocess.run(
+            [sys.executable, "-c", other_machine(tmp_path, uri, corpus)], env=other, capture_output=True, text=True
+        )
         assert busy.returncode != 0 and "IndexBusy" in busy.stderr and f"pid {os.getpid()}" in busy.stderr
-        waiting = subprocess.Popen([sys.executable, "-c", other_machine(tmp_path, uri, corpus, wait=True)],
-                                   env=other, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        waiting = subprocess.Popen(
+            [sys.executable, "-c", other_machine(tmp_path, uri, corpus, wait=True)],
+            env=other,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         with pytest.raises(subprocess.TimeoutExpired):
             waiting.wait(timeout=3)  # it waits for the lease
         assert bucket.lease.lost is None

@@ -21,8 +21,9 @@ ENV = {**os.environ, "HF_HUB_OFFLINE": "1"}
 
 
 def call(url: str, body: dict | None = None) -> tuple[int, dict]:
-    req = urllib.request.Request(url, data=json.dumps(body).encode() if body is not None else None,
-                                 headers={"Content-Type": "application/json"})
+    req = urllib.request.Request(
+        url, data=json.dumps(body).encode() if body is not None else None, headers={"Content-Type": "application/json"}
+    )
     try:
         with urllib.request.urlopen(req, timeout=60) as resp:
             return resp.status, json.loads(resp.read())
@@ -31,8 +32,9 @@ def call(url: str, body: dict | None = None) -> tuple[int, dict]:
 
 
 def ragkit(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "ragkit", *args], capture_output=True, text=True, cwd=REPO,
-                          env=ENV, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "ragkit", *args], capture_output=True, text=True, cwd=REPO, env=ENV, timeout=300
+    )
 
 
 def without_timings(text: str) -> list[dict]:
@@ -54,8 +56,14 @@ def server(tmp_path_factory):
     shutil.copytree(REPO / "ragkit" / "samples" / "handbook", docs)
     idx = root / "idx"
     api.index([docs], idx)
-    proc = subprocess.Popen([sys.executable, "-m", "ragkit", "serve", "--index", str(idx), "--port", "0"],
-                            cwd=REPO, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ragkit", "serve", "--index", str(idx), "--port", "0"],
+        cwd=REPO,
+        env=ENV,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     port_file = idx / "server.json"
     deadline = time.time() + 120
     while not port_file.exists() and proc.poll() is None and time.time() < deadline:
@@ -86,11 +94,12 @@ def test_http_endpoints_status_codes_and_errors(server):
     status, st = call(f"{url}/v1/stats")
     assert status == 200 and st["documents"] == 5
     for path, body, want_status, want_code in (
-            ("/v1/query", {"query": "x", "strategy": "nope"}, 400, 6),
-            ("/v1/query", {"k": 3}, 422, 6),
-            ("/v1/query", {"query": "x", "k": 0}, 400, 6),
-            ("/v1/documents/nope", None, 404, 6),
-            ("/v1/sections/nope", None, 404, 6)):
+        ("/v1/query", {"query": "x", "strategy": "nope"}, 400, 6),
+        ("/v1/query", {"k": 3}, 422, 6),
+        ("/v1/query", {"query": "x", "k": 0}, 400, 6),
+        ("/v1/documents/nope", None, 404, 6),
+        ("/v1/sections/nope", None, 404, 6),
+    ):
         status, body = call(url + path, body)
         assert status == want_status and body["error"]["code"] == want_code and body["error"]["message"], path
     with urllib.request.urlopen(f"{url}/openapi.json", timeout=30) as resp:
@@ -99,10 +108,12 @@ def test_http_endpoints_status_codes_and_errors(server):
 
 def test_query_through_the_server_prints_what_in_process_prints(server):
     idx, port_file = str(server["idx"]), server["idx"] / "server.json"
-    cases = [["--json", "how are overtime hours limited?"],
-             ["--jsonl", "-k", "2", "--strategy", "lexical", "remote work equipment"],
-             ["--json", "--filter", "doc_type=policy", "--explain", "overtime"],  # --explain: the full CLI's path
-             ["-k", "3", "how are overtime hours limited?"]]  # the terminal's rendering
+    cases = [
+        ["--json", "how are overtime hours limited?"],
+        ["--jsonl", "-k", "2", "--strategy", "lexical", "remote work equipment"],
+        ["--json", "--filter", "doc_type=policy", "--explain", "overtime"],  # --explain: the full CLI's path
+        ["-k", "3", "how are overtime hours limited?"],
+    ]  # the terminal's rendering
     through = [ragkit("query", "--index", idx, *c) for c in cases]
     saved = port_file.read_text()
     port_file.unlink()  # no server known: in process
@@ -124,7 +135,7 @@ def test_a_stale_port_file_falls_back_to_the_process(server, tmp_path):
 
     idx = tmp_path / "stale"
     shutil.copytree(server["idx"], idx)
-    (idx / "server.json").write_text(json.dumps({**server["info"], "pid": 2 ** 22 + 12345}))  # no such process
+    (idx / "server.json").write_text(json.dumps({**server["info"], "pid": 2**22 + 12345}))  # no such process
     assert server_for(idx) is None
     r = ragkit("query", "--index", str(idx), "--json", "overtime")
     assert r.returncode == 0 and json.loads(r.stdout)["passages"]
@@ -135,8 +146,9 @@ def test_the_server_answers_from_each_committed_run(server):
 
     url = server["url"]
     _, before = call(f"{url}/healthz")
-    (server["docs"] / "parking.md").write_text("# Parking Policy\n\nEach employee gets one parking badge for "
-                                               "the garage under building B.\n")
+    (server["docs"] / "parking.md").write_text(
+        "# Parking Policy\n\nEach employee gets one parking badge for the garage under building B.\n"
+    )
     api.index([server["docs"]], server["idx"])
     _, after = call(f"{url}/healthz")
     assert after["run"] == before["run"] + 1
@@ -152,16 +164,24 @@ def test_mcp_session_through_the_sdks_stdio_client(server):
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
     async def session():
-        params = StdioServerParameters(command=sys.executable, cwd=str(REPO), env=ENV,
-                                       args=["-m", "ragkit", "serve", "--mcp", "--index", str(server["idx"])])
+        params = StdioServerParameters(
+            command=sys.executable,
+            cwd=str(REPO),
+            env=ENV,
+            args=["-m", "ragkit", "serve", "--mcp", "--index", str(server["idx"])],
+        )
         async with stdio_client(params) as streams:
             async with ClientSession(*streams) as s:
                 await s.initialize()
                 tools = sorted(t.name for t in (await s.list_tools()).tools)
-                found = json.loads((await s.call_tool("search", {"query": "how are overtime hours limited?",
-                                                                 "k": 2})).content[0].text)
-                section = json.loads((await s.call_tool(
-                    "get_section", {"section_id": found["passages"][0]["section_id"]})).content[0].text)
+                found = json.loads(
+                    (await s.call_tool("search", {"query": "how are overtime hours limited?", "k": 2})).content[0].text
+                )
+                section = json.loads(
+                    (await s.call_tool("get_section", {"section_id": found["passages"][0]["section_id"]}))
+                    .content[0]
+                    .text
+                )
                 bad = await s.call_tool("get_section", {"section_id": "nope"})
                 stats = json.loads((await s.call_tool("stats", {})).content[0].text)
                 return tools, found, section, bad, stats
@@ -185,8 +205,14 @@ def test_index_watch_picks_up_a_change(tmp_path):
     # (Python then never raises KeyboardInterrupt); the child is started with the default disposition
     inherited = signal.signal(signal.SIGINT, signal.SIG_DFL)
     try:
-        proc = subprocess.Popen([sys.executable, "-m", "ragkit", "index", str(docs), "--index", str(idx), "--watch"],
-                                cwd=REPO, env=ENV, stdout=out_file, stderr=err_file, text=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "ragkit", "index", str(docs), "--index", str(idx), "--watch"],
+            cwd=REPO,
+            env=ENV,
+            stdout=out_file,
+            stderr=err_file,
+            text=True,
+        )
     finally:
         signal.signal(signal.SIGINT, inherited)
 
@@ -203,8 +229,9 @@ def test_index_watch_picks_up_a_change(tmp_path):
         first = last_run()
         assert first is not None, "the first run did not commit"
         time.sleep(1.0)  # the watcher is up once the first run has been reported
-        (docs / "parking.md").write_text("# Parking Policy\n\nEach employee gets one parking badge for the garage "
-                                         "under building B.\n")
+        (docs / "parking.md").write_text(
+            "# Parking Policy\n\nEach employee gets one parking badge for the garage under building B.\n"
+        )
         deadline = time.time() + 60
         while last_run() == first and proc.poll() is None and time.time() < deadline:
             time.sleep(0.2)
@@ -228,10 +255,9 @@ def test_index_watch_picks_up_a_change(tmp_path):
 def test_serve_an_index_on_s3(tmp_path):
     """``ragkit serve --index s3://…`` (moto's S3 server on loopback): health names the URI, queries answer from
     the committed run and follow a run committed by another process; ``ragkit query`` finds the server."""
-    from tests.s3 import BUCKET, NoServer, moto_s3
-
     from ragkit import api
     from ragkit.config import resolve_index_dir
+    from tests.s3 import BUCKET, NoServer, moto_s3
 
     docs = tmp_path / "handbook"
     shutil.copytree(REPO / "ragkit" / "samples" / "handbook", docs)
@@ -244,8 +270,14 @@ def test_serve_an_index_on_s3(tmp_path):
     proc = None
     try:
         api.index([docs], uri)
-        proc = subprocess.Popen([sys.executable, "-m", "ragkit", "serve", "--index", uri, "--port", "0"], cwd=REPO,
-                                env={**ENV, **env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "ragkit", "serve", "--index", uri, "--port", "0"],
+            cwd=REPO,
+            env={**ENV, **env},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         port_file = resolve_index_dir(uri) / "server.json"  # in this machine's mirror of the index
         deadline = time.time() + 120
         while not port_file.exists() and proc.poll() is None and time.time() < deadline:
@@ -256,14 +288,21 @@ def test_serve_an_index_on_s3(tmp_path):
         assert status == 200 and health["index"] == uri and health["run"] == 1
         status, r = call(f"{url}/v1/query", {"query": "how are overtime hours limited?", "k": 2})
         assert status == 200 and r["passages"][0]["section"] == "Working Time Policy > Overtime > Limits on overtime"
-        (docs / "parking.md").write_text("# Parking Policy\n\nEach employee gets one parking badge for the garage "
-                                         "under building B.\n")
+        (docs / "parking.md").write_text(
+            "# Parking Policy\n\nEach employee gets one parking badge for the garage under building B.\n"
+        )
         api.index([docs], uri)
         time.sleep(1.2)  # the server looks for a newer manifest at most once a second
         _, r = call(f"{url}/v1/query", {"query": "parking badge garage", "k": 1, "strategy": "lexical"})
         assert r["metadata"]["run"] == 2 and r["passages"][0]["document"]["path"].endswith("parking.md")
-        q = subprocess.run([sys.executable, "-m", "ragkit", "query", "--index", uri, "--json", "parking badge"],
-                           capture_output=True, text=True, cwd=REPO, env={**ENV, **env}, timeout=300)
+        q = subprocess.run(
+            [sys.executable, "-m", "ragkit", "query", "--index", uri, "--json", "parking badge"],
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            env={**ENV, **env},
+            timeout=300,
+        )
         assert q.returncode == 0 and json.loads(q.stdout)["passages"][0]["document"]["path"].endswith("parking.md")
     finally:
         if proc is not None:

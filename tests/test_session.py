@@ -22,8 +22,11 @@ def _run(reader, lines: str, cfg=None) -> str:
 
 def test_session_queries_commands_and_history(corpus, index_with):
     _, reader = index_with(corpus)
-    out = _run(reader, "rollback container\n:k 1\n:strategy lexical\n:filter doc_type=policy\novertime\n"
-                       ":open 1\n:json\n:filter clear\n:strategy nonsense\n:help\n:quit\n")
+    out = _run(
+        reader,
+        "rollback container\n:k 1\n:strategy lexical\n:filter doc_type=policy\novertime\n"
+        ":open 1\n:json\n:filter clear\n:strategy nonsense\n:help\n:quit\n",
+    )
     assert "deploy.rst" in out and "Deployment > Rollbacks" in out  # the first query, k 2
     assert "strategy lexical · k 1" in out and "filters {'doc_type': 'policy'}" in out
     assert "Overtime is limited to ten hours per week" in out  # :open 1 prints the whole section
@@ -56,4 +59,3 @@ def test_session_survives_a_cancelled_query(corpus, index_with, monkeypatch):
     assert s.handle("overtime") is True and calls == [1]  # Ctrl-C cancels the query, the session goes on
     assert out.getvalue().strip() == "cancelled"
     assert s.handle(":quit") is False
-

@@ -3,21 +3,35 @@
 import pytest
 
 from ragkit.assemble import assemble
+from ragkit.config import parse_filters
+from ragkit.errors import BadQuery
 from ragkit.evaluate import documents_of, mrr_at, ndcg_at, percentile, recall_at
 from ragkit.ingest.discover import Undecodable, decode, discover
 from ragkit.ingest.doctype import infer_doc_type
 from ragkit.records import Hit
-from ragkit.config import parse_filters
 from ragkit.retrieve.filters import NO_MATCH, build_where
 from ragkit.retrieve.fusion import convex, weighted_rrf, with_graph
 from ragkit.retrieve.query_syntax import parse_query
-from ragkit.errors import BadQuery
 
 
 def hit(cid, score=0.0, doc="d", sec="s", idx=0, tokens=10, ext=""):
-    return Hit(chunk_id=cid, document_id=doc, section_id=sec, chunk_index=idx, text=f"text {cid}", header="H",
-               path="p", title="t", doc_type="x", collection="c", line_start=idx * 10 + 1,
-               line_end=idx * 10 + 9, token_count=tokens, external_id=ext or doc, score=score)
+    return Hit(
+        chunk_id=cid,
+        document_id=doc,
+        section_id=sec,
+        chunk_index=idx,
+        text=f"text {cid}",
+        header="H",
+        path="p",
+        title="t",
+        doc_type="x",
+        collection="c",
+        line_start=idx * 10 + 1,
+        line_end=idx * 10 + 9,
+        token_count=tokens,
+        external_id=ext or doc,
+        score=score,
+    )
 
 
 def test_weighted_rrf():
@@ -61,8 +75,13 @@ def test_where_clause():
 
 
 def test_assembly_merges_adjacent_within_section_only():
-    hits = [hit("a", 0.9, idx=3), hit("b", 0.5, idx=4), hit("c", 0.8, idx=6),
-            hit("d", 0.7, sec="t", idx=5), hit("z", 0.1, doc="other")]
+    hits = [
+        hit("a", 0.9, idx=3),
+        hit("b", 0.5, idx=4),
+        hit("c", 0.8, idx=6),
+        hit("d", 0.7, sec="t", idx=5),
+        hit("z", 0.1, doc="other"),
+    ]
     ps = assemble(hits, k=3, budget=1000)
     by_anchor = {p.anchor_score: p for p in ps}
     assert by_anchor[0.9].chunk_ids == ["a", "b"]  # 3,4 adjacent, same section
@@ -73,8 +92,12 @@ def test_assembly_merges_adjacent_within_section_only():
 
 
 def test_assembly_budget_and_anchor():
-    hits = [hit("a", 0.2, idx=0, tokens=60), hit("b", 0.9, idx=1, tokens=60), hit("c", 0.5, idx=2, tokens=60),
-            hit("z", 0.0, doc="other")]
+    hits = [
+        hit("a", 0.2, idx=0, tokens=60),
+        hit("b", 0.9, idx=1, tokens=60),
+        hit("c", 0.5, idx=2, tokens=60),
+        hit("z", 0.0, doc="other"),
+    ]
     ps = assemble(hits, k=10, budget=130)
     assert ps[0].chunk_ids == ["b", "c"] and ps[0].anchor_score == 0.9  # grows to the better neighbour
     assert ps[1].chunk_ids == ["a"]
@@ -123,11 +146,11 @@ def test_config_file_and_index_dir(tmp_path):
     from ragkit.config import load_config, override
     from ragkit.errors import RagkitError
 
-    (tmp_path / "ragkit.toml").write_text('[index]\nchunk_tokens = 128\n[query]\nalpha = 0.3\nk = 4\n')
+    (tmp_path / "ragkit.toml").write_text("[index]\nchunk_tokens = 128\n[query]\nalpha = 0.3\nk = 4\n")
     icfg, qcfg = load_config(tmp_path)
     assert icfg.chunk_tokens == 128 and qcfg.alpha == 0.3 and qcfg.k == 4
     assert override(qcfg, k=None, alpha=0.9).alpha == 0.9 and override(qcfg, k=None).k == 4
-    (tmp_path / "ragkit.toml").write_text('[query]\nalfa = 1\n')
+    (tmp_path / "ragkit.toml").write_text("[query]\nalfa = 1\n")
     with pytest.raises(RagkitError, match="unknown setting"):
         load_config(tmp_path)
     assert resolve_index_dir(None) == Path("indexes/default")
@@ -152,9 +175,20 @@ def test_context_packing():
     from ragkit.records import Passage
 
     def passage(rank, doc, line, tokens, section="Law (L) > Part 1 > § 3 Work"):
-        return Passage(rank=rank, score=1.0 / rank, anchor_score=1.0, document_id=doc, path=f"{doc}.md",
-                       title=doc, section=section, line_start=line, line_end=line + 5, text=f"text {rank}",
-                       chunk_ids=[str(rank)], token_count=tokens)
+        return Passage(
+            rank=rank,
+            score=1.0 / rank,
+            anchor_score=1.0,
+            document_id=doc,
+            path=f"{doc}.md",
+            title=doc,
+            section=section,
+            line_start=line,
+            line_end=line + 5,
+            text=f"text {rank}",
+            chunk_ids=[str(rank)],
+            token_count=tokens,
+        )
 
     ps = [passage(1, "A", 50, 100), passage(2, "B", 10, 100), passage(3, "A", 5, 100), passage(4, "C", 1, 500)]
     pack = pack_context(ps, budget=400)

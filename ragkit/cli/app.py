@@ -5,18 +5,21 @@ from __future__ import annotations
 import typer
 
 from ragkit import __version__
-from ragkit.cli.common import STATE
 from ragkit.cli.check_cmd import check_cmd
+from ragkit.cli.common import STATE
 from ragkit.cli.eval_cmd import eval_cmd
 from ragkit.cli.graph_cmd import graph_app
-from ragkit.cli.show_cmd import show_app
 from ragkit.cli.index_cmd import index_cmd
 from ragkit.cli.query_cmd import query_cmd
 from ragkit.cli.serve_cmd import serve_cmd
+from ragkit.cli.show_cmd import show_app
 from ragkit.cli.stats_cmd import stats_cmd
 
 app = typer.Typer(
-    name="ragkit", no_args_is_help=True, add_completion=False, rich_markup_mode="rich",
+    name="ragkit",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode="rich",
     help="Local retrieval toolkit: index folders of documents, query them, measure retrieval quality.",
     context_settings={"help_option_names": ["-h", "--help"]},
 )

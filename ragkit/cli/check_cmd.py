@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
 import typer
 
 from ragkit.cli.common import console, err, handle_errors, print_json
@@ -12,10 +10,14 @@ from ragkit.errors import IndexCorrupt
 
 @handle_errors
 def check_cmd(
-    index: Optional[str] = typer.Option(None, "--index", "-i", help="Index name (under ./indexes) or directory."),
-    repair: bool = typer.Option(False, "--repair", help="Rebuild the graphs and vocabulary from the store, go back to the "
-                                "newest whole run when the manifest is lost or names a damaged one, remove what an "
-                                "unfinished run left."),
+    index: str | None = typer.Option(None, "--index", "-i", help="Index name (under ./indexes) or directory."),
+    repair: bool = typer.Option(
+        False,
+        "--repair",
+        help="Rebuild the graphs and vocabulary from the store, go back to the "
+        "newest whole run when the manifest is lost or names a damaged one, remove what an "
+        "unfinished run left.",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the findings as JSON."),
 ):
     """Verify an index: manifest, DuckDB run, LanceDB version and row counts, graphs. Exit 0 when whole, 7 when not."""
@@ -36,20 +38,33 @@ def check_cmd(
         problems, facts = checker.check(index_dir)
     name = remote.display(index_dir)
     if as_json:
-        print_json({"index": name, "ok": not problems, **facts, "repaired": repaired,
-                    "problems": [{"what": p.what, "repair": p.repair, "derived": p.derived} for p in problems]})
+        print_json(
+            {
+                "index": name,
+                "ok": not problems,
+                **facts,
+                "repaired": repaired,
+                "problems": [{"what": p.what, "repair": p.repair, "derived": p.derived} for p in problems],
+            }
+        )
     else:
         for what in repaired:
             console.print(f"[green]repaired:[/] {what}")
         for p in problems:
             err.print(f"[red]problem:[/] {p.what}  [dim](repair: {p.repair})[/]", soft_wrap=True)
         if facts.get("leftovers"):
-            console.print(f"[dim]note: files of an unfinished run (never read; the next run or --repair removes "
-                          f"them): {', '.join(facts['leftovers'])}[/]", soft_wrap=True)
+            console.print(
+                f"[dim]note: files of an unfinished run (never read; the next run or --repair removes "
+                f"them): {', '.join(facts['leftovers'])}[/]",
+                soft_wrap=True,
+            )
         if not problems:
-            console.print(f"[bold green]ok[/] {name}: run {facts['run']}, LanceDB {facts['lance_table']} "
-                          f"v{facts['lance_version']}, {facts['lance_rows']:,} chunks, graphs of the run")
+            console.print(
+                f"[bold green]ok[/] {name}: run {facts['run']}, LanceDB {facts['lance_table']} "
+                f"v{facts['lance_version']}, {facts['lance_rows']:,} chunks, graphs of the run"
+            )
     if problems:
-        raise IndexCorrupt(f"{name}: {len(problems)} problem(s)",
-                           hint=checker.REPAIR if all(p.repair == checker.REPAIR for p in problems)
-                           else checker.REBUILD)
+        raise IndexCorrupt(
+            f"{name}: {len(problems)} problem(s)",
+            hint=checker.REPAIR if all(p.repair == checker.REPAIR for p in problems) else checker.REBUILD,
+        )

@@ -5,13 +5,15 @@ from __future__ import annotations
 import functools
 import os
 import sys
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import typer
 from rich.console import Console
 
 from ragkit.errors import RagkitError
 from ragkit.events import Reporter
+
 
 def _width(stream) -> int | None:
     """Rich's 80 columns squeeze tables when output is piped; use 120 unless COLUMNS says otherwise."""
@@ -55,20 +57,39 @@ def interactive(quiet: bool) -> bool:
 class RichReporter(Reporter):
     """A rich progress bar on stderr when it is a terminal; warnings always go to stderr."""
 
-    LABELS = {"model": "Loading the embedding model", "parse": "Parsing and chunking", "embed": "Embedding",
-              "write": "Writing index", "extract": "Extracting entities (LLM)",
-              "summaries": "Writing community summaries (LLM)"}
+    LABELS = {
+        "model": "Loading the embedding model",
+        "parse": "Parsing and chunking",
+        "embed": "Embedding",
+        "write": "Writing index",
+        "extract": "Extracting entities (LLM)",
+        "summaries": "Writing community summaries (LLM)",
+    }
 
     def __init__(self, show: bool):
         self.progress = None
         self.tasks: dict[str, Any] = {}
         if show:
-            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn,
-                                       TimeElapsedColumn, TimeRemainingColumn)
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                SpinnerColumn,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
 
-            self.progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
-                                     MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn(),
-                                     console=err, transient=True)
+            self.progress = Progress(
+                SpinnerColumn(),
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                TimeRemainingColumn(),
+                console=err,
+                transient=True,
+            )
 
     def start(self, stage: str, total: int | None = None) -> None:
         if self.progress is None:

@@ -10,8 +10,16 @@ from __future__ import annotations
 
 import sys
 
-VALUED = {"--index": "index", "-i": "index", "-k": "k", "--top": "k", "--strategy": "strategy", "-s": "strategy",
-          "--filter": "filter", "-f": "filter"}
+VALUED = {
+    "--index": "index",
+    "-i": "index",
+    "-k": "k",
+    "--top": "k",
+    "--strategy": "strategy",
+    "-s": "strategy",
+    "--filter": "filter",
+    "-f": "filter",
+}
 
 
 def parse(args: list[str]) -> dict | None:
@@ -60,8 +68,12 @@ def try_query(argv: list[str]) -> int | None:
         return None
     try:
         _, qcfg = load_config(index_dir=index_dir)
-        qcfg = override(qcfg, strategy=opts.get("strategy"), k=int(opts["k"]) if "k" in opts else None,
-                        filters={**qcfg.filters, **parse_filters(opts["filter"])})
+        qcfg = override(
+            qcfg,
+            strategy=opts.get("strategy"),
+            k=int(opts["k"]) if "k" in opts else None,
+            filters={**qcfg.filters, **parse_filters(opts["filter"])},
+        )
         obj, failed = remote_query(info, opts["text"][0], qcfg)
     except (RagkitError, OSError):
         return None  # the full CLI reports it as it always does

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -15,27 +14,49 @@ from ragkit.errors import RagkitError
 @handle_errors
 def index_cmd(
     paths: list[Path] = typer.Argument(..., help="Folders or files to index."),
-    index: Optional[str] = typer.Option(None, "--index", "-i", help="Index name (under ./indexes) or directory."),
-    include: Optional[list[str]] = typer.Option(None, "--include", help="Glob of files to index (repeatable)."),
-    exclude: Optional[list[str]] = typer.Option(None, "--exclude", help="Glob of files to skip (repeatable)."),
+    index: str | None = typer.Option(None, "--index", "-i", help="Index name (under ./indexes) or directory."),
+    include: list[str] | None = typer.Option(None, "--include", help="Glob of files to index (repeatable)."),
+    exclude: list[str] | None = typer.Option(None, "--exclude", help="Glob of files to skip (repeatable)."),
     hidden: bool = typer.Option(False, "--hidden", help="Also index hidden files and folders."),
     full: bool = typer.Option(False, "--full", help="Rebuild everything instead of only what changed."),
-    doc_type: Optional[str] = typer.Option(None, "--doc-type", help="doc_type for documents whose front matter names none."),
-    collection: Optional[str] = typer.Option(None, "--collection", help="Collection tag for these documents."),
-    embed_model: Optional[str] = typer.Option(None, "--embed-model", help="auto (by the documents' language), bundled:all-MiniLM-L6-v2, bundled:multilingual-e5-small or a local sentence-transformers folder (a new index, or with --full)."),
-    chunk_tokens: Optional[int] = typer.Option(None, "--chunk-tokens", help="Upper bound of tokens per chunk."),
-    language: Optional[str] = typer.Option(None, "--language", help="Full-text stemming language (English, German, …; default: the documents' own)."),
-    extract: Optional[str] = typer.Option(None, "--extract", help="Entity/relation extraction: rules | llm | none."),
-    summaries: Optional[str] = typer.Option(None, "--summaries", help="Community reports and summary-tree nodes: extractive | llm."),
-    no_tree: bool = typer.Option(False, "--no-tree", help="No summary tree (section/document nodes for --strategy hierarchical)."),
-    llm_model: Optional[str] = typer.Option(None, "--llm-model", help="GGUF file for --extract llm / --summaries llm."),
+    doc_type: str | None = typer.Option(
+        None, "--doc-type", help="doc_type for documents whose front matter names none."
+    ),
+    collection: str | None = typer.Option(None, "--collection", help="Collection tag for these documents."),
+    embed_model: str | None = typer.Option(
+        None,
+        "--embed-model",
+        help="auto (by the documents' language), bundled:all-MiniLM-L6-v2, bundled:multilingual-e5-small or a local sentence-transformers folder (a new index, or with --full).",
+    ),
+    chunk_tokens: int | None = typer.Option(None, "--chunk-tokens", help="Upper bound of tokens per chunk."),
+    language: str | None = typer.Option(
+        None, "--language", help="Full-text stemming language (English, German, …; default: the documents' own)."
+    ),
+    extract: str | None = typer.Option(None, "--extract", help="Entity/relation extraction: rules | llm | none."),
+    summaries: str | None = typer.Option(
+        None, "--summaries", help="Community reports and summary-tree nodes: extractive | llm."
+    ),
+    no_tree: bool = typer.Option(
+        False, "--no-tree", help="No summary tree (section/document nodes for --strategy hierarchical)."
+    ),
+    llm_model: str | None = typer.Option(None, "--llm-model", help="GGUF file for --extract llm / --summaries llm."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask before a long LLM extraction."),
-    version_of: Optional[str] = typer.Option(None, "--version-of", help="These documents supersede this path or id."),
-    no_wait: bool = typer.Option(False, "--no-wait", help="Exit 9 at once when another run holds the index (default: wait for it)."),
-    max_file_size: Optional[float] = typer.Option(None, "--max-file-size", help="Skip files larger than this many MB (default 50)."),
-    engine: Optional[str] = typer.Option(None, "--engine", help="Parse, chunk and embed here (local, default) or on Ray (ray)."),
-    ray_address: Optional[str] = typer.Option(None, "--ray-address", help="--engine ray: the cluster to join (auto, ray://host:10001); default: a local Ray."),
-    ray_workers: Optional[int] = typer.Option(None, "--ray-workers", help="--engine ray: worker actors (default: every CPU)."),
+    version_of: str | None = typer.Option(None, "--version-of", help="These documents supersede this path or id."),
+    no_wait: bool = typer.Option(
+        False, "--no-wait", help="Exit 9 at once when another run holds the index (default: wait for it)."
+    ),
+    max_file_size: float | None = typer.Option(
+        None, "--max-file-size", help="Skip files larger than this many MB (default 50)."
+    ),
+    engine: str | None = typer.Option(
+        None, "--engine", help="Parse, chunk and embed here (local, default) or on Ray (ray)."
+    ),
+    ray_address: str | None = typer.Option(
+        None, "--ray-address", help="--engine ray: the cluster to join (auto, ray://host:10001); default: a local Ray."
+    ),
+    ray_workers: int | None = typer.Option(
+        None, "--ray-workers", help="--engine ray: worker actors (default: every CPU)."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the run summary as JSON."),
     watch: bool = typer.Option(False, "--watch", help="Stay up and index again whenever files change (Ctrl-C stops)."),
 ):
@@ -44,11 +65,25 @@ def index_cmd(
     from ragkit.config import load_config, override
 
     icfg, _ = load_config()
-    icfg = override(icfg, include=include or None, exclude=exclude or None, include_hidden=hidden or None,
-                    doc_type=doc_type, collection=collection, embed_model=embed_model, chunk_tokens=chunk_tokens,
-                    fts_language=language, extract=extract, summaries=summaries, llm_model=llm_model,
-                    tree=False if no_tree else None, max_file_size_mb=max_file_size, engine=engine,
-                    ray_address=ray_address, ray_workers=ray_workers)
+    icfg = override(
+        icfg,
+        include=include or None,
+        exclude=exclude or None,
+        include_hidden=hidden or None,
+        doc_type=doc_type,
+        collection=collection,
+        embed_model=embed_model,
+        chunk_tokens=chunk_tokens,
+        fts_language=language,
+        extract=extract,
+        summaries=summaries,
+        llm_model=llm_model,
+        tree=False if no_tree else None,
+        max_file_size_mb=max_file_size,
+        engine=engine,
+        ray_address=ray_address,
+        ray_workers=ray_workers,
+    )
     current: list[RichReporter] = []
 
     def confirm(message: str) -> bool:
@@ -59,8 +94,16 @@ def index_cmd(
     def run(full_run: bool = False) -> None:
         current.append(RichReporter(interactive(as_json)))
         try:
-            summary = api.index(paths, index, icfg, full=full_run, reporter=current[-1], version_of=version_of,
-                                confirm=confirm, wait=not no_wait)
+            summary = api.index(
+                paths,
+                index,
+                icfg,
+                full=full_run,
+                reporter=current[-1],
+                version_of=version_of,
+                confirm=confirm,
+                wait=not no_wait,
+            )
         finally:
             current[-1].close()
         _report(summary, as_json)
@@ -76,8 +119,12 @@ def index_cmd(
         from ragkit.ingest.watch import watch as watch_paths
 
         err.print(f"[dim]watching {', '.join(map(str, paths))} for changes (Ctrl-C stops)[/]")
-        watch_paths(paths, api.resolve_index_dir(index), run_again,
-                    on_batch=lambda n: err.print(f"[dim]{n} change(s): indexing again[/]"))
+        watch_paths(
+            paths,
+            api.resolve_index_dir(index),
+            run_again,
+            on_batch=lambda n: err.print(f"[dim]{n} change(s): indexing again[/]"),
+        )
 
 
 def _report(s, as_json: bool) -> None:
@@ -91,7 +138,8 @@ def _report(s, as_json: bool) -> None:
     )
     console.print(
         f"new {s.new} · changed {s.changed} · unchanged {s.unchanged} · removed {s.removed} · "
-        f"skipped {s.skipped}" + (f" · {s.pages_without_text} PDF page(s) without text" if s.pages_without_text else "")
+        f"skipped {s.skipped}"
+        + (f" · {s.pages_without_text} PDF page(s) without text" if s.pages_without_text else "")
         + f"   (index: {s.total_documents} documents, {s.total_chunks} chunks)",
         style="dim",
     )

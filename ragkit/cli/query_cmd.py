@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -14,52 +13,95 @@ from ragkit.errors import BadQuery
 
 @handle_errors
 def query_cmd(
-    query: Optional[str] = typer.Argument(None, help='The question; "-" reads one query per line from stdin.'),
-    index: Optional[str] = typer.Option(None, "--index", "-i", help="Index name (under ./indexes) or directory."),
-    strategy: Optional[str] = typer.Option(None, "--strategy", "-s", help="auto (default: the router picks) | naive | lexical | hybrid | local | global | light | hippo | hierarchical"),
-    k: Optional[int] = typer.Option(None, "-k", "--top", help="Number of passages."),
+    query: str | None = typer.Argument(None, help='The question; "-" reads one query per line from stdin.'),
+    index: str | None = typer.Option(None, "--index", "-i", help="Index name (under ./indexes) or directory."),
+    strategy: str | None = typer.Option(
+        None,
+        "--strategy",
+        "-s",
+        help="auto (default: the router picks) | naive | lexical | hybrid | local | global | light | hippo | hierarchical",
+    ),
+    k: int | None = typer.Option(None, "-k", "--top", help="Number of passages."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object (schema ragkit.query/1)."),
     as_jsonl: bool = typer.Option(False, "--jsonl", help="One passage per line; one object per query from stdin."),
-    filters: Optional[list[str]] = typer.Option(None, "--filter", "-f", help="KEY=VALUE: doc_type, collection, path=GLOB, front-matter keys."),
-    alpha: Optional[float] = typer.Option(None, "--alpha", help="Dense weight in hybrid fusion (0..1; default 0.5, the model's own 0.8 for multilingual-e5-small)."),
-    budget: Optional[int] = typer.Option(None, "--budget", help="Token budget per passage."),
+    filters: list[str] | None = typer.Option(
+        None, "--filter", "-f", help="KEY=VALUE: doc_type, collection, path=GLOB, front-matter keys."
+    ),
+    alpha: float | None = typer.Option(
+        None,
+        "--alpha",
+        help="Dense weight in hybrid fusion (0..1; default 0.5, the model's own 0.8 for multilingual-e5-small).",
+    ),
+    budget: int | None = typer.Option(None, "--budget", help="Token budget per passage."),
     explain: bool = typer.Option(False, "--explain", help="Show plan and scoring details."),
-    rerank: Optional[str] = typer.Option(None, "--rerank", help="none | features | cross (+ cross-encoder from config)."),
-    mode: Optional[str] = typer.Option(None, "--mode", help="precision | balanced | recall (rerank weights)."),
+    rerank: str | None = typer.Option(None, "--rerank", help="none | features | cross (+ cross-encoder from config)."),
+    mode: str | None = typer.Option(None, "--mode", help="precision | balanced | recall (rerank weights)."),
     all_versions: bool = typer.Option(False, "--all-versions", help="Include superseded document versions."),
-    trace: Optional[Path] = typer.Option(None, "--trace", help="Append every candidate's features as JSON lines."),
+    trace: Path | None = typer.Option(None, "--trace", help="Append every candidate's features as JSON lines."),
     context: bool = typer.Option(False, "--context", help="Print the packed, source-labelled context block only."),
     context_budget: int = typer.Option(8000, "--context-budget", help="Token budget of --context."),
-    expand: Optional[bool] = typer.Option(None, "--expand/--no-expand", help="Add related words from the index vocabulary (BM25, lower weight)."),
-    planner: Optional[str] = typer.Option(None, "--planner", help="rules (default) | llm (a GGUF model rewrites and splits the query)."),
-    model: Optional[str] = typer.Option(None, "--model", help="GGUF file for --answer and --planner llm (default: the bundled model)."),
+    expand: bool | None = typer.Option(
+        None, "--expand/--no-expand", help="Add related words from the index vocabulary (BM25, lower weight)."
+    ),
+    planner: str | None = typer.Option(
+        None, "--planner", help="rules (default) | llm (a GGUF model rewrites and splits the query)."
+    ),
+    model: str | None = typer.Option(
+        None, "--model", help="GGUF file for --answer and --planner llm (default: the bundled model)."
+    ),
     answer: bool = typer.Option(False, "--answer", "-a", help="Write a cited answer with the local GGUF model."),
-    max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help="Answer budget in tokens (default 512)."),
-    temperature: Optional[float] = typer.Option(None, "--temperature", help="Answer sampling temperature (default 0.3)."),
+    max_tokens: int | None = typer.Option(None, "--max-tokens", help="Answer budget in tokens (default 512)."),
+    temperature: float | None = typer.Option(None, "--temperature", help="Answer sampling temperature (default 0.3)."),
     no_spelling: bool = typer.Option(False, "--no-spelling", help="Do not correct words unknown to the index."),
     decompose: bool = typer.Option(False, "--decompose", help="Also retrieve the sub-queries of comparisons."),
     no_retry: bool = typer.Option(False, "--no-retry", help="No corrective retry when the first results look poor."),
-    tree_mode: Optional[str] = typer.Option(None, "--tree-mode", help="hierarchical: collapsed (default: nodes and chunks in one ranking) | tree (levels, then children)."),
+    tree_mode: str | None = typer.Option(
+        None,
+        "--tree-mode",
+        help="hierarchical: collapsed (default: nodes and chunks in one ranking) | tree (levels, then children).",
+    ),
 ):
     """Retrieve passages for a question (the router picks the strategy unless --strategy says).
 
     Without a question on a terminal: an interactive session (:help lists its commands)."""
     from ragkit import api
-    from ragkit.config import load_config, override
-    from ragkit.config import parse_filters
+    from ragkit.config import load_config, override, parse_filters
 
     _, qcfg = load_config(index_dir=api.resolve_index_dir(index))
     flt = {**qcfg.filters, **parse_filters(filters or [])}
-    qcfg = override(qcfg, strategy=strategy, k=k, alpha=alpha, budget=budget, filters=flt, rerank=rerank,
-                    # an explicit --alpha holds for every query language and embedding model
-                    foreign_alpha=alpha, model_alpha=False if alpha is not None else None,
-                    mode=mode, all_versions=all_versions or None, spelling=False if no_spelling else None,
-                    decompose=decompose or None, expand=expand, planner=planner, model=model,
-                    answer=answer or None, max_tokens=max_tokens, temperature=temperature, retry=False if no_retry else None, tree_mode=tree_mode,
-                    context_budget=context_budget if context else None)
+    qcfg = override(
+        qcfg,
+        strategy=strategy,
+        k=k,
+        alpha=alpha,
+        budget=budget,
+        filters=flt,
+        rerank=rerank,
+        # an explicit --alpha holds for every query language and embedding model
+        foreign_alpha=alpha,
+        model_alpha=False if alpha is not None else None,
+        mode=mode,
+        all_versions=all_versions or None,
+        spelling=False if no_spelling else None,
+        decompose=decompose or None,
+        expand=expand,
+        planner=planner,
+        model=model,
+        answer=answer or None,
+        max_tokens=max_tokens,
+        temperature=temperature,
+        retry=False if no_retry else None,
+        tree_mode=tree_mode,
+        context_budget=context_budget if context else None,
+    )
     streamed = qcfg.answer and not (as_json or as_jsonl)  # an answer written token by token: in process
-    if query not in (None, "-") and trace is None and not context and not streamed \
-            and _through_server(api.resolve_index_dir(index), query, qcfg, as_json, as_jsonl, explain):
+    if (
+        query not in (None, "-")
+        and trace is None
+        and not context
+        and not streamed
+        and _through_server(api.resolve_index_dir(index), query, qcfg, as_json, as_jsonl, explain)
+    ):
         return
     reader = api.open_index(index)
     if query is None and sys.stdin.isatty():
@@ -139,12 +181,13 @@ def _answer(result, qcfg, stream: bool, con=None):
 
 def _print_sources(a, con) -> None:
     for c in a.citations:
-        con.print(f"  [cyan][{c.number}][/] {c.path}{c.location}  (passage {c.rank})",
-                      highlight=False)
+        con.print(f"  [cyan][{c.number}][/] {c.path}{c.location}  (passage {c.rank})", highlight=False)
     if a.dropped_citations:
         con.print(f"  [yellow]{a.dropped_citations} citation(s) named no source and were removed[/]")
-    con.print(f"[dim]{a.model} · {a.prompt_tokens} prompt + {a.completion_tokens} answer tokens · "
-                  f"{a.seconds:.1f} s · {a.tokens_per_second:.1f} tokens/s[/]")
+    con.print(
+        f"[dim]{a.model} · {a.prompt_tokens} prompt + {a.completion_tokens} answer tokens · "
+        f"{a.seconds:.1f} s · {a.tokens_per_second:.1f} tokens/s[/]"
+    )
     con.rule()
 
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
 import typer
 
 from ragkit.cli.common import console, err, handle_errors
@@ -11,11 +9,14 @@ from ragkit.cli.common import console, err, handle_errors
 
 @handle_errors
 def serve_cmd(
-    index: Optional[str] = typer.Option(None, "--index", "-i", help="Index name (under ./indexes) or directory."),
+    index: str | None = typer.Option(None, "--index", "-i", help="Index name (under ./indexes) or directory."),
     host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (loopback by default)."),
     port: int = typer.Option(8765, "--port", "-p", help="TCP port (0: any free port)."),
-    mcp: bool = typer.Option(False, "--mcp", help="Serve MCP over stdio instead (tools: search, get_section, "
-                                                  "answer, stats) for agents and editors."),
+    mcp: bool = typer.Option(
+        False,
+        "--mcp",
+        help="Serve MCP over stdio instead (tools: search, get_section, answer, stats) for agents and editors.",
+    ),
 ):
     """Serve one index over HTTP from a warm process (POST /v1/query, OpenAPI docs at /docs), or as MCP tools.
 

@@ -32,8 +32,8 @@ class Session:
 
     def command(self, line: str) -> bool:
         """Run a ``:command``; False when the session should end."""
-        from ragkit.errors import BadQuery
         from ragkit.config import parse_filters
+        from ragkit.errors import BadQuery
 
         name, _, arg = line[1:].strip().partition(" ")
         arg = arg.strip()
@@ -67,8 +67,10 @@ class Session:
                 self.console.print_json(data=result_dict(self.last, self.explain))
         else:
             raise BadQuery(f"unknown or incomplete command {line!r}", hint="Type :help for the commands")
-        self.console.print(f"[dim]strategy {self.cfg.strategy} · k {self.cfg.k} · answer "
-                           f"{'on' if self.cfg.answer else 'off'} · filters {self.cfg.filters or 'none'}[/]")
+        self.console.print(
+            f"[dim]strategy {self.cfg.strategy} · k {self.cfg.k} · answer "
+            f"{'on' if self.cfg.answer else 'off'} · filters {self.cfg.filters or 'none'}[/]"
+        )
         return True
 
     def open(self, rank: int) -> None:
@@ -79,8 +81,12 @@ class Session:
             return
         section = next(h.section_id for h in self.last.hits if h.chunk_id in passage.chunk_ids)
         with self.reader.duck() as store:
-            texts = [r[0] for r in store.con.execute(
-                "SELECT text FROM chunks WHERE section_id = ? ORDER BY chunk_index", [section]).fetchall()]
+            texts = [
+                r[0]
+                for r in store.con.execute(
+                    "SELECT text FROM chunks WHERE section_id = ? ORDER BY chunk_index", [section]
+                ).fetchall()
+            ]
         self.console.rule(f"{passage.path} · {passage.section}")
         self.console.print("\n\n".join(texts), highlight=False)
 
@@ -125,10 +131,11 @@ def run(reader, cfg, console, explain: bool = False, input=None, output=None) ->
     from prompt_toolkit.history import FileHistory
 
     session = Session(reader, cfg, console, explain)
-    prompt = PromptSession(history=FileHistory(str(reader.index_dir / ".query_history")), input=input,
-                           output=output)
-    console.print(f"[bold]ragkit[/] · {reader.index_dir} · {reader.manifest['counts']['documents']} documents · "
-                  "type a question, :help for commands, Ctrl-D to leave")
+    prompt = PromptSession(history=FileHistory(str(reader.index_dir / ".query_history")), input=input, output=output)
+    console.print(
+        f"[bold]ragkit[/] · {reader.index_dir} · {reader.manifest['counts']['documents']} documents · "
+        "type a question, :help for commands, Ctrl-D to leave"
+    )
     while True:
         try:
             line = prompt.prompt("ragkit> ")

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
 import typer
 
 from ragkit.cli.common import console, handle_errors, print_json
@@ -19,7 +17,7 @@ def human_size(n: float) -> str:
 
 @handle_errors
 def stats_cmd(
-    index: Optional[str] = typer.Option(None, "--index", "-i", help="Index name (under ./indexes) or directory."),
+    index: str | None = typer.Option(None, "--index", "-i", help="Index name (under ./indexes) or directory."),
     as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
 ):
     """Show what an index holds: documents, sections, chunks, doc_types, size per component, embedder."""
@@ -47,6 +45,9 @@ def stats_cmd(
     t.add_row("embedder", f"{e['name']} ({e['dimension']}d, fingerprint {e['fingerprint']})")
     if st["last_run"]:
         lr = st["last_run"]
-        t.add_row("last run", f"#{lr['id']}: new {lr['new']}, changed {lr['changed']}, unchanged {lr['unchanged']}, "
-                              f"removed {lr['removed']}, skipped {lr['skipped']}")
+        t.add_row(
+            "last run",
+            f"#{lr['id']}: new {lr['new']}, changed {lr['changed']}, unchanged {lr['unchanged']}, "
+            f"removed {lr['removed']}, skipped {lr['skipped']}",
+        )
     console.print(t)

@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, Protocol
+from typing import Protocol
 
 import numpy as np
 
@@ -84,8 +85,9 @@ def resolve_model_dir(spec: str) -> Path:
         return model_dir()
     path = Path(spec).expanduser()
     if not path.is_dir():
-        raise ModelUnavailable(f"embedding model directory not found: {spec}",
-                               hint="Give a local sentence-transformers model folder.")
+        raise ModelUnavailable(
+            f"embedding model directory not found: {spec}", hint="Give a local sentence-transformers model folder."
+        )
     return path.resolve()
 
 
@@ -162,8 +164,10 @@ def load_embedder(spec: str = BUNDLED, batch_size: int = 32, encoder: str = "onn
     if encoder not in ENCODERS:
         raise BadInput(f"unknown encoder {encoder!r}", hint=f"Choose one of: {', '.join(ENCODERS)}")
     if spec == AUTO:
-        raise BadInput('embed_model "auto" names no model: an indexing run chooses one by the documents\' language',
-                       hint="Pass a model (ragkit.ingest.source.model_for_paths chooses one for a folder).")
+        raise BadInput(
+            'embed_model "auto" names no model: an indexing run chooses one by the documents\' language',
+            hint="Pass a model (ragkit.ingest.source.model_for_paths chooses one for a folder).",
+        )
     if encoder == "auto":
         encoder = "onnx" if spec in FULL_PRECISION else "onnx-int8"
     key = (spec, batch_size, encoder)

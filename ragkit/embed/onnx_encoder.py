@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
@@ -45,7 +45,7 @@ def _cut(enc, limit: int) -> tuple[list[int], list[int], list[int]]:
     tail = 0
     while tail < len(enc.special_tokens_mask) and enc.special_tokens_mask[-1 - tail]:
         tail += 1
-    return tuple(r[:limit - tail] + (r[-tail:] if tail else []) for r in rows)
+    return tuple(r[: limit - tail] + (r[-tail:] if tail else []) for r in rows)
 
 
 class OnnxEmbedder:
@@ -57,8 +57,9 @@ class OnnxEmbedder:
         self.max_tokens = max_seq_length(self.model_dir)
         self.quantized = quantized
         self.encoder = "onnx-int8" if quantized else "onnx"
-        self.path = exported(self.fingerprint, quantized) or \
-            ensure_exported(self.model_dir, self.fingerprint) / (INT8 if quantized else FULL)
+        self.path = exported(self.fingerprint, quantized) or ensure_exported(self.model_dir, self.fingerprint) / (
+            INT8 if quantized else FULL
+        )
         from tokenizers import Tokenizer
 
         tok_file = _transformer_dir(self.model_dir) / "tokenizer.json"
@@ -76,7 +77,7 @@ class OnnxEmbedder:
         self.dimension = width or int(self.encode_query("dimension").shape[0])
 
     def _session(self, kind: str):
-        """"query": the pool sleeps between runs; "batch": it spins (runs follow each other)."""
+        """ "query": the pool sleeps between runs; "batch": it spins (runs follow each other)."""
         if kind not in self._sessions:
             import onnxruntime as ort
 
@@ -91,8 +92,9 @@ class OnnxEmbedder:
             try:
                 self._sessions[kind] = ort.InferenceSession(str(self.path), opts, providers=["CPUExecutionProvider"])
             except Exception as exc:  # a damaged cache file
-                raise ModelUnavailable(f"cannot load {self.path}: {exc}",
-                                       hint=f"Delete {self.path.parent} to export it again.") from exc
+                raise ModelUnavailable(
+                    f"cannot load {self.path}: {exc}", hint=f"Delete {self.path.parent} to export it again."
+                ) from exc
         return self._sessions[kind]
 
     def count_tokens(self, texts: list[str]) -> list[int]:
@@ -104,8 +106,10 @@ class OnnxEmbedder:
         """Unit vectors of ``texts`` in one run (padded to the longest; pooling skips the padding)."""
         encs = [_cut(e, self.max_tokens) for e in self._tokenizer.encode_batch(texts)]
         width = max(len(ids) for ids, _, _ in encs)
-        feed = {name: np.zeros((len(encs), width), dtype=np.int64)
-                for name in ("input_ids", "attention_mask", "token_type_ids")}
+        feed = {
+            name: np.zeros((len(encs), width), dtype=np.int64)
+            for name in ("input_ids", "attention_mask", "token_type_ids")
+        }
         for row, (ids, mask, types) in enumerate(encs):
             n = len(ids)
             feed["input_ids"][row, :n], feed["attention_mask"][row, :n] = ids, mask

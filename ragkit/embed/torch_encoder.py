@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -40,9 +40,11 @@ class SentenceTransformerEmbedder:
             self.model = SentenceTransformer(str(self.model_dir), device="cpu", local_files_only=True)
         except Exception as exc:  # a broken folder can fail in many ways
             raise ModelUnavailable(f"cannot load embedding model {spec}: {exc}") from exc
-        self.dimension = int(self.model.get_embedding_dimension()
-                             if hasattr(self.model, "get_embedding_dimension")
-                             else self.model.get_sentence_embedding_dimension())
+        self.dimension = int(
+            self.model.get_embedding_dimension()
+            if hasattr(self.model, "get_embedding_dimension")
+            else self.model.get_sentence_embedding_dimension()
+        )
         self.max_tokens = int(self.model.max_seq_length or 256)
         self._tokenizer = self.model.tokenizer
         self._query_prompt, self._document_prompt = prompts(spec)
@@ -53,8 +55,9 @@ class SentenceTransformerEmbedder:
     def count_tokens(self, texts: list[str]) -> list[int]:
         if not texts:
             return []
-        enc = self._tokenizer(texts, add_special_tokens=False, return_attention_mask=False,
-                              return_token_type_ids=False, verbose=False)
+        enc = self._tokenizer(
+            texts, add_special_tokens=False, return_attention_mask=False, return_token_type_ids=False, verbose=False
+        )
         return [len(ids) for ids in enc["input_ids"]]
 
     def encode(self, texts: list[str], progress: Callable[[int], None] | None = None) -> np.ndarray:
@@ -67,9 +70,13 @@ class SentenceTransformerEmbedder:
         step = self.batch_size * 4  # a progress update every few batches
         for start in range(0, len(order), step):
             idx = order[start : start + step]
-            vecs = self.model.encode([self._document_prompt + texts[i] for i in idx], batch_size=self.batch_size,
-                                     normalize_embeddings=True, convert_to_numpy=True,
-                                     show_progress_bar=False)
+            vecs = self.model.encode(
+                [self._document_prompt + texts[i] for i in idx],
+                batch_size=self.batch_size,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
             out[idx] = vecs
             if progress:
                 progress(len(idx))
@@ -79,13 +86,18 @@ class SentenceTransformerEmbedder:
         """One query's vector, on one thread: OpenMP's idle workers spin after a parallel run and slowed
         the graph work that follows a query on two cores (hippo's PageRank 12 → 45 ms)."""
         self._threads(1)
-        return self.model.encode([self._query_prompt + text], normalize_embeddings=True, convert_to_numpy=True,
-                                 show_progress_bar=False)[0]
+        return self.model.encode(
+            [self._query_prompt + text], normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+        )[0]
 
     def encode_queries(self, texts: list[str]) -> np.ndarray:
         self._threads(1)
-        return self.model.encode([self._query_prompt + t for t in texts], normalize_embeddings=True,
-                                 convert_to_numpy=True, show_progress_bar=False)
+        return self.model.encode(
+            [self._query_prompt + t for t in texts],
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
 
     def _threads(self, n: int) -> None:
         import torch

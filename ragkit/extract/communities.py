@@ -26,8 +26,9 @@ class Community:
     source_documents: set[str] = field(default_factory=set)  # documents whose sentences the report quotes
 
 
-def leiden(edges: list[tuple[str, str, float]], seed: int = 7, resolution: float = 1.0,
-           initial: dict[str, int] | None = None) -> list[list[str]]:
+def leiden(
+    edges: list[tuple[str, str, float]], seed: int = 7, resolution: float = 1.0, initial: dict[str, int] | None = None
+) -> list[list[str]]:
     """Clusters (lists of node names, largest first) of a weighted undirected graph.
 
     ``initial``: a previous cluster label per node; Leiden starts from it, so an
@@ -48,15 +49,21 @@ def leiden(edges: list[tuple[str, str, float]], seed: int = 7, resolution: float
         if initial:
             fresh = iter(range(max(initial.values(), default=0) + 1, 1 << 30))
             start = [initial[n] if n in initial else next(fresh) for n in names]
-        parts = g.community_leiden(objective_function="modularity", weights="weight", resolution=resolution,
-                                   n_iterations=-1, initial_membership=start)
+        parts = g.community_leiden(
+            objective_function="modularity",
+            weights="weight",
+            resolution=resolution,
+            n_iterations=-1,
+            initial_membership=start,
+        )
     finally:
         random.setstate(state)
     return sorted(([names[i] for i in part] for part in parts), key=lambda c: (-len(c), c[0]))
 
 
-def detect(relations: list[dict], min_size: int = 3, max_size: int = 50,
-           initial: dict[str, int] | None = None) -> list[Community]:
+def detect(
+    relations: list[dict], min_size: int = 3, max_size: int = 50, initial: dict[str, int] | None = None
+) -> list[Community]:
     """``relations``: rows with a, b, weight (one per entity pair)."""
     edges = [(r["a"], r["b"], float(r["weight"])) for r in relations]
     parts = [m for m in leiden(edges, initial=initial) if len(m) >= min_size]
@@ -122,6 +129,5 @@ Summary:"""
 
 def summarize(generator, report: str, max_tokens: int = 120) -> str:
     """An LLM-written summary of an extractive report (``--summaries llm``); empty when the model says nothing."""
-    out = generator.complete(SUMMARY_PROMPT.format(report=report[:3000]), max_tokens=max_tokens,
-                             stop=["\n\n"])
+    out = generator.complete(SUMMARY_PROMPT.format(report=report[:3000]), max_tokens=max_tokens, stop=["\n\n"])
     return " ".join(out.split())

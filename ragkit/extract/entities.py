@@ -18,11 +18,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ragkit.text import split_sentences
 from ragkit.records import EntityRows
+from ragkit.text import split_sentences
 
 _CONNECT = {"of", "de", "da", "del", "von", "van", "der", "den", "la", "le", "du", "&", "the", "bin", "al"}
-_STOP = set("""A An The This That These Those It Its In On At By For From With As If When While After Before
+_STOP = set(
+    """A An The This That These Those It Its In On At By For From With As If When While After Before
 During Since Until Although Though But And Or Nor So Yet Then There Here He She They We You I His Her Their
 Our Your My Who What Which Where Why How Is Are Was Were Be Been Do Does Did Has Have Had Not No Yes Also
 One Two Three First Second Third Some Many Most Other Such Each Every Both All Any Der Die Das Ein Eine Und
@@ -30,10 +31,13 @@ Oder Mit Von Zu Im Auf Für Bei Nach Nicht Auch Als Wenn Dies Diese Dieser Es Si
 Between Within Without Under Over About Against Into Through Unlike Like Among Despite Including Later Then Now
 Today Yesterday Meanwhile Finally Afterwards Subsequently Initially Currently Recently Eventually Instead Thus
 Therefore Hence Still Often Sometimes Only Even Just Much More Several Few Another Whose Whom Upon Following
-According Although Because Unless Whether Once Per Via Both Either Neither""".split())
-_ORG = re.compile(r"\b(Inc|Ltd|LLC|GmbH|AG|Corporation|Company|Co|University|College|Institute|Organization|"
-                  r"Organisation|Association|Society|Group|Agency|Ministry|Department|Council|Bank|Records|Studios?|"
-                  r"Party|Club|Foundation|Team|FC|Airlines?|Labs?|Laboratories|Systems|Technologies)\b")
+According Although Because Unless Whether Once Per Via Both Either Neither""".split()
+)
+_ORG = re.compile(
+    r"\b(Inc|Ltd|LLC|GmbH|AG|Corporation|Company|Co|University|College|Institute|Organization|"
+    r"Organisation|Association|Society|Group|Agency|Ministry|Department|Council|Bank|Records|Studios?|"
+    r"Party|Club|Foundation|Team|FC|Airlines?|Labs?|Laboratories|Systems|Technologies)\b"
+)
 _PLACE = re.compile(r"\b(City|County|River|Mountains?|Island|Lake|Province|State|Kingdom|Republic|Street|Park)\b")
 _MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
 _DATE = re.compile(rf"\b(?:(?:\d{{1,2}}\s)?(?:{_MONTHS})(?:\s\d{{1,2}},?)?\s)?(?:1[5-9]\d\d|20\d\d)\b")
@@ -89,7 +93,11 @@ def _name_spans(text: str) -> list[tuple[int, int, str]]:
     i = 0
     while i < len(toks):
         t = toks[i].group(0)
-        if not t[0].isupper() or t.rstrip(".") in _STOP and (i + 1 >= len(toks) or not toks[i + 1].group(0)[0].isupper()):
+        if (
+            not t[0].isupper()
+            or t.rstrip(".") in _STOP
+            and (i + 1 >= len(toks) or not toks[i + 1].group(0)[0].isupper())
+        ):
             i += 1
             continue
         first = i
@@ -98,11 +106,15 @@ def _name_spans(text: str) -> list[tuple[int, int, str]]:
             cur, nxt = toks[j].group(0), toks[j + 1].group(0)
             if cur.endswith(".") and len(cur.rstrip(".")) > 2:
                 break  # a sentence ends here ("Tim Brown. The …"); initials like "J." go on
-            gap = text[toks[j].end(): toks[j + 1].start()]
+            gap = text[toks[j].end() : toks[j + 1].start()]
             if gap.strip() not in ("", "-") or "\n" in gap:
                 break
-            if nxt[0].isupper() or (nxt.lower() in _CONNECT and j + 2 < len(toks) and toks[j + 2].group(0)[0].isupper()
-                                    and text[toks[j + 1].end(): toks[j + 2].start()].strip() == ""):
+            if nxt[0].isupper() or (
+                nxt.lower() in _CONNECT
+                and j + 2 < len(toks)
+                and toks[j + 2].group(0)[0].isupper()
+                and text[toks[j + 1].end() : toks[j + 2].start()].strip() == ""
+            ):
                 j += 1
             else:
                 break
@@ -160,7 +172,7 @@ def _german_mentions(text: str, sentences, sentence_of, out: ChunkEntities, own_
     for a, b, surface, key in german.citation_spans(text, own_law):
         out.mentions.append(Mention(normalize(key), surface, "law", a, sentence_of(a)))
         taken.append((a, b))
-    for a, b, surface, key_surface, kind in german.name_spans(text, {s for s, _ in sentences}):
+    for a, _b, surface, key_surface, kind in german.name_spans(text, {s for s, _ in sentences}):
         if not any(x <= a < y for x, y in taken):
             out.mentions.append(Mention(normalize(key_surface), surface, kind, a, sentence_of(a)))
 
@@ -184,8 +196,9 @@ def _context_mentions(context: list[str], language: str, own_law: str | None, ou
             out.mentions.append(Mention(normalize(name), name, "title" if kind in ("person", "name") else kind, -1, -1))
 
 
-def extract(text: str, context: list[str] | None = None, language: str = "en",
-            own_law: str | None = None) -> ChunkEntities:
+def extract(
+    text: str, context: list[str] | None = None, language: str = "en", own_law: str | None = None
+) -> ChunkEntities:
     """Entities and relations of one chunk; ``context`` = title and headings it sits under; ``language``
     chooses the name rules ("de": ragkit/extract/german.py; others: capitalised names); ``own_law`` is the
     abbreviation of the law the text belongs to (citations without a law cite it)."""
@@ -194,7 +207,7 @@ def extract(text: str, context: list[str] | None = None, language: str = "en",
     out.sentences = sentences
 
     def sentence_of(pos: int) -> int:
-        for n, (a, b) in enumerate(sentences):
+        for n, (_a, b) in enumerate(sentences):
             if pos < b + 1:
                 return n
         return len(sentences) - 1
@@ -222,9 +235,9 @@ def _sentence_pairs(text: str, mentions: list[Mention]) -> list[tuple[str, str, 
         ms.sort(key=lambda m: m.start)
         for i, x in enumerate(ms):
             near = []
-            for y in ms[:i] + ms[i + 1:]:
+            for y in ms[:i] + ms[i + 1 :]:
                 if x.key != y.key:
-                    dist = len(text[min(x.start, y.start): max(x.start, y.start)].split())
+                    dist = len(text[min(x.start, y.start) : max(x.start, y.start)].split())
                     near.append((1.0 / (1.0 + dist / 10), y.key))
             for w, other in sorted(near, reverse=True)[:PAIRS_PER_MENTION]:
                 if w < PAIR_FLOOR:
@@ -248,7 +261,7 @@ def query_entities(query: str) -> list[tuple[str, str]]:
     words = normalize(query).split()
     for n in range(1, 5):
         for i in range(len(words) - n + 1):
-            gram = " ".join(words[i:i + n])
+            gram = " ".join(words[i : i + n])
             if n > 1 or len(gram) >= 4:
                 keys.setdefault(gram, gram)
     return list(keys.items())
@@ -270,13 +283,33 @@ def entity_rows(chunks, document_id: str, language: str = "en", own_law: str | N
                 continue
             seen.add((m.key, m.start))
             a, b = found.sentences[m.sentence] if m.sentence >= 0 else (None, None)
-            mentions.append({"chunk_id": c.id, "document_id": document_id, "entity": m.key, "raw": m.key,
-                             "surface": m.surface, "type": m.type, "sent_start": a, "sent_end": b})
+            mentions.append(
+                {
+                    "chunk_id": c.id,
+                    "document_id": document_id,
+                    "entity": m.key,
+                    "raw": m.key,
+                    "surface": m.surface,
+                    "type": m.type,
+                    "sent_start": a,
+                    "sent_end": b,
+                }
+            )
         for a, b, w, n in found.relations:
             start, end = found.sentences[n]
-            cooccur.append({"chunk_id": c.id, "document_id": document_id, "a": a, "b": b, "weight": w,
-                            "sent_start": start, "sent_end": min(end, start + 300)})
+            cooccur.append(
+                {
+                    "chunk_id": c.id,
+                    "document_id": document_id,
+                    "a": a,
+                    "b": b,
+                    "weight": w,
+                    "sent_start": start,
+                    "sent_end": min(end, start + 300),
+                }
+            )
         for alias, key in found.aliases.items():
             aliases[alias] = key
-    return EntityRows(mentions, cooccur, [{"document_id": document_id, "alias": a, "entity": k}
-                                          for a, k in aliases.items()])
+    return EntityRows(
+        mentions, cooccur, [{"document_id": document_id, "alias": a, "entity": k} for a, k in aliases.items()]
+    )

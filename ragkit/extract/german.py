@@ -30,25 +30,42 @@ _INSTITUTION = re.compile(
     r"\b(?:Bundes|Landes)(?P<base>tag|rat|regierung|präsident(?:in)?|kanzler(?:in)?|minister(?:ium|in)?|amt|agentur"
     r"|anstalt|beauftragte|verfassungsgericht|arbeitsgericht|sozialgericht|verwaltungsgericht|gerichtshof|finanzhof"
     r"|gericht|bank|wehr|versammlung|datenschutzbeauftragte)(?:es|s|n|r)?"
-    r"(?:\s+für\s+(?:den\s+|die\s+|das\s+)?[A-ZÄÖÜ][\wäöüß-]+(?:\s+und\s+(?:den\s+|die\s+|das\s+)?[A-ZÄÖÜ][\wäöüß-]+)?)?")
-_ADJ_NAME = re.compile(
-    r"\b(?:[A-ZÄÖÜ][a-zäöü]+(?:isch|lich|sch)(?:e|en|er|es|em)\s+){1,2}[A-ZÄÖÜ][\wäöüß-]+")
-_NATIONAL = re.compile(r"\b(?:Deutsche[nrs]?|Vereinte[nrs]?)\s+(?:[A-ZÄÖÜ][a-zäöü]+(?:e|en|er|es)\s+)?[A-ZÄÖÜ][\wäöüß-]+")
+    r"(?:\s+für\s+(?:den\s+|die\s+|das\s+)?[A-ZÄÖÜ][\wäöüß-]+(?:\s+und\s+(?:den\s+|die\s+|das\s+)?[A-ZÄÖÜ][\wäöüß-]+)?)?"
+)
+_ADJ_NAME = re.compile(r"\b(?:[A-ZÄÖÜ][a-zäöü]+(?:isch|lich|sch)(?:e|en|er|es|em)\s+){1,2}[A-ZÄÖÜ][\wäöüß-]+")
+_NATIONAL = re.compile(
+    r"\b(?:Deutsche[nrs]?|Vereinte[nrs]?)\s+(?:[A-ZÄÖÜ][a-zäöü]+(?:e|en|er|es)\s+)?[A-ZÄÖÜ][\wäöüß-]+"
+)
 _QUOTED = re.compile(r"[„\"“]([^„“”\"\n]{2,80})[“”\"]")
-_DEFINED = re.compile(r"\b((?:[a-zäöü]+(?:e|en|er|es)\s+)?(?:[A-ZÄÖÜ][\wäöüß-]+\s+){0,2}[A-ZÄÖÜ][\wäöüß-]+)"
-                      r"\s+im\s+Sinne\s+(?:dieses|dieser)\b")
+_DEFINED = re.compile(
+    r"\b((?:[a-zäöü]+(?:e|en|er|es)\s+)?(?:[A-ZÄÖÜ][\wäöüß-]+\s+){0,2}[A-ZÄÖÜ][\wäöüß-]+)"
+    r"\s+im\s+Sinne\s+(?:dieses|dieser)\b"
+)
 
 
 # law words that name no particular law ("durch Bundesgesetz", "eine Rechtsverordnung")
-_GENERIC_LAWS = {"verordnung", "rechtsverordnung", "bundesgesetz", "landesgesetz", "geschäftsordnung", "rechtsordnung",
-                 "verfassungsordnung", "grundordnung", "bundesrecht", "änderungsgesetz", "einführungsgesetz"}
+_GENERIC_LAWS = {
+    "verordnung",
+    "rechtsverordnung",
+    "bundesgesetz",
+    "landesgesetz",
+    "geschäftsordnung",
+    "rechtsordnung",
+    "verfassungsordnung",
+    "grundordnung",
+    "bundesrecht",
+    "änderungsgesetz",
+    "einführungsgesetz",
+}
 
 
 def _genitive_free(word: str) -> str:
     """``Kündigungsschutzgesetzes`` → ``Kündigungsschutzgesetz`` (law names and institutions only)."""
     for tail in ("es", "s"):
-        if word.endswith(tail) and re.search(r"(gesetz|gesetzbuch|verordnung|ordnung|tag|rat|amt)$", word[:-len(tail)]):
-            return word[:-len(tail)]
+        if word.endswith(tail) and re.search(
+            r"(gesetz|gesetzbuch|verordnung|ordnung|tag|rat|amt)$", word[: -len(tail)]
+        ):
+            return word[: -len(tail)]
     return word
 
 
@@ -106,7 +123,7 @@ def name_spans(text: str, sentence_starts: set[int]) -> list[tuple[int, int, str
     for m in _INSTITUTION.finditer(text):
         head = m.group(0).split()[0]
         base = head[: m.start("base") - m.start() + len(m.group("base"))]
-        add(m.start(), m.end(), "organisation", base + m.group(0)[len(head):])
+        add(m.start(), m.end(), "organisation", base + m.group(0)[len(head) :])
     for rx in (_NATIONAL, _ADJ_NAME):
         for m in rx.finditer(text):
             if m.start() not in sentence_starts:  # an adjective may open a sentence in capitals

@@ -16,11 +16,22 @@ import re
 from dataclasses import dataclass
 
 from ragkit.extract.entities import normalize
-from ragkit.text import split_sentences
 from ragkit.records import EntityRows
+from ragkit.text import split_sentences
 
-TYPES = {"person", "organisation", "organization", "place", "location", "date", "law", "term", "event", "work",
-         "product"}
+TYPES = {
+    "person",
+    "organisation",
+    "organization",
+    "place",
+    "location",
+    "date",
+    "law",
+    "term",
+    "event",
+    "work",
+    "product",
+}
 MAX_TOKENS = 256
 PROMPT = """Extract the named entities and their relations from the text as JSON.
 
@@ -106,9 +117,18 @@ def rows_from_output(obj: dict, chunk, document_id: str, stats: LlmStats) -> Ent
         kind = {"organization": "organisation", "location": "place"}.get(kind, kind)
         span = next(((a, b) for a, b in sentences if a <= pos < b + 1), (None, None))
         names[key] = name
-        out.mentions.append({"chunk_id": chunk.id, "document_id": document_id, "entity": key, "raw": key,
-                             "surface": text[pos:pos + len(name)], "type": kind if kind in TYPES else "name",
-                             "sent_start": span[0], "sent_end": span[1]})
+        out.mentions.append(
+            {
+                "chunk_id": chunk.id,
+                "document_id": document_id,
+                "entity": key,
+                "raw": key,
+                "surface": text[pos : pos + len(name)],
+                "type": kind if kind in TYPES else "name",
+                "sent_start": span[0],
+                "sent_end": span[1],
+            }
+        )
     pairs = set()
     for r in obj.get("relations", []) or []:
         if not isinstance(r, dict):
@@ -118,13 +138,22 @@ def rows_from_output(obj: dict, chunk, document_id: str, stats: LlmStats) -> Ent
             a, b = sorted((a, b))
             pairs.add((a, b))
             desc = str(r.get("description") or "")[:300]
-            out.cooccur.append({"chunk_id": chunk.id, "document_id": document_id, "a": a, "b": b, "weight": 1.0,
-                                "note": f"{names[a]} — {names[b]}: {desc}" if desc else None})
+            out.cooccur.append(
+                {
+                    "chunk_id": chunk.id,
+                    "document_id": document_id,
+                    "a": a,
+                    "b": b,
+                    "weight": 1.0,
+                    "note": f"{names[a]} — {names[b]}: {desc}" if desc else None,
+                }
+            )
     return out
 
 
-def extract_chunks(chunks, document_id: str, generator, stats: LlmStats, progress=None,
-                   done: dict[str, str] | None = None) -> EntityRows:
+def extract_chunks(
+    chunks, document_id: str, generator, stats: LlmStats, progress=None, done: dict[str, str] | None = None
+) -> EntityRows:
     """Entities and relations of one document's chunks, one model call per chunk (``done``: outputs so far)."""
     rows = EntityRows()
     for c in chunks:
@@ -159,8 +188,10 @@ def run(parsed, chunks, generator, confirm, reporter) -> LlmStats:
     t = time.perf_counter()
     done = {c.id: generator.complete(prompt_for(c.text), max_tokens=MAX_TOKENS, stop=STOP) for c in sample}
     per = (time.perf_counter() - t) / max(1, len(sample))
-    message = (f"LLM extraction with {generator.name}: {len(chunks)} chunk(s), about "
-               f"{_duration(per * len(chunks))} ({per:.1f} s per chunk, measured on {len(sample)})")
+    message = (
+        f"LLM extraction with {generator.name}: {len(chunks)} chunk(s), about "
+        f"{_duration(per * len(chunks))} ({per:.1f} s per chunk, measured on {len(sample)})"
+    )
     if not confirm(message):
         raise Cancelled("LLM extraction cancelled", hint="Use --extract rules for the fast rule-based extractor.")
     stats = LlmStats()
@@ -169,8 +200,14 @@ def run(parsed, chunks, generator, confirm, reporter) -> LlmStats:
         by_doc.setdefault(c.document_id, []).append(c)
     reporter.start("extract", len(chunks))
     for pd in parsed:
-        pd.entities = extract_chunks(by_doc.get(pd.document.id, []), pd.document.id, generator, stats,
-                                     progress=lambda n: reporter.advance("extract", n), done=done)
+        pd.entities = extract_chunks(
+            by_doc.get(pd.document.id, []),
+            pd.document.id,
+            generator,
+            stats,
+            progress=lambda n: reporter.advance("extract", n),
+            done=done,
+        )
     reporter.finish("extract")
     return stats
 

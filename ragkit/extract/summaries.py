@@ -25,12 +25,12 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
-from ragkit.text import split_sentences
 from ragkit.records import Chunk, Document, Section, SummaryNode
+from ragkit.text import split_sentences
 
 CENTROID_WORDS = 20
 SUMMARY_SENTENCES = 3
@@ -52,8 +52,13 @@ def _words(text: str) -> list[str]:
     return _WORD.findall(text.lower())
 
 
-def centroid_sentences(texts: list[str], df: dict[str, int], n_chunks: int,
-                       sentences: int = SUMMARY_SENTENCES, max_chars: int = SUMMARY_CHARS) -> str:
+def centroid_sentences(
+    texts: list[str],
+    df: dict[str, int],
+    n_chunks: int,
+    sentences: int = SUMMARY_SENTENCES,
+    max_chars: int = SUMMARY_CHARS,
+) -> str:
     """The centroid sentences of ``texts`` (in order), under ``max_chars``.
 
     ``df``: chunk frequency of each word in the index, ``n_chunks`` the number of chunks (IDF).
@@ -76,7 +81,7 @@ def centroid_sentences(texts: list[str], df: dict[str, int], n_chunks: int,
         scored.append((score + (0.1 if i == 0 else 0.0) * max(centroid.values(), default=0.0), i, ws))
     chosen: list[tuple[int, set[str]]] = []
     used = 0
-    for score, i, ws in sorted(scored, key=lambda t: (-t[0], t[1])):
+    for _score, i, ws in sorted(scored, key=lambda t: (-t[0], t[1])):
         if len(chosen) == sentences:
             break
         if any(len(ws & o) / (len(ws | o) or 1) > REDUNDANT for _, o in chosen):
@@ -94,8 +99,14 @@ def unit(v: np.ndarray) -> np.ndarray:
     return v / n if n else v
 
 
-def build_nodes(doc: Document, sections: list[Section], chunks: list[Chunk], df: dict[str, int], n_chunks: int,
-                vectors: dict[str, np.ndarray]) -> list[SummaryNode]:
+def build_nodes(
+    doc: Document,
+    sections: list[Section],
+    chunks: list[Chunk],
+    df: dict[str, int],
+    n_chunks: int,
+    vectors: dict[str, np.ndarray],
+) -> list[SummaryNode]:
     """The tree nodes of one document (extractive summaries, centroid vectors)."""
     chunks = sorted(chunks, key=lambda c: c.index)
     if len(chunks) < 2:
@@ -120,8 +131,9 @@ def build_nodes(doc: Document, sections: list[Section], chunks: list[Chunk], df:
         collect(root)
     order = {c.id: c.index for c in chunks}
     chunk_by_id = {c.id: c for c in chunks}
-    doc_node = _node(f"L2:{doc.id}", 2, doc, None, None, doc.title, [c.id for c in chunks], chunk_by_id,
-                     df, n_chunks, vectors)
+    doc_node = _node(
+        f"L2:{doc.id}", 2, doc, None, None, doc.title, [c.id for c in chunks], chunk_by_id, df, n_chunks, vectors
+    )
     nodes = [doc_node]
 
     def walk(s: Section, parent: SummaryNode, parent_set: frozenset) -> None:
@@ -142,12 +154,20 @@ def _node(node_id, level, doc, section, parent_id, title, ids, chunk_by_id, df, 
     members = [chunk_by_id[i] for i in ids]
     vecs = [unit(np.asarray(vectors[i], dtype=np.float32)) for i in ids if vectors.get(i) is not None]
     return SummaryNode(
-        id=node_id, level=level, document_id=doc.id, section_id=section.id if section else None,
-        parent_id=parent_id, collection=doc.collection, title=title,
-        text=centroid_sentences([c.text for c in members], df, n_chunks), chunk_ids=list(ids),
-        method="extractive", line_start=min(c.line_start for c in members),
+        id=node_id,
+        level=level,
+        document_id=doc.id,
+        section_id=section.id if section else None,
+        parent_id=parent_id,
+        collection=doc.collection,
+        title=title,
+        text=centroid_sentences([c.text for c in members], df, n_chunks),
+        chunk_ids=list(ids),
+        method="extractive",
+        line_start=min(c.line_start for c in members),
         line_end=max(c.line_end for c in members),
-        vector=unit(np.mean(vecs, axis=0)).astype(np.float32) if vecs else None)
+        vector=unit(np.mean(vecs, axis=0)).astype(np.float32) if vecs else None,
+    )
 
 
 def llm_summarize(generator, node: SummaryNode, texts: list[str], max_tokens: int = 120) -> str:
@@ -157,8 +177,12 @@ def llm_summarize(generator, node: SummaryNode, texts: list[str], max_tokens: in
     return " ".join(out.split())
 
 
-def rewrite_with(nodes: list[SummaryNode], texts_of: Callable[[SummaryNode], list[str]],
-                 summarize: Callable[[SummaryNode, list[str]], str], embed) -> None:
+def rewrite_with(
+    nodes: list[SummaryNode],
+    texts_of: Callable[[SummaryNode], list[str]],
+    summarize: Callable[[SummaryNode, list[str]], str],
+    embed,
+) -> None:
     """Replace extractive summaries by written ones; the written text's embedding joins the node's vector."""
     written = []
     for node in nodes:

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from ragkit.records import Block, Chunk, Section
 from ragkit.text import split_sentences
@@ -20,6 +20,7 @@ from ragkit.text import split_sentences
 TokenCounter = Callable[[list[str]], list[int]]
 
 PARAGRAPH, SENTENCE, HARD = 1.0, 0.7, 0.3
+
 
 @dataclass
 class _Piece:
@@ -51,8 +52,9 @@ def _pieces(blocks: list[Block], budget: int, count: TokenCounter) -> list[_Piec
             stext, sn = block.text[a:b], next(sent_counts)
             last = si == len(spans) - 1
             if sn <= budget:
-                out.append(_Piece(stext, sn, _line_at(block, a), _line_at(block, b), bi,
-                                  PARAGRAPH if last else SENTENCE))
+                out.append(
+                    _Piece(stext, sn, _line_at(block, a), _line_at(block, b), bi, PARAGRAPH if last else SENTENCE)
+                )
                 continue
             # hard split on words, sized from the sentence's tokens-per-word ratio
             words = list(re.finditer(r"\S+", stext))
@@ -61,9 +63,16 @@ def _pieces(blocks: list[Block], budget: int, count: TokenCounter) -> list[_Piec
                 group = words[wi : wi + per]
                 ga, gb = group[0].start(), group[-1].end()
                 final = wi + per >= len(words)
-                out.append(_Piece(stext[ga:gb], max(1, round(sn * len(group) / len(words))),
-                                  _line_at(block, a + ga), _line_at(block, a + gb), bi,
-                                  (PARAGRAPH if last else SENTENCE) if final else HARD))
+                out.append(
+                    _Piece(
+                        stext[ga:gb],
+                        max(1, round(sn * len(group) / len(words))),
+                        _line_at(block, a + ga),
+                        _line_at(block, a + gb),
+                        bi,
+                        (PARAGRAPH if last else SENTENCE) if final else HARD,
+                    )
+                )
     return out
 
 
@@ -103,14 +112,20 @@ def chunk_section(
     for gi, group in enumerate(groups):
         end_conf = PARAGRAPH if gi == len(groups) - 1 else group[-1].end_conf
         idx = first_index + gi
-        chunks.append(Chunk(
-            id=id_fn(section.document_id, f"c{idx}"), document_id=section.document_id,
-            section_id=section.id, index=idx, text=_join(group),
-            header=section.breadcrumb if header is None else header,
-            token_count=sum(p.tokens for p in group),
-            line_start=group[0].line_start, line_end=group[-1].line_end,
-            boundary_confidence=min(prev_conf, end_conf),
-        ))
+        chunks.append(
+            Chunk(
+                id=id_fn(section.document_id, f"c{idx}"),
+                document_id=section.document_id,
+                section_id=section.id,
+                index=idx,
+                text=_join(group),
+                header=section.breadcrumb if header is None else header,
+                token_count=sum(p.tokens for p in group),
+                line_start=group[0].line_start,
+                line_end=group[-1].line_end,
+                boundary_confidence=min(prev_conf, end_conf),
+            )
+        )
         prev_conf = end_conf
     return chunks
 

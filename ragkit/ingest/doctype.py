@@ -12,8 +12,28 @@ RULES: list[tuple[str, tuple[str, ...]]] = [
     ("policy", ("policy", "policies", "richtlinie", "guideline", "code-of-conduct", "compliance")),
     ("paper", ("paper", "papers", "arxiv", "abstract", "journal", "proceedings", "study", "thesis")),
     ("notes", ("notes", "note", "journal", "diary", "meeting", "minutes", "notiz", "protokoll", "todo")),
-    ("technical", ("api", "spec", "specification", "manual", "docs", "doc", "guide", "reference", "architecture",
-                   "readme", "howto", "tutorial", "book", "src", "install", "config", "adr")),
+    (
+        "technical",
+        (
+            "api",
+            "spec",
+            "specification",
+            "manual",
+            "docs",
+            "doc",
+            "guide",
+            "reference",
+            "architecture",
+            "readme",
+            "howto",
+            "tutorial",
+            "book",
+            "src",
+            "install",
+            "config",
+            "adr",
+        ),
+    ),
 ]
 
 

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import PurePosixPath
-from typing import Any, Iterator
+from typing import Any
 
 import yaml
 
@@ -45,6 +46,7 @@ class ParseError(Exception):
 
 
 # ---------------------------------------------------------------- paragraphs
+
 
 def _paragraphs(lines: list[str], first_line: int) -> Iterator[Block]:
     """Blank-line separated paragraphs; ``first_line`` is the number of lines[0]."""
@@ -81,8 +83,12 @@ def _front_matter(text: str) -> tuple[dict[str, Any], int, str | None]:
         meta = yaml.safe_load(m.group(1) or "") or {}
     except yaml.YAMLError as exc:
         where = getattr(exc, "problem_mark", None)
-        return {}, lines, f"invalid YAML front matter{f' (line {where.line + 2})' if where else ''}: " \
-                          f"{getattr(exc, 'problem', None) or exc}; metadata ignored"
+        return (
+            {},
+            lines,
+            f"invalid YAML front matter{f' (line {where.line + 2})' if where else ''}: "
+            f"{getattr(exc, 'problem', None) or exc}; metadata ignored",
+        )
     if not isinstance(meta, dict):
         return {}, lines, "front matter is not a mapping of keys to values; metadata ignored"
     meta = {str(k): v for k, v in meta.items()}
@@ -134,7 +140,12 @@ def parse_markdown(text: str) -> RawDoc:
             continue
         nxt = lines[i + 1] if i + 1 < len(lines) else ""
         sm = _SETEXT.match(nxt)
-        if line.strip() and sm and (not body or not body[-1].strip()) and not line.lstrip().startswith(("-", "*", ">", "|")):
+        if (
+            line.strip()
+            and sm
+            and (not body or not body[-1].strip())
+            and not line.lstrip().startswith(("-", "*", ">", "|"))
+        ):
             flush(lineno - 1)
             doc.items.append(RawHeading(1 if sm.group(1)[0] == "=" else 2, _clean_inline(line), lineno))
             body_start = lineno + 2
@@ -194,8 +205,13 @@ def parse_rst(text: str) -> RawDoc:
         line = lines[i]
         over = _RST_ADORN.match(line)
         # overlined title: adornment, text, adornment
-        if over and i + 2 < len(lines) and lines[i + 1].strip() and _RST_ADORN.match(lines[i + 2]) \
-                and lines[i + 2].strip()[0] == line.strip()[0]:
+        if (
+            over
+            and i + 2 < len(lines)
+            and lines[i + 1].strip()
+            and _RST_ADORN.match(lines[i + 2])
+            and lines[i + 2].strip()[0] == line.strip()[0]
+        ):
             style, title, lineno, step = (line.strip()[0], True), lines[i + 1].strip(), i + 2, 3
         elif line.strip() and not over and i + 1 < len(lines):
             under = _RST_ADORN.match(lines[i + 1])
@@ -221,8 +237,28 @@ def parse_rst(text: str) -> RawDoc:
 
 # ---------------------------------------------------------------- HTML
 
-_BLOCK_TAGS = {"p", "div", "li", "ul", "ol", "table", "tr", "pre", "blockquote", "section",
-               "article", "header", "footer", "br", "dd", "dt", "dl", "figcaption", "main", "nav"}
+_BLOCK_TAGS = {
+    "p",
+    "div",
+    "li",
+    "ul",
+    "ol",
+    "table",
+    "tr",
+    "pre",
+    "blockquote",
+    "section",
+    "article",
+    "header",
+    "footer",
+    "br",
+    "dd",
+    "dt",
+    "dl",
+    "figcaption",
+    "main",
+    "nav",
+}
 _SKIP_TAGS = {"script", "style", "noscript", "template", "svg", "head"}
 
 
@@ -309,12 +345,14 @@ def parse_html(text: str) -> RawDoc:
 
 # ---------------------------------------------------------------- plain text
 
+
 def parse_text(text: str) -> RawDoc:
     lines = text.split("\n")
     return RawDoc(title=None, metadata={}, items=list(_paragraphs(lines, 1)), line_count=len(lines))
 
 
 # ---------------------------------------------------------------- BEIR jsonl
+
 
 @dataclass
 class JsonlRecord:
@@ -341,14 +379,18 @@ def parse_beir_jsonl(text: str, first_line: int = 1) -> Iterator[JsonlRecord]:
         paras = [p.strip() for p in re.split(r"\n\s*\n", body) if p.strip()] or [body.strip()]
         title = str(obj.get("title") or "").strip()
         meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
-        doc = RawDoc(title=title or None, metadata=meta, items=[Block(p, n, n) for p in paras if p],
-                     line_count=1)
+        doc = RawDoc(title=title or None, metadata=meta, items=[Block(p, n, n) for p in paras if p], line_count=1)
         yield JsonlRecord(str(obj["_id"]), title, doc, n, meta)
 
 
 PARSERS = {
-    ".md": parse_markdown, ".markdown": parse_markdown, ".rst": parse_rst,
-    ".html": parse_html, ".htm": parse_html, ".txt": parse_text, ".text": parse_text,
+    ".md": parse_markdown,
+    ".markdown": parse_markdown,
+    ".rst": parse_rst,
+    ".html": parse_html,
+    ".htm": parse_html,
+    ".txt": parse_text,
+    ".text": parse_text,
 }
 
 
@@ -371,6 +413,7 @@ def binary_parser_for(path: str):
 
 
 # ---------------------------------------------------------------- section tree
+
 
 def build_sections(raw: RawDoc, doc_id: str, title: str, id_fn) -> tuple[list[Section], dict[str, list[Block]]]:
     """Turn headings/blocks into a section tree with breadcrumbs and line spans.
@@ -400,16 +443,22 @@ def build_sections(raw: RawDoc, doc_id: str, title: str, id_fn) -> tuple[list[Se
             stack.pop()
         parent = stack[-1]
         sec = Section(
-            id=id_fn(doc_id, str(len(sections))), document_id=doc_id, parent_id=parent.id,
-            heading=item.text, level=item.level, breadcrumb=f"{parent.breadcrumb} > {item.text}",
-            order=len(sections), line_start=item.line, line_end=raw.line_count,
+            id=id_fn(doc_id, str(len(sections))),
+            document_id=doc_id,
+            parent_id=parent.id,
+            heading=item.text,
+            level=item.level,
+            breadcrumb=f"{parent.breadcrumb} > {item.text}",
+            order=len(sections),
+            line_start=item.line,
+            line_end=raw.line_count,
         )
         sections.append(sec)
         blocks[sec.id] = []
         stack.append(sec)
     # a section ends where the next heading at its level or above starts
     for i, sec in enumerate(sections[1:], start=1):
-        for later in sections[i + 1:]:
+        for later in sections[i + 1 :]:
             if later.level <= sec.level:
                 sec.line_end = max(sec.line_start, later.line_start - 1)
                 break

@@ -78,8 +78,9 @@ def parse_pdf(data: bytes) -> RawDoc:
     raw = RawDoc(title=meta.get("title"), metadata=meta, line_count=len(lines), page_starts=page_starts)
     headings = _outline_headings(outline, lines, page_starts) if outline else _font_headings(lines)
     if not headings and len(page_starts) > 1:  # neither: a section per page
-        headings = {page_starts[p - 1]: (1, f"Page {p}", False) for p in range(1, len(page_starts) + 1)
-                    if p not in blank}
+        headings = {
+            page_starts[p - 1]: (1, f"Page {p}", False) for p in range(1, len(page_starts) + 1) if p not in blank
+        }
     _fill(raw, lines, headings)
     return raw
 
@@ -129,8 +130,9 @@ def _outline_headings(outline, lines: list[Line], page_starts: list[int]) -> dic
         first = page_starts[page - 1]
         last = page_starts[page] if page < len(page_starts) else len(lines) + 1
         key = _key(title)
-        at = next((n for n in range(first, last) if n not in out and key and _key(lines[n - 1].text).startswith(key)),
-                  None)
+        at = next(
+            (n for n in range(first, last) if n not in out and key and _key(lines[n - 1].text).startswith(key)), None
+        )
         if at is not None:
             out[at] = (level, title, True)
         elif first < last:  # the title is not on the page as text: the section starts at the top
@@ -145,8 +147,11 @@ def _font_headings(lines: list[Line]) -> dict[int, tuple[int, str, bool]]:
     if not weight:
         return {}
     body = weight.most_common(1)[0][0]
-    big = [i for i, ln in enumerate(lines) if ln.size >= body * HEADING_RATIO and len(ln.text) <= HEADING_MAX_CHARS
-           and re.search(r"[^\W\d_]", ln.text)]
+    big = [
+        i
+        for i, ln in enumerate(lines)
+        if ln.size >= body * HEADING_RATIO and len(ln.text) <= HEADING_MAX_CHARS and re.search(r"[^\W\d_]", ln.text)
+    ]
     sizes = sorted({lines[i].size for i in big}, reverse=True)
     level = {s: min(rank + 1, MAX_LEVELS) for rank, s in enumerate(sizes)}
     out: dict[int, tuple[int, str, bool]] = {}

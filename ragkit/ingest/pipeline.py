@@ -17,9 +17,10 @@ import os
 import resource
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -32,11 +33,12 @@ from ragkit.ingest.discover import SourceFile, Undecodable, Unreadable, content_
 from ragkit.ingest.parse import ParseError
 from ragkit.ingest.source import SourceParser, corpus_language
 from ragkit.records import Chunk, Document, EntityRows, ParsedDocument
+from ragkit.store import layout, remote
 from ragkit.store.duck import DuckStore
 from ragkit.store.lance import ChunkWriter, FtsSettings, chunk_rows
-from ragkit.store import layout, remote
-from ragkit.store.manifest import FORMAT_VERSION, NAME as MANIFEST, manifest_format, read_manifest, write_manifest
 from ragkit.store.layout import DUCK_NAME, GRAPH_DIR, LANCE_DIR
+from ragkit.store.manifest import FORMAT_VERSION, manifest_format, read_manifest, write_manifest
+from ragkit.store.manifest import NAME as MANIFEST
 from ragkit.store.reader import write_derived
 from ragkit.store.terms import CACHE, TermVectors
 
@@ -133,9 +135,21 @@ def _write_llm_summaries(duck_path: Path, generator, embedder: Embedder, chunk_v
     nodes, texts = [], {}
     for r in rows:
         vecs = [v for v in chunk_vectors(r["chunk_ids"]).values()]
-        node = SummaryNode(id=r["id"], level=0, document_id="", section_id=None, parent_id=None, collection="",
-                           title=r["title"], text=r["text"], chunk_ids=r["chunk_ids"], method="extractive",
-                           line_start=0, line_end=0, vector=unit(np.mean(vecs, axis=0)) if vecs else None)
+        node = SummaryNode(
+            id=r["id"],
+            level=0,
+            document_id="",
+            section_id=None,
+            parent_id=None,
+            collection="",
+            title=r["title"],
+            text=r["text"],
+            chunk_ids=r["chunk_ids"],
+            method="extractive",
+            line_start=0,
+            line_end=0,
+            vector=unit(np.mean(vecs, axis=0)) if vecs else None,
+        )
         nodes.append(node)
         texts[node.id] = r["texts"]
     write_node = _ticking(rep, "tree summaries", lambda node, t: llm_summarize(generator, node, t))
@@ -213,8 +227,8 @@ def run_index(
                 cfg = replace(cfg, embed_model=previous["index_config"]["embed_model"])
             if not full and previous["index_config"]["embed_model"] != cfg.embed_model:
                 raise EmbedderMismatch(
-                    f"index {index_dir} was built with {previous['index_config']['embed_model']}, "
-                    f"not {cfg.embed_model}")
+                    f"index {index_dir} was built with {previous['index_config']['embed_model']}, not {cfg.embed_model}"
+                )
         # what an unfinished run left (never read: the manifest does not name it)
         layout.remove(layout.leftovers(index_dir, previous))
         if bucket is not None:
@@ -257,16 +271,21 @@ def run_index(
             h = content_hash(data)
             if old and old["hash"] == h:
                 summary.unchanged += 1
-                unchanged_sources.append({"source_path": key, "rel": f.rel, "hash": h, "size": f.size,
-                                          "mtime_ns": f.mtime_ns})
+                unchanged_sources.append(
+                    {"source_path": key, "rel": f.rel, "hash": h, "size": f.size, "mtime_ns": f.mtime_ns}
+                )
                 continue
             todo.append((f, data, h, old is not None))
         gone = [p for p in states_for_diff if p not in seen and _under(p, roots)]
         summary.removed = sum(len(states_for_diff[p]["doc_ids"]) for p in gone)
 
         # an explicitly configured BM25 language other than the index's: the full-text index is rebuilt
-        fts_changed = bool(previous and not full and cfg.fts_language != "auto"
-                           and previous.get("fts_language", cfg.fts_language) != cfg.fts_language)
+        fts_changed = bool(
+            previous
+            and not full
+            and cfg.fts_language != "auto"
+            and previous.get("fts_language", cfg.fts_language) != cfg.fts_language
+        )
         nothing_changed = not todo and not gone and not unchanged_sources and not full and not fts_changed
         if nothing_changed and committed is not None and previous is not None:
             summary.total_documents = previous["counts"]["documents"]
@@ -284,7 +303,8 @@ def run_index(
         if previous and not full and previous["embedder"]["fingerprint"] != embedder.fingerprint:
             raise EmbedderMismatch(
                 f"the embedding model changed since {index_dir} was built "
-                f"({previous['embedder']['fingerprint']} → {embedder.fingerprint})")
+                f"({previous['embedder']['fingerprint']} → {embedder.fingerprint})"
+            )
         summary.seconds["load_model"] = round(time.perf_counter() - t1, 3)
         table = committed["lance_table"] if committed else "chunks"
         if full and previous and previous["embedder"]["dimension"] != embedder.dimension:
@@ -292,9 +312,13 @@ def run_index(
         # the table at the committed version (what an unfinished run wrote after it is undone); the BM25
         # settings are known once the run's chunks are
         writer = ChunkWriter(
-            remote.lance_location(index_dir), table,
+            remote.lance_location(index_dir),
+            table,
             committed["lance_version"] if committed and committed["lance_table"] == table else None,
-            embedder.dimension, FtsSettings(), cfg.vector_index_min_rows, rebuild_fts=fts_changed,
+            embedder.dimension,
+            FtsSettings(),
+            cfg.vector_index_min_rows,
+            rebuild_fts=fts_changed,
             guard=bucket.guard if bucket else None,
         )
         t1 = time.perf_counter()
@@ -333,8 +357,10 @@ def run_index(
                 blank = pd.document.metadata.get("pages_without_text") or []
                 if blank:
                     summary.pages_without_text += len(blank)
-                    warn(f"{pd.document.path}: {len(blank)} of {pd.document.metadata.get('pages')} page(s) have no "
-                         f"text layer (scanned? OCR them first): page(s) {_spans(blank)}")
+                    warn(
+                        f"{pd.document.path}: {len(blank)} of {pd.document.metadata.get('pages')} page(s) have no "
+                        f"text layer (scanned? OCR them first): page(s) {_spans(blank)}"
+                    )
                 if pd.document.id in docs:
                     warn(f"skipped a duplicate of {pd.document.path}")
                     continue
@@ -352,8 +378,9 @@ def run_index(
             else:
                 summary.changed += is_changed
                 summary.new += not is_changed
-            new_sources.append({"source_path": str(f.path), "rel": f.rel, "hash": h, "size": f.size,
-                                "mtime_ns": f.mtime_ns})
+            new_sources.append(
+                {"source_path": str(f.path), "rel": f.rel, "hash": h, "size": f.size, "mtime_ns": f.mtime_ns}
+            )
             rep.advance("parse")
         rep.finish("parse")
         summary.seconds["parse_chunk"] = round(time.perf_counter() - t1, 3)
@@ -364,8 +391,12 @@ def run_index(
         if cfg.extract == "llm" and chunks:
             t1 = time.perf_counter()
             stats = llm_extract.run(parsed, chunks, generator, confirm or (lambda message: True), rep)
-            summary.extract = {"chunks": stats.chunks, "invalid": stats.invalid, "salvaged": stats.salvaged,
-                               "dropped_entities": stats.dropped_entities}
+            summary.extract = {
+                "chunks": stats.chunks,
+                "invalid": stats.invalid,
+                "salvaged": stats.salvaged,
+                "dropped_entities": stats.dropped_entities,
+            }
             if stats.invalid:
                 warn(f"LLM extraction: {stats.invalid} of {stats.chunks} chunk(s) gave no valid JSON (skipped)")
             summary.seconds["extract_llm"] = round(time.perf_counter() - t1, 3)
@@ -373,17 +404,20 @@ def run_index(
         remaining = sum(len(s["doc_ids"]) for p, s in states_for_diff.items() if p in seen) - len(replaced_ids)
         if not docs and remaining <= 0:
             raise BadInput(
-                f"nothing indexable under {', '.join(str(p) for p in paths)} "
-                f"({summary.skipped} file(s) skipped)",
-                hint="See the warnings above; binary and empty files are not indexed.")
+                f"nothing indexable under {', '.join(str(p) for p in paths)} ({summary.skipped} file(s) skipped)",
+                hint="See the warnings above; binary and empty files are not indexed.",
+            )
 
         # ---- embed
         t1 = time.perf_counter()
         rep.start("embed", len(chunks))
         vectors = None  # (on Ray the workers wrote them)
         if prepared is None:
-            vectors = embedder.encode([c.embed_text for c in chunks], progress=lambda n: rep.advance("embed", n)) \
-                if chunks else np.zeros((0, embedder.dimension), dtype=np.float32)
+            vectors = (
+                embedder.encode([c.embed_text for c in chunks], progress=lambda n: rep.advance("embed", n))
+                if chunks
+                else np.zeros((0, embedder.dimension), dtype=np.float32)
+            )
         rep.finish("embed")
         summary.seconds["embed"] = round(time.perf_counter() - t1, 3)
         summary.documents, summary.chunks = len(docs), len(chunks)
@@ -412,9 +446,13 @@ def run_index(
         summary.seconds["write_lance"] = round(time.perf_counter() - t1, 3)
 
         t1 = time.perf_counter()
-        run = {"started_at": time.time() - (time.perf_counter() - t0), "finished_at": time.time(),
-               "lance_table": table, "lance_version": version,
-               "summary": {k: v for k, v in summary.to_dict().items() if k not in ("warnings",)}}
+        run = {
+            "started_at": time.time() - (time.perf_counter() - t0),
+            "finished_at": time.time(),
+            "lance_table": table,
+            "lance_version": version,
+            "summary": {k: v for k, v in summary.to_dict().items() if k not in ("warnings",)},
+        }
         # the run goes into a copy of the committed store, its graphs into a folder of their own; the
         # manifest's rename commits them with the LanceDB version (ragkit/store/layout.py)
         run_id = (committed["id"] if committed else 0) + 1
@@ -427,11 +465,17 @@ def run_index(
             if Path(f"{duck_path}.wal").exists():
                 shutil.copyfile(f"{duck_path}.wal", f"{new_store}.wal")
         with DuckStore(new_store, read_only=False) as store:
-            store.commit_run(run_id,
-                removed_doc_ids=removed_ids, removed_sources=gone + [str(f.path) for f, *_ in todo] + [s["source_path"] for s in unchanged_sources],
-                sources=new_sources + unchanged_sources, documents=list(docs.values()),
-                sections=[s for pd in parsed for s in pd.sections], chunks=chunks,
-                refs=[r for pd in parsed for r in pd.refs], run=run, full=full,
+            store.commit_run(
+                run_id,
+                removed_doc_ids=removed_ids,
+                removed_sources=gone + [str(f.path) for f, *_ in todo] + [s["source_path"] for s in unchanged_sources],
+                sources=new_sources + unchanged_sources,
+                documents=list(docs.values()),
+                sections=[s for pd in parsed for s in pd.sections],
+                chunks=chunks,
+                refs=[r for pd in parsed for r in pd.refs],
+                run=run,
+                full=full,
                 entities=functools.reduce(lambda acc, pd: acc.extend(pd.entities), parsed, EntityRows()),
                 tree=cfg.tree,
             )
@@ -443,18 +487,26 @@ def run_index(
             summary.seconds["graph"] = round(time.perf_counter() - t2, 3)
             manifest = {
                 "index_config": cfg.to_dict(),
-                "embedder": {"name": embedder.name, "spec": cfg.embed_model, "dimension": embedder.dimension,
-                             "fingerprint": embedder.fingerprint, "max_tokens": embedder.max_tokens,
-                             "encoder": getattr(embedder, "encoder", cfg.encoder)},
+                "embedder": {
+                    "name": embedder.name,
+                    "spec": cfg.embed_model,
+                    "dimension": embedder.dimension,
+                    "fingerprint": embedder.fingerprint,
+                    "max_tokens": embedder.max_tokens,
+                    "encoder": getattr(embedder, "encoder", cfg.encoder),
+                },
                 "counts": counts,
                 "facts": facts,
                 "fts_language": fts_language,
                 "store": store_name,
                 "graph": graph_name,
-                "last_run": {"id": run_id, "lance_table": table, "lance_version": version,
-                             "finished_at": run["finished_at"],
-                             "summary": {k: getattr(summary, k) for k in
-                                         ("new", "changed", "unchanged", "removed", "skipped")}},
+                "last_run": {
+                    "id": run_id,
+                    "lance_table": table,
+                    "lance_version": version,
+                    "finished_at": run["finished_at"],
+                    "summary": {k: getattr(summary, k) for k in ("new", "changed", "unchanged", "removed", "skipped")},
+                },
             }
             store.keep_manifest(manifest)  # ``check --repair`` can restore a lost manifest from it
             store.con.execute("CHECKPOINT")  # the committed store is one file, no write-ahead log
@@ -477,8 +529,9 @@ def run_index(
         summary.seconds["commit"] = round(time.perf_counter() - t1, 3)
         if cfg.expand:
             t2 = time.perf_counter()
-            TermVectors(index_dir, run_id, lambda: DuckStore(new_store, read_only=True), embedder.encode,
-                        embedder.fingerprint).load()
+            TermVectors(
+                index_dir, run_id, lambda: DuckStore(new_store, read_only=True), embedder.encode, embedder.fingerprint
+            ).load()
             summary.seconds["term_vectors"] = round(time.perf_counter() - t2, 3)
         summary.seconds["total"] = round(time.perf_counter() - t0, 3)
         summary.peak_rss_mb = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)

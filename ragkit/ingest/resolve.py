@@ -35,8 +35,21 @@ class RefRow:
 
 
 def ref_rows(chunk_id: str, document_id: str, refs: list[Ref], id_fn) -> list[RefRow]:
-    return [RefRow(id_fn(chunk_id, str(i), r.raw), chunk_id, document_id, r.kind, r.raw, r.target, r.unit,
-                   list(r.numbers), r.chapter, r.subsection) for i, r in enumerate(refs)]
+    return [
+        RefRow(
+            id_fn(chunk_id, str(i), r.raw),
+            chunk_id,
+            document_id,
+            r.kind,
+            r.raw,
+            r.target,
+            r.unit,
+            list(r.numbers),
+            r.chapter,
+            r.subsection,
+        )
+        for i, r in enumerate(refs)
+    ]
 
 
 class Resolver:
@@ -123,8 +136,9 @@ class Resolver:
                 continue
             old = by_name.get(str(target))
             if old is None:  # a relative path, from the superseding file's folder
-                old = self.by_source.get(posixpath.normpath(
-                    posixpath.join(posixpath.dirname(d["source_path"]), str(target))))
+                old = self.by_source.get(
+                    posixpath.normpath(posixpath.join(posixpath.dirname(d["source_path"]), str(target)))
+                )
             if old and old != d["id"]:
                 out[old] = d["id"]
         return out

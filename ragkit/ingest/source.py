@@ -13,8 +13,7 @@ from ragkit.extract.german import document_law
 from ragkit.ingest.chunk import chunk_document
 from ragkit.ingest.discover import SourceFile, Undecodable, decode, discover, read_source, stable_id
 from ragkit.ingest.doctype import infer_doc_type
-from ragkit.ingest.parse import (ParseError, binary_parser_for, build_sections, infer_title, parse_beir_jsonl,
-                                 parser_for)
+from ragkit.ingest.parse import ParseError, binary_parser_for, build_sections, infer_title, parse_beir_jsonl, parser_for
 from ragkit.ingest.pdf import page_of
 from ragkit.ingest.refs import find_refs
 from ragkit.ingest.resolve import ref_rows
@@ -28,8 +27,7 @@ def _check_prose(raw) -> None:
     text = "\n".join(i.text for i in raw.items if isinstance(i, Block))
     share = word_share(text)
     if share < PROSE_MIN:
-        raise ParseError(f"not prose: {share:.0%} of its tokens look like words (base64, a hex dump or minified "
-                         "code?)")
+        raise ParseError(f"not prose: {share:.0%} of its tokens look like words (base64, a hex dump or minified code?)")
     ratio = repetition(text)
     if ratio > REPEAT_MAX:
         raise ParseError(f"not prose: the text repeats itself (its start compresses {ratio:.0f}×)")
@@ -41,15 +39,15 @@ SAMPLE_CHARS = 4_000  # of each
 
 def _spread(items: list) -> list:
     """Up to SAMPLE_FILES of ``items``, evenly spread (a "de/" folder sorting first is not all of a tree)."""
-    return items[::max(1, len(items) // SAMPLE_FILES)][:SAMPLE_FILES]
+    return items[:: max(1, len(items) // SAMPLE_FILES)][:SAMPLE_FILES]
 
 
 def corpus_language(files: list[tuple[SourceFile, bytes]]) -> str:
-    """"de", "sv" or "en": the language most of a sample of ``files`` is written in (up to SAMPLE_FILES text
+    """ "de", "sv" or "en": the language most of a sample of ``files`` is written in (up to SAMPLE_FILES text
     files spread over the list, or when there are none the first two PDF/Word files), for the choice of an
     index's embedding model."""
     texts: list[str] = []
-    for src, data in _spread([f for f in files if binary_parser_for(f[0].path.name) is None]):
+    for _src, data in _spread([f for f in files if binary_parser_for(f[0].path.name) is None]):
         try:
             texts.append(decode(data)[:SAMPLE_CHARS])
         except Undecodable:
@@ -86,8 +84,9 @@ class SourceParser:
         self.version_of = version_of
         self.max_tokens = min(cfg.chunk_tokens, embedder.max_tokens)
 
-    def parse(self, src: SourceFile, data: bytes, source_hash: str,
-              first_line: int = 1) -> list[tuple[ParsedDocument, list[Chunk]]]:
+    def parse(
+        self, src: SourceFile, data: bytes, source_hash: str, first_line: int = 1
+    ) -> list[tuple[ParsedDocument, list[Chunk]]]:
         """``first_line``: for a part of a JSONL corpus, the number of its first line in the file."""
         binary = binary_parser_for(src.path.name)
         text = None if binary else decode(data)
@@ -103,8 +102,11 @@ class SourceParser:
             for rec in parse_beir_jsonl(text, first_line):
                 doc_id = stable_id(source_hash, rec.external_id)
                 title = rec.title or rec.external_id
-                out.append(self._finish(src, source_hash, doc_id, rec.external_id, f"{src.rel}#{rec.external_id}",
-                                        title, rec.doc, mtime))
+                out.append(
+                    self._finish(
+                        src, source_hash, doc_id, rec.external_id, f"{src.rel}#{rec.external_id}", title, rec.doc, mtime
+                    )
+                )
         else:
             raw = parser_for(src.path.name)(text)
             _check_prose(raw)
@@ -116,9 +118,16 @@ class SourceParser:
     def _finish(self, src, source_hash, doc_id, external_id, path, title, raw, mtime):
         meta = raw.metadata
         doc = Document(
-            id=doc_id, path=path, source_path=str(src.path), source_hash=source_hash, external_id=external_id,
-            title=title, doc_type=infer_doc_type(meta, self.doc_type, path, title),
-            collection=str(meta.get("collection") or self.collection), metadata=meta, mtime=mtime,
+            id=doc_id,
+            path=path,
+            source_path=str(src.path),
+            source_hash=source_hash,
+            external_id=external_id,
+            title=title,
+            doc_type=infer_doc_type(meta, self.doc_type, path, title),
+            collection=str(meta.get("collection") or self.collection),
+            metadata=meta,
+            mtime=mtime,
             version=str(meta["version"]) if meta.get("version") is not None else None,
             line_count=raw.line_count,
             supersedes=str(meta.get("supersedes") or self.version_of or "") or None,

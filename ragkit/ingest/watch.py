@@ -8,8 +8,8 @@ files are ignored (an index inside a watched folder would otherwise wake itself 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator
 
 DEBOUNCE_MS = 800
 
@@ -27,13 +27,24 @@ def changes(paths: list[Path], index_dir: Path, stop_event=None, force_polling: 
             return False
         return base(change, path) and not any(part.startswith(".") for part in p.parts[-1:])
 
-    for batch in watchfiles.watch(*paths, watch_filter=wanted, debounce=DEBOUNCE_MS, stop_event=stop_event,
-                                  force_polling=force_polling, raise_interrupt=False):
+    for batch in watchfiles.watch(
+        *paths,
+        watch_filter=wanted,
+        debounce=DEBOUNCE_MS,
+        stop_event=stop_event,
+        force_polling=force_polling,
+        raise_interrupt=False,
+    ):
         yield len(batch)
 
 
-def watch(paths: list[Path], index_dir: Path, run: Callable[[], object], on_batch: Callable[[int], None] | None = None,
-          stop_event=None) -> int:
+def watch(
+    paths: list[Path],
+    index_dir: Path,
+    run: Callable[[], object],
+    on_batch: Callable[[int], None] | None = None,
+    stop_event=None,
+) -> int:
     """Run ``run()`` (an incremental index of ``paths``) after every batch of changes; returns the runs made."""
     runs = 0
     for n in changes(paths, index_dir, stop_event):

@@ -21,7 +21,7 @@ class CrossUnavailable(Exception):
 
 def load_cross_encoder(path: str | None):
     if not path:
-        raise CrossUnavailable("no cross-encoder configured (set cross_encoder = \"DIR\" under [query] in ragkit.toml)")
+        raise CrossUnavailable('no cross-encoder configured (set cross_encoder = "DIR" under [query] in ragkit.toml)')
     folder = Path(path).expanduser()
     if not folder.is_dir():
         raise CrossUnavailable(f"cross-encoder folder not found: {path}")

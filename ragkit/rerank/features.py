@@ -13,22 +13,55 @@ from dataclasses import dataclass, field
 from ragkit.records import Hit
 from ragkit.text import content_words
 
-FEATURES = ("text_relevance", "parent_relevance", "section_match", "confidence", "adjacency_bonus",
-            "doc_type_match", "is_latest", "position_in_doc", "reference_match")
+FEATURES = (
+    "text_relevance",
+    "parent_relevance",
+    "section_match",
+    "confidence",
+    "adjacency_bonus",
+    "doc_type_match",
+    "is_latest",
+    "position_in_doc",
+    "reference_match",
+)
 
 # balanced was tuned on scifact-train (scripts/tune_features.py): on flat abstracts the breadcrumb is the
 # title and every section is the whole document, so heading overlap and sibling relevance only repeat the
 # text signal (nDCG@10 0.6954 with 0.1/0.15, 0.7254 without). precision keeps them for structured folders.
 DEFAULT_WEIGHTS: dict[str, dict[str, float]] = {
-    "balanced": {"text_relevance": 1.0, "parent_relevance": 0.0, "section_match": 0.0, "confidence": 0.1,
-                 "adjacency_bonus": 0.05, "doc_type_match": 0.05, "is_latest": 0.2, "position_in_doc": 0.02,
-                 "reference_match": 2.0},
-    "precision": {"text_relevance": 1.0, "parent_relevance": 0.05, "section_match": 0.15, "confidence": 0.1,
-                  "adjacency_bonus": 0.02, "doc_type_match": 0.1, "is_latest": 0.3, "position_in_doc": 0.0,
-                  "reference_match": 2.5},
-    "recall": {"text_relevance": 1.0, "parent_relevance": 0.15, "section_match": 0.05, "confidence": 0.05,
-               "adjacency_bonus": 0.1, "doc_type_match": 0.0, "is_latest": 0.1, "position_in_doc": 0.05,
-               "reference_match": 1.5},
+    "balanced": {
+        "text_relevance": 1.0,
+        "parent_relevance": 0.0,
+        "section_match": 0.0,
+        "confidence": 0.1,
+        "adjacency_bonus": 0.05,
+        "doc_type_match": 0.05,
+        "is_latest": 0.2,
+        "position_in_doc": 0.02,
+        "reference_match": 2.0,
+    },
+    "precision": {
+        "text_relevance": 1.0,
+        "parent_relevance": 0.05,
+        "section_match": 0.15,
+        "confidence": 0.1,
+        "adjacency_bonus": 0.02,
+        "doc_type_match": 0.1,
+        "is_latest": 0.3,
+        "position_in_doc": 0.0,
+        "reference_match": 2.5,
+    },
+    "recall": {
+        "text_relevance": 1.0,
+        "parent_relevance": 0.15,
+        "section_match": 0.05,
+        "confidence": 0.05,
+        "adjacency_bonus": 0.1,
+        "doc_type_match": 0.0,
+        "is_latest": 0.1,
+        "position_in_doc": 0.05,
+        "reference_match": 1.5,
+    },
 }
 
 
@@ -69,8 +102,11 @@ def compute(hits: list[Hit], ctx: FeatureContext) -> dict[str, dict[str, float]]
         crumb = set(content_words(h.header))
         adjacent = [a for a in g.get_adjacent(h.chunk_id) if norm.get(a, 0.0) > 0.3]
         ancestors = _ancestors(g, h.section_id)
-        ref = 1.0 if ancestors & ctx.reference_sections else (
-            0.5 if h.document_id in ctx.reference_documents and not ctx.reference_sections else 0.0)
+        ref = (
+            1.0
+            if ancestors & ctx.reference_sections
+            else (0.5 if h.document_id in ctx.reference_documents and not ctx.reference_sections else 0.0)
+        )
         n_chunks = g.chunk_count(h.document_id)
         out[h.chunk_id] = {
             "text_relevance": mine,

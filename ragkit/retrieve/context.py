@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Iterator
 
 from ragkit.config import QueryConfig
+from ragkit.records import Hit, Scope
 from ragkit.retrieve.filters import NO_MATCH
 from ragkit.retrieve.query_syntax import ParsedQuery
 from ragkit.store.reader import IndexReader
-from ragkit.records import Hit, Scope
 from ragkit.text import compound_parts
-
 
 VECTOR_SEED_MIN = 0.5  # cosine: below this a nearest entity is not what the query names
 
@@ -49,9 +48,13 @@ class SearchContext:
         False skips writing entity descriptions and community reports (a caller that only ranks)."""
         vec = self.query_vector()
         with self.timed(kind):
-            rows = self.reader.knowledge.search(kind, vec, limit * 2 if self.scope else limit,
-                                                self.scope.collections if self.scope else None,
-                                                describe=describe or self.scope is not None)
+            rows = self.reader.knowledge.search(
+                kind,
+                vec,
+                limit * 2 if self.scope else limit,
+                self.scope.collections if self.scope else None,
+                describe=describe or self.scope is not None,
+            )
         rows = [r for r in rows if self.visible(r["collection"], _sources(kind, r))]
         return rows[:limit]
 
@@ -120,16 +123,28 @@ class SearchContext:
     @staticmethod
     def entity_item(row: dict, score: float) -> dict:
         """A context item for an entities row."""
-        return {"type": "entity", "entity": row["key"], "name": row["name"], "entity_type": row["type"],
-                "collection": row["collection"], "description": row["description"] or "",
-                "score": round(float(score), 4)}
+        return {
+            "type": "entity",
+            "entity": row["key"],
+            "name": row["name"],
+            "entity_type": row["type"],
+            "collection": row["collection"],
+            "description": row["description"] or "",
+            "score": round(float(score), 4),
+        }
 
     @staticmethod
     def relation_item(row: dict, score: float) -> dict:
         """A context item for a relations row."""
-        return {"type": "relation", "source": row["a"], "target": row["b"], "collection": row["collection"],
-                "weight": round(float(row["weight"]), 4), "description": row["description"] or "",
-                "score": round(float(score), 4)}
+        return {
+            "type": "relation",
+            "source": row["a"],
+            "target": row["b"],
+            "collection": row["collection"],
+            "weight": round(float(row["weight"]), 4),
+            "description": row["description"] or "",
+            "score": round(float(score), 4),
+        }
 
     def fuse_with_text(self, name: str, graph_hits: list[Hit], fetch: int, weight: float) -> list[Hit]:
         """A graph ranking (``weight``) fused with the text ranking (the rest): by default its scores added to
@@ -142,9 +157,11 @@ class SearchContext:
         rest = 1 - weight
         with self.timed("fusion"):
             if self.cfg.fusion == "rrf":
-                fused = weighted_rrf({name: graph_hits, "dense": dense, "lexical": lexical},
-                                     {name: weight, "dense": rest * self.cfg.alpha,
-                                      "lexical": rest * (1 - self.cfg.alpha)}, k=self.cfg.rrf_k)
+                fused = weighted_rrf(
+                    {name: graph_hits, "dense": dense, "lexical": lexical},
+                    {name: weight, "dense": rest * self.cfg.alpha, "lexical": rest * (1 - self.cfg.alpha)},
+                    k=self.cfg.rrf_k,
+                )
             else:
                 text = convex(dense, lexical, self.cfg.alpha, self.query_vector())
                 fused = with_graph(text, graph_hits, name, weight)
@@ -157,6 +174,5 @@ class SearchContext:
             with self.timed("lexical"):
                 language = self.reader.chunks.compounds  # "de"/"sv": the index holds compounds' parts
                 parts = compound_parts(self.query.text, language, query=True) if language else None
-                self._found["lexical", limit] = self.reader.chunks.fts_search(self.query.text, limit, self.where,
-                                                                              parts)
+                self._found["lexical", limit] = self.reader.chunks.fts_search(self.query.text, limit, self.where, parts)
         return self.reader.to_hits(self._found["lexical", limit], "lexical")

@@ -27,8 +27,9 @@ def _stem(word: str) -> str:
     return word[:5]
 
 
-def related_terms(reader, query_vector, text: str, max_terms: int = MAX_TERMS,
-                  min_similarity: float = MIN_SIMILARITY) -> list[tuple[str, float]]:
+def related_terms(
+    reader, query_vector, text: str, max_terms: int = MAX_TERMS, min_similarity: float = MIN_SIMILARITY
+) -> list[tuple[str, float]]:
     """Up to ``max_terms`` (word, similarity) from the index vocabulary, nearest to the query first."""
     words = set(_WORD.findall(text.lower()))
     stems = {_stem(w) for w in words if len(w) >= 5}

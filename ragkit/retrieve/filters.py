@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from ragkit.retrieve.query_syntax import ParsedQuery
 from ragkit.store.lance import in_list, sql_str

@@ -66,8 +66,11 @@ def convex(dense: list[Hit], lexical: list[Hit], alpha: float, query_vector) -> 
     _merge(fused, "dense", dense)
     _merge(fused, "lexical", lexical)
     for h in fused.values():
-        cosine = h.scores["dense"] if "dense" in h.scores else (
-            float(np.dot(np.asarray(h.vector, dtype=np.float32), q)) if h.vector is not None else d_low)
+        cosine = (
+            h.scores["dense"]
+            if "dense" in h.scores
+            else (float(np.dot(np.asarray(h.vector, dtype=np.float32), q)) if h.vector is not None else d_low)
+        )
         d = max(0.0, (cosine - d_low) / d_span)
         b = max(0.0, (h.scores["lexical"] - b_low) / b_span) if "lexical" in h.scores else 0.0
         h.score = alpha * d + (1 - alpha) * b
@@ -79,8 +82,12 @@ def with_graph(text: list[Hit], graph: list[Hit], name: str, weight: float) -> l
     the text scores of ``convex`` (weighted 1 - ``weight``). Not min-max: the last of a short graph list would
     count as nothing."""
     top = max((h.score for h in graph), default=0.0) or 1.0
-    fused = {h.chunk_id: Hit(**{**h.__dict__, "ranks": dict(h.ranks), "scores": dict(h.scores),
-                                "score": (1 - weight) * h.score}) for h in text}
+    fused = {
+        h.chunk_id: Hit(
+            **{**h.__dict__, "ranks": dict(h.ranks), "scores": dict(h.scores), "score": (1 - weight) * h.score}
+        )
+        for h in text
+    }
     for _, hit, cur in _merge(fused, name, graph):
         cur.score += weight * max(0.0, hit.score / top)
     return _ordered(fused)

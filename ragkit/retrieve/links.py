@@ -17,7 +17,7 @@ passage (a few hundred dictionary look-ups); the titles are read once per reader
 from __future__ import annotations
 
 import re
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from ragkit.records import Hit
 
@@ -34,13 +34,12 @@ def title_key(title: str) -> list[str]:
     return [t.lower() for t in _TOKEN.findall(_QUALIFIER.sub("", title or ""))]
 
 
-def title_index(reader) -> "TitleIndex":
+def title_index(reader) -> TitleIndex:
     """The index's specific titles, read once per reader; common words are English's and the index language's."""
     from ragkit.text import is_known_word
 
     def build() -> TitleIndex:
-        return TitleIndex(reader.chunks.titles(),
-                          lambda w: is_known_word(w, "en") or is_known_word(w, reader.language))
+        return TitleIndex(reader.chunks.titles(), lambda w: is_known_word(w, "en") or is_known_word(w, reader.language))
 
     return reader.memo("title_index", build)
 
@@ -70,7 +69,7 @@ class TitleIndex:
         i = 0
         while i < len(low):
             for n in range(min(self.longest, len(low) - i), 0, -1):
-                docs = self.keys.get(" ".join(low[i:i + n]))
+                docs = self.keys.get(" ".join(low[i : i + n]))
                 if docs and (n > 1 or words[i][:1].isupper()):
                     out.update(dict.fromkeys(docs))
                     i += n
@@ -110,8 +109,9 @@ def with_links(ctx, hits: list[Hit]) -> list[Hit]:
         named = [d for d in index.named(first.text) if d != first.document_id]
         if 0 < len(named) <= MAX_PASSAGE_LINKS:  # the second hop: below the passage that names them
             found["passage_links"] = _best_chunks(ctx, named)
-            rest = fuse(hits[1:], {"passage_links": found["passage_links"]}, {"passage_links": PASSAGE_WEIGHT},
-                        ctx.cfg.rrf_k)
+            rest = fuse(
+                hits[1:], {"passage_links": found["passage_links"]}, {"passage_links": PASSAGE_WEIGHT}, ctx.cfg.rrf_k
+            )
             hits = [first] + [h for h in rest if h.chunk_id != first.chunk_id]
             for position, h in enumerate(hits, start=1):  # scores that keep this order (the reranker reads them)
                 h.score = 1.0 / (ctx.cfg.rrf_k + position)

@@ -13,7 +13,7 @@ leaves the rule plan as it is, with a note saying why.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from ragkit.text import content_words
 
@@ -37,8 +37,11 @@ Query: {query}
 Rewritten:"""
 
 
-_EXAMPLES = [set(content_words(line)) for line in PROMPT.split("\n")
-             if line.startswith(("Rewritten: ", "- ")) and "{" not in line]
+_EXAMPLES = [
+    set(content_words(line))
+    for line in PROMPT.split("\n")
+    if line.startswith(("Rewritten: ", "- ")) and "{" not in line
+]
 
 
 def _copied(words: set[str]) -> bool:
@@ -52,8 +55,11 @@ def parse(output: str, query: str) -> tuple[str | None, list[str]]:
 
     def on_topic(line: str, keep: float) -> bool:
         own = set(content_words(line))
-        return len(words & own) >= max(1.0, keep * len(words)) and not (_copied(own) and not _copied(words)) \
+        return (
+            len(words & own) >= max(1.0, keep * len(words))
+            and not (_copied(own) and not _copied(words))
             and 3 <= len(line) <= max(200, 3 * len(query))
+        )
 
     lines = [ln.strip() for ln in output.split("\n")]
     rewrite = lines[0] if lines and on_topic(lines[0], REWRITE_KEEPS) else None
@@ -76,8 +82,9 @@ def refine(plan, generator_factory: Callable[[], object]) -> None:
     plan.planner = "llm"
     try:
         generator = generator_factory()
-        output = generator.complete(PROMPT.format(query=" ".join(plan.text.split())), max_tokens=MAX_TOKENS,
-                                    stop=["\n\n", "Query:"])
+        output = generator.complete(
+            PROMPT.format(query=" ".join(plan.text.split())), max_tokens=MAX_TOKENS, stop=["\n\n", "Query:"]
+        )
     except (RagkitError, ValueError, RuntimeError, OSError) as exc:
         plan.planner = "rules"
         plan.notes.append(f"llm planner unavailable ({exc}): rule plan used")

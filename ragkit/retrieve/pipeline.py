@@ -13,17 +13,16 @@ from ragkit.errors import BadQuery
 def retrieve(reader, text: str, cfg: QueryConfig, limit: int | None = None):
     """Chunk hits for one query: plan and route, run the strategy (with expansions, sub-queries, related
     terms), the corrective retry, reranking; ``(hits, plan, timings_ms)``."""
-    from ragkit.retrieve.context import SearchContext
-    from ragkit.retrieve.filters import build_where
     from ragkit.legal import has_legal_ref
     from ragkit.rerank.features import DEFAULT_WEIGHTS, FeatureContext, rerank
-    from ragkit.retrieve.filters import NO_MATCH
+    from ragkit.retrieve.context import SearchContext
+    from ragkit.retrieve.filters import NO_MATCH, build_where
     from ragkit.retrieve.fusion import NORM_DEPTH
     from ragkit.retrieve.query_syntax import ParsedQuery
     from ragkit.retrieve.references import QueryReferences, inject, resolve_query_refs
     from ragkit.retrieve.router import plan_and_route
-    from ragkit.store.lance import in_list
     from ragkit.retrieve.strategies import STRATEGIES
+    from ragkit.store.lance import in_list
 
     if cfg.strategy not in STRATEGIES and cfg.strategy != "auto":
         raise BadQuery(f"unknown strategy {cfg.strategy!r}", hint=f"Choose auto or one of: {', '.join(STRATEGIES)}")
@@ -45,17 +44,30 @@ def retrieve(reader, text: str, cfg: QueryConfig, limit: int | None = None):
     if not text or not text.strip():
         raise BadQuery("empty query", hint='Ask something, e.g. ragkit query "how are overtime hours limited?"')
     qplan, cfg = plan_and_route(reader, text, cfg)
-    parsed = ParsedQuery(raw=text, text=qplan.text, must_include=qplan.constraints.must_include,
-                         must_exclude=qplan.constraints.must_exclude)
+    parsed = ParsedQuery(
+        raw=text,
+        text=qplan.text,
+        must_include=qplan.constraints.must_include,
+        must_exclude=qplan.constraints.must_exclude,
+    )
     where = build_where(parsed, cfg.filters, reader.doc_ids_for)
     if not cfg.all_versions and where != NO_MATCH:
         old = reader.superseded_documents()
         if old:
             where = f"NOT ({in_list('document_id', old)})" + (f" AND ({where})" if where else "")
-    refs = resolve_query_refs(parsed.text, reader.resolver) if cfg.syntax and has_legal_ref(parsed.text) \
+    refs = (
+        resolve_query_refs(parsed.text, reader.resolver)
+        if cfg.syntax and has_legal_ref(parsed.text)
         else QueryReferences()
-    ctx = SearchContext(reader=reader, query=parsed, where=where,
-                        limit=limit or max(cfg.k * 3, 30), cfg=cfg, scope=reader.scope_for(cfg.filters))
+    )
+    ctx = SearchContext(
+        reader=reader,
+        query=parsed,
+        where=where,
+        limit=limit or max(cfg.k * 3, 30),
+        cfg=cfg,
+        scope=reader.scope_for(cfg.filters),
+    )
     ctx.timings_ms["plan"] = (time.perf_counter() - t) * 1000
     hits = _candidates(ctx, qplan, where != NO_MATCH)
     retry = None
@@ -68,8 +80,13 @@ def retrieve(reader, text: str, cfg: QueryConfig, limit: int | None = None):
         t = time.perf_counter()
         if where != NO_MATCH:
             hits = inject(hits, refs, reader, where)
-        fctx = FeatureContext(parsed.text, reader.graph, refs.sections, refs.documents,
-                              {cfg.filters["doc_type"]} if "doc_type" in cfg.filters else set(qplan.doc_type_routing))
+        fctx = FeatureContext(
+            parsed.text,
+            reader.graph,
+            refs.sections,
+            refs.documents,
+            {cfg.filters["doc_type"]} if "doc_type" in cfg.filters else set(qplan.doc_type_routing),
+        )
         hits = rerank(hits, fctx, weights)
         ctx.timings_ms["rerank"] = (time.perf_counter() - t) * 1000
         if cfg.rerank == "cross":
@@ -103,9 +120,14 @@ def retrieve(reader, text: str, cfg: QueryConfig, limit: int | None = None):
         "constraints": {**qd["constraints"], "filters": dict(cfg.filters)},
         "planner_notes": qplan.notes,
         "retry": retry,
-        "fusion": ({"method": "weighted_rrf", "k": cfg.rrf_k} if cfg.fusion == "rrf" else
-                   {"method": "convex", "normalised_over": NORM_DEPTH})
-        | {"alpha": cfg.alpha, "overfetch": cfg.overfetch} if cfg.strategy == "hybrid" else None,
+        "fusion": (
+            {"method": "weighted_rrf", "k": cfg.rrf_k}
+            if cfg.fusion == "rrf"
+            else {"method": "convex", "normalised_over": NORM_DEPTH}
+        )
+        | {"alpha": cfg.alpha, "overfetch": cfg.overfetch}
+        if cfg.strategy == "hybrid"
+        else None,
         "references": refs.found,
         **ctx.notes,
         "rerank": {"requested": cfg.rerank, "used": used, "mode": cfg.mode, "reason": reason},
@@ -165,13 +187,21 @@ def _corrective(reader, ctx, qplan, hits):
     alt = corrective.fallback_strategy(ctx.cfg.strategy, bool(reader.facts()["entities"]))
     t = time.perf_counter()
     # same query text and prefilter: the dense and BM25 lists already found are reused
-    ctx2 = dc_replace(ctx, cfg=dc_replace(ctx.cfg, strategy=alt, mode="recall"), timings_ms={}, notes={},
-                      context_items=[])
+    ctx2 = dc_replace(
+        ctx, cfg=dc_replace(ctx.cfg, strategy=alt, mode="recall"), timings_ms={}, notes={}, context_items=[]
+    )
     hits2 = _candidates(ctx2, qplan, True)
     check2 = corrective.assess(hits2, ctx.query.text)
     ctx.timings_ms["retry"] = (time.perf_counter() - t) * 1000
-    record.update({"retried": True, "strategy": alt, "mode": "recall", "retry_check": check2,
-                   "kept": "retry" if check2["coverage"] > check["coverage"] else "first"})
+    record.update(
+        {
+            "retried": True,
+            "strategy": alt,
+            "mode": "recall",
+            "retry_check": check2,
+            "kept": "retry" if check2["coverage"] > check["coverage"] else "first",
+        }
+    )
     if record["kept"] == "retry":
         ctx2.timings_ms = {**ctx.timings_ms, **{f"retry_{k}": v for k, v in ctx2.timings_ms.items()}}
         return hits2, ctx2, record
@@ -195,8 +225,15 @@ def _with_queries(ctx, hits, queries: list[str], strategy, kind: str, share: flo
         with ctx.timed(f"{kind}_embed_queries"):
             vectors = list(ctx.reader.embedder.encode_queries(queries))
     for i, q in enumerate(queries):
-        sub = dc_replace(ctx, query=dc_replace(ctx.query, text=q), timings_ms={}, notes={}, context_items=[],
-                         _qvec=vectors[i], _found={})
+        sub = dc_replace(
+            ctx,
+            query=dc_replace(ctx.query, text=q),
+            timings_ms={},
+            notes={},
+            context_items=[],
+            _qvec=vectors[i],
+            _found={},
+        )
         lists[f"{kind}{i}"] = strategy(sub)
         weights[f"{kind}{i}"] = share / len(queries)
         for stage, ms in sub.timings_ms.items():

@@ -32,8 +32,10 @@ _DATE = r"(\d{4}(?:-\d{2}(?:-\d{2})?)?)"
 _BETWEEN = re.compile(rf"\b(?:between|zwischen|from|von)\s+{_DATE}\s+(?:and|und|to|until|bis)\s+{_DATE}\b", re.I)
 _SINCE = re.compile(rf"\b(?:since|after|seit|ab|nach)\s+{_DATE}\b", re.I)
 _BEFORE = re.compile(rf"\b(?:before|until|vor|bis)\s+{_DATE}\b", re.I)
-_IDENT = re.compile(r"\b(?=[\w./-]*\d)(?=[\w./-]*[A-Za-z])[A-Za-z0-9]+(?:[-_./][A-Za-z0-9]+)+\b"
-                    r"|\b[A-Z]{2,}\d+[A-Za-z0-9]*\b|\b[A-Z]\d{2,}[A-Za-z0-9]*\b")
+_IDENT = re.compile(
+    r"\b(?=[\w./-]*\d)(?=[\w./-]*[A-Za-z])[A-Za-z0-9]+(?:[-_./][A-Za-z0-9]+)+\b"
+    r"|\b[A-Z]{2,}\d+[A-Za-z0-9]*\b|\b[A-Z]\d{2,}[A-Za-z0-9]*\b"
+)
 
 
 @dataclass
@@ -117,8 +119,13 @@ def _minus_day(iso: str) -> str:
     return (dt.date.fromisoformat(iso) - dt.timedelta(days=1)).isoformat()
 
 
-def plan_query(raw: str, available_doc_types: set[str] | None = None, rules_path: str | None = None,
-               syntax: bool = True, correct=None) -> QueryPlan:
+def plan_query(
+    raw: str,
+    available_doc_types: set[str] | None = None,
+    rules_path: str | None = None,
+    syntax: bool = True,
+    correct=None,
+) -> QueryPlan:
     """The rule-based plan of one query (strategy and reason are the router's to set).
 
     ``syntax=False`` takes the text literally (no operators, dates, phrases or negations);
@@ -136,25 +143,26 @@ def plan_query(raw: str, available_doc_types: set[str] | None = None, rules_path
 
     def operator(m: re.Match) -> str:
         key, value = m.group(1).lower(), m.group(2).strip('"')
-        {"doc_type": cons.doc_types, "type": cons.doc_types, "collection": cons.collections,
-         "path": cons.paths}[key].append(value)
+        {"doc_type": cons.doc_types, "type": cons.doc_types, "collection": cons.collections, "path": cons.paths}[
+            key
+        ].append(value)
         return " "
 
     text = _OPERATOR.sub(operator, text)
     m = _BETWEEN.search(text)
     if m:
         cons.date_from, cons.date_to = _day(m.group(1), False), _day(m.group(2), True)
-        text = text[:m.start()] + " " + text[m.end():]
+        text = text[: m.start()] + " " + text[m.end() :]
     m = _SINCE.search(text)
     if m:
         cons.date_from = _day(m.group(1), False)
-        text = text[:m.start()] + " " + text[m.end():]
+        text = text[: m.start()] + " " + text[m.end() :]
     m = _BEFORE.search(text)
     if m:
         first = _day(m.group(1), False)
         word = m.group(0).split()[0].lower()
         cons.date_to = _day(m.group(1), True) if word in ("until", "bis") else _minus_day(first)
-        text = text[:m.start()] + " " + text[m.end():]
+        text = text[: m.start()] + " " + text[m.end() :]
     if not text.strip():
         raise BadQuery("the query has only filters", hint="Add at least one term to search for.")
     parsed = parse_query(text)
@@ -165,8 +173,9 @@ def plan_query(raw: str, available_doc_types: set[str] | None = None, rules_path
 
     from ragkit.legal import has_legal_ref
 
-    plan.identifiers = sorted({m.group(0) for m in _IDENT.finditer(plan.text)
-                               if not re.fullmatch(r"\d{4}", m.group(0))})
+    plan.identifiers = sorted(
+        {m.group(0) for m in _IDENT.finditer(plan.text) if not re.fullmatch(r"\d{4}", m.group(0))}
+    )
     if has_legal_ref(plan.text):
         plan.identifiers.append("§ reference")
     if plan.identifiers or cons.must_include:
@@ -176,9 +185,12 @@ def plan_query(raw: str, available_doc_types: set[str] | None = None, rules_path
 
 
 MAX_SUB_QUERIES = 3
-_COMPARE = re.compile(r"\b(compare[ds]?|comparison|versus|vs\.?|difference|differ|both|same|either|"
-                      r"older|younger|larger|smaller|first|earlier|later|more|less|vergleich\w*|unterschied\w*|"
-                      r"beide|gleiche\w*)\b", re.I)
+_COMPARE = re.compile(
+    r"\b(compare[ds]?|comparison|versus|vs\.?|difference|differ|both|same|either|"
+    r"older|younger|larger|smaller|first|earlier|later|more|less|vergleich\w*|unterschied\w*|"
+    r"beide|gleiche\w*)\b",
+    re.I,
+)
 
 
 def decompose(text: str) -> list[str]:
@@ -211,8 +223,13 @@ def decompose(text: str) -> list[str]:
             esc = re.escape(other)
             before = re.compile(rf"\s*,?\s*\b{conn}\s+{esc}")
             after = re.compile(rf"{esc}\s*,?\s*{conn}\b")
-            q = before.sub(" ", q, count=1) if before.search(q) else after.sub(" ", q, count=1) \
-                if after.search(q) else q.replace(other, " ")
+            q = (
+                before.sub(" ", q, count=1)
+                if before.search(q)
+                else after.sub(" ", q, count=1)
+                if after.search(q)
+                else q.replace(other, " ")
+            )
         subs.append(" ".join(re.sub(r"\s+([?,.])", r"\1", q).split()))
         if len(subs) == MAX_SUB_QUERIES:
             break

@@ -36,16 +36,24 @@ def _has_any(text: str, phrases: list[str]) -> list[str]:
     return [p for p in phrases if f" {p.lower()} " in low]
 
 
-def route(plan: QueryPlan, known_entities: list[str], has_entities: bool, has_communities: bool,
-          rules_path: str | None = None, has_tree: bool = False) -> Route:
+def route(
+    plan: QueryPlan,
+    known_entities: list[str],
+    has_entities: bool,
+    has_communities: bool,
+    rules_path: str | None = None,
+    has_tree: bool = False,
+) -> Route:
     """``known_entities``: the query's entities found in the entity graph (longest names, not their words)."""
     rules = load_rules(rules_path).get("router", {})
     overview = _has_any(plan.text, rules.get("overview", []))
     summary = _has_any(plan.text, rules.get("summary", []))
     have = {"global": has_communities, "hierarchical": has_tree}
     missing = {"global": "community reports", "hierarchical": "summary tree"}
-    for kind, cues, order in (("overview", overview, ("global", "hierarchical")),
-                              ("summary", summary, ("hierarchical", "global"))):
+    for kind, cues, order in (
+        ("overview", overview, ("global", "hierarchical")),
+        ("summary", summary, ("hierarchical", "global")),
+    ):
         usable = [s for s in order if have[s]] if cues else []
         if usable:
             note = "" if usable[0] == order[0] else f": the index has no {missing[order[0]]}"
@@ -76,8 +84,9 @@ def plan_and_route(reader, text: str, cfg):
 
     facts = reader.facts()
     speller = reader.memo("speller", lambda: Speller(reader.vocabulary())) if cfg.spelling else None
-    plan = plan_query(text, facts["doc_types"], cfg.planner_rules, syntax=cfg.syntax,
-                      correct=speller.correct if speller else None)
+    plan = plan_query(
+        text, facts["doc_types"], cfg.planner_rules, syntax=cfg.syntax, correct=speller.correct if speller else None
+    )
     if cfg.planner == "llm":
         from ragkit.generate import load_generator
         from ragkit.retrieve.llm_planner import refine
@@ -86,8 +95,9 @@ def plan_and_route(reader, text: str, cfg):
     filters = {**cfg.filters, **plan.constraints.filters()}
     dated = {k: v for k, v in filters.items() if k in ("date_from", "date_to")}
     if dated and not reader.doc_ids_for(dated):
-        plan.notes.append(f"no document is dated {dated.get('date_from', '…')} – {dated.get('date_to', '…')}: "
-                          "date constraint ignored")
+        plan.notes.append(
+            f"no document is dated {dated.get('date_from', '…')} – {dated.get('date_to', '…')}: date constraint ignored"
+        )
         filters = {k: v for k, v in filters.items() if k not in dated}
     changes: dict = {"filters": filters}
     model = reader.manifest["embedder"]["name"]
@@ -101,8 +111,14 @@ def plan_and_route(reader, text: str, cfg):
             names = {m.key for m in extract(plan.text, language=plan.language).mentions if m.sentence >= 0}
             known = sorted(k for k in names if graph.has_entity(graph.aliases.get(k, k)))
         plan.entities = known
-        r = route(plan, known, bool(facts["entities"]), facts["communities"] > 0, cfg.planner_rules,
-                  has_tree=facts["tree"] > 0)
+        r = route(
+            plan,
+            known,
+            bool(facts["entities"]),
+            facts["communities"] > 0,
+            cfg.planner_rules,
+            has_tree=facts["tree"] > 0,
+        )
         plan.strategy, plan.reason = r.strategy, f"auto: {r.reason}"
         changes["strategy"] = r.strategy
         if r.alpha is not None:

@@ -26,10 +26,12 @@ _TOKEN = re.compile(r"[a-zà-öø-ÿß]+", re.I)
 def _edits(word: str, letters: str) -> set[str]:
     """Every string one deletion, transposition, substitution or insertion (of ``letters``) from ``word``."""
     splits = [(word[:i], word[i:]) for i in range(len(word) + 1)]
-    return ({a + b[1:] for a, b in splits if b}
-            | {a + b[1] + b[0] + b[2:] for a, b in splits if len(b) > 1}
-            | {a + c + b[1:] for a, b in splits if b for c in letters}
-            | {a + c + b for a, b in splits for c in letters})
+    return (
+        {a + b[1:] for a, b in splits if b}
+        | {a + b[1] + b[0] + b[2:] for a, b in splits if len(b) > 1}
+        | {a + c + b[1:] for a, b in splits if b for c in letters}
+        | {a + c + b for a, b in splits for c in letters}
+    )
 
 
 def _one_edit(a: str, b: str) -> bool:
@@ -43,8 +45,10 @@ def _one_edit(a: str, b: str) -> bool:
     while i < min(la, lb) and a[i] == b[i]:
         i += 1
     if la == lb:
-        return a[i + 1:] == b[i + 1:] or (i + 1 < la and a[i] == b[i + 1] and a[i + 1] == b[i] and a[i + 2:] == b[i + 2:])
-    return a[i + 1:] == b[i:] if la > lb else a[i:] == b[i + 1:]
+        return a[i + 1 :] == b[i + 1 :] or (
+            i + 1 < la and a[i] == b[i + 1] and a[i + 1] == b[i] and a[i + 2 :] == b[i + 2 :]
+        )
+    return a[i + 1 :] == b[i:] if la > lb else a[i:] == b[i + 1 :]
 
 
 class Speller:
@@ -64,8 +68,11 @@ class Speller:
             return None
         if is_known_word(w, language) or (language != "en" and is_known_word(w, "en")):
             return None
-        best = [t for t in _edits(w, self.letters())
-                if self.vocab.get(t, 0) >= MIN_DF and len(t) >= MIN_LENGTH - 1 and _one_edit(w, t)]
+        best = [
+            t
+            for t in _edits(w, self.letters())
+            if self.vocab.get(t, 0) >= MIN_DF and len(t) >= MIN_LENGTH - 1 and _one_edit(w, t)
+        ]
         return max(best, key=lambda t: (self.vocab[t], t)) if best else None
 
     def correct(self, text: str, language: str = "en") -> tuple[str, list[dict[str, str]]]:

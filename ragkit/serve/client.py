@@ -33,7 +33,9 @@ def server_for(index_dir: Path) -> dict[str, Any] | None:
     return info if ok else None
 
 
-def remote_query(info: dict[str, Any], text: str, cfg, explain: bool = False) -> tuple[dict[str, Any], Exception | None]:
+def remote_query(
+    info: dict[str, Any], text: str, cfg, explain: bool = False
+) -> tuple[dict[str, Any], Exception | None]:
     """The server's ``ragkit.query/1`` object for ``text`` under ``cfg`` (a QueryConfig), and the error that
     kept the answer from being written (as in process), if any. A server error is raised as its ragkit error."""
     body = json.dumps({"query": text, "config": asdict(cfg), "explain": explain}).encode()

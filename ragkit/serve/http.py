@@ -41,8 +41,7 @@ def status_of(exc: RagkitError) -> int:
 
 
 def error_body(exc: RagkitError) -> dict[str, Any]:
-    return {"error": {"code": exc.exit_code, "type": type(exc).__name__, "message": exc.message,
-                      "hint": exc.hint}}
+    return {"error": {"code": exc.exit_code, "type": type(exc).__name__, "message": exc.message, "hint": exc.hint}}
 
 
 def dumps(obj: Any) -> bytes:
@@ -53,21 +52,27 @@ def dumps(obj: Any) -> bytes:
 class QueryRequest(BaseModel):
     query: str = Field(description="The question.")
     k: int | None = Field(None, description="Number of passages (default 10, or ragkit.toml's).")
-    strategy: str | None = Field(None, description="auto (default) | naive | lexical | hybrid | local | global "
-                                                   "| light | hippo | hierarchical")
-    filters: dict[str, str] = Field(default_factory=dict, description="doc_type, collection, path, "
-                                                                      "date_from, date_to, metadata keys")
+    strategy: str | None = Field(
+        None, description="auto (default) | naive | lexical | hybrid | local | global | light | hippo | hierarchical"
+    )
+    filters: dict[str, str] = Field(
+        default_factory=dict, description="doc_type, collection, path, date_from, date_to, metadata keys"
+    )
     answer: bool = Field(False, description="Also write a cited answer with the local GGUF model.")
     explain: bool = Field(False, description="Include every passage's rerank features.")
-    config: dict[str, Any] | None = Field(None, description="A whole QueryConfig (what `ragkit query` "
-                                                            "sends); the fields above are ignored then.")
+    config: dict[str, Any] | None = Field(
+        None, description="A whole QueryConfig (what `ragkit query` sends); the fields above are ignored then."
+    )
 
 
 def create_app(served: Served):
     from ragkit import __version__
 
-    app = FastAPI(title="ragkit", version=__version__,
-                  description=f"Retrieval over the index {served.index_dir} (schema ragkit.query/1).")
+    app = FastAPI(
+        title="ragkit",
+        version=__version__,
+        description=f"Retrieval over the index {served.index_dir} (schema ragkit.query/1).",
+    )
 
     @app.exception_handler(RagkitError)
     def ragkit_error(request: Request, exc: RagkitError):
@@ -101,8 +106,9 @@ def create_app(served: Served):
                 raise BadQuery(f"config: {exc}") from exc
         else:
             _, cfg = load_config(index_dir=served.index_dir)
-            cfg = override(cfg, k=req.k, strategy=req.strategy, filters={**cfg.filters, **req.filters},
-                           answer=req.answer or None)
+            cfg = override(
+                cfg, k=req.k, strategy=req.strategy, filters={**cfg.filters, **req.filters}, answer=req.answer or None
+            )
         failed = None
         with served.lock:
             result = api.query(served.reader(), req.query, cfg)
@@ -149,8 +155,7 @@ def serve(index: str | None, host: str = "127.0.0.1", port: int = 8765, on_ready
     config = uvicorn.Config(create_app(served), log_level="warning", access_log=False)
     server = uvicorn.Server(config)
     port_file = served.index_dir / PORT_FILE
-    info = {"pid": os.getpid(), "host": host, "port": bound, "url": f"http://{host}:{bound}",
-            "started": time.time()}
+    info = {"pid": os.getpid(), "host": host, "port": bound, "url": f"http://{host}:{bound}", "started": time.time()}
     _write_port_file(port_file, info)
     if on_ready:
         on_ready(info)

@@ -11,16 +11,27 @@ from typing import Any
 
 from ragkit.serve.served import Served
 
-INSTRUCTIONS = ("Local retrieval over an indexed folder of documents. Call `search` with a question to get the "
-                "best passages (each with its file, section breadcrumb and line span); `get_section` reads a "
-                "whole section by id; `answer` writes a short cited answer from the passages.")
+INSTRUCTIONS = (
+    "Local retrieval over an indexed folder of documents. Call `search` with a question to get the "
+    "best passages (each with its file, section breadcrumb and line span); `get_section` reads a "
+    "whole section by id; `answer` writes a short cited answer from the passages."
+)
 
 
 def _passage(p: dict[str, Any]) -> dict[str, Any]:
-    return {"rank": p["rank"], "score": p["score"], "source": p["document"]["path"], "title": p["document"]["title"],
-            "section": p["section"], "section_id": p["section_id"], "lines": p["lines"], "pages": p["pages"],
-            "text": p["text"],
-            "document_id": p["document"]["id"], "chunk_ids": p["chunk_ids"]}
+    return {
+        "rank": p["rank"],
+        "score": p["score"],
+        "source": p["document"]["path"],
+        "title": p["document"]["title"],
+        "section": p["section"],
+        "section_id": p["section_id"],
+        "lines": p["lines"],
+        "pages": p["pages"],
+        "text": p["text"],
+        "document_id": p["document"]["id"],
+        "chunk_ids": p["chunk_ids"],
+    }
 
 
 def _reported(fn):
@@ -37,8 +48,9 @@ def _reported(fn):
         try:
             return fn(*args, **kwargs)
         except RagkitError as exc:
-            raise ToolError(f"{exc.message} (ragkit error {exc.exit_code}"
-                            + (f"; hint: {exc.hint})" if exc.hint else ")")) from exc
+            raise ToolError(
+                f"{exc.message} (ragkit error {exc.exit_code}" + (f"; hint: {exc.hint})" if exc.hint else ")")
+            ) from exc
 
     return wrapper
 
@@ -84,10 +96,13 @@ def build(served: Served):
         """A short answer to `question` written by the local model from the best passages, citing them as
         [n]; the passages are returned with it."""
         out = run_query(question, k, strategy, None, answer=True)
-        return {"question": question, "answer": (out.get("answer") or {}).get("text"),
-                "answer_error": out.get("answer_error"),
-                "citations": (out.get("answer") or {}).get("citations", []),
-                "passages": [_passage(p) for p in out["passages"]]}
+        return {
+            "question": question,
+            "answer": (out.get("answer") or {}).get("text"),
+            "answer_error": out.get("answer_error"),
+            "citations": (out.get("answer") or {}).get("citations", []),
+            "passages": [_passage(p) for p in out["passages"]],
+        }
 
     @server.tool()
     @_reported

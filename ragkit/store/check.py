@@ -65,49 +65,76 @@ def check_run(index_dir: Path, manifest: dict[str, Any]) -> tuple[list[Problem],
 
     problems: list[Problem] = []
     run = manifest["last_run"]
-    facts: dict[str, Any] = {"run": run["id"], "lance_table": run["lance_table"], "lance_version": run["lance_version"],
-                             "chunks": manifest["counts"]["chunks"], "store": layout.store_path(index_dir, manifest).name}
+    facts: dict[str, Any] = {
+        "run": run["id"],
+        "lance_table": run["lance_table"],
+        "lance_version": run["lance_version"],
+        "chunks": manifest["counts"]["chunks"],
+        "store": layout.store_path(index_dir, manifest).name,
+    }
     try:
         with DuckStore(layout.store_path(index_dir, manifest), read_only=True) as store:
             last, counts = store.last_run(), store.counts()
     except Exception as exc:  # a damaged or missing DuckDB file, whatever DuckDB says of it
         return [Problem(f"the DuckDB store does not open: {exc}", REBUILD)], facts
     if last is None or last["id"] != run["id"]:
-        problems.append(Problem(f"DuckDB's last run is {last and last['id']}, the manifest's {run['id']}: the "
-                                "last indexing run did not finish its commit", REBUILD))
+        problems.append(
+            Problem(
+                f"DuckDB's last run is {last and last['id']}, the manifest's {run['id']}: the "
+                "last indexing run did not finish its commit",
+                REBUILD,
+            )
+        )
     elif (last["lance_table"], last["lance_version"]) != (run["lance_table"], run["lance_version"]):
-        problems.append(Problem(f"DuckDB's run names LanceDB {last['lance_table']} v{last['lance_version']}, the "
-                                f"manifest v{run['lance_version']}", REBUILD))
+        problems.append(
+            Problem(
+                f"DuckDB's run names LanceDB {last['lance_table']} v{last['lance_version']}, the "
+                f"manifest v{run['lance_version']}",
+                REBUILD,
+            )
+        )
     if counts["chunks"] != manifest["counts"]["chunks"]:
-        problems.append(Problem(f"DuckDB has {counts['chunks']} chunks, the manifest says "
-                                f"{manifest['counts']['chunks']}", REBUILD))
+        problems.append(
+            Problem(f"DuckDB has {counts['chunks']} chunks, the manifest says {manifest['counts']['chunks']}", REBUILD)
+        )
     try:
         table = ChunkTable(remote.lance_location(index_dir), run["lance_table"], run["lance_version"])
         rows = table.count()
         facts["lance_rows"] = rows
         if rows != counts["chunks"]:
-            problems.append(Problem(f"LanceDB v{run['lance_version']} has {rows} chunks, DuckDB "
-                                    f"{counts['chunks']}", REBUILD))
+            problems.append(
+                Problem(f"LanceDB v{run['lance_version']} has {rows} chunks, DuckDB {counts['chunks']}", REBUILD)
+            )
         dim = table.ds.schema.field("vector").type.list_size
         if dim != manifest["embedder"]["dimension"]:
-            problems.append(Problem(f"LanceDB vectors have {dim} dimensions, the embedder "
-                                    f"{manifest['embedder']['dimension']}", REBUILD))
-        if rows and not any("FTS" in str(i.index_type).upper() or "INVERTED" in str(i.index_type).upper()
-                            for i in table.ds.describe_indices()):
+            problems.append(
+                Problem(
+                    f"LanceDB vectors have {dim} dimensions, the embedder {manifest['embedder']['dimension']}", REBUILD
+                )
+            )
+        if rows and not any(
+            "FTS" in str(i.index_type).upper() or "INVERTED" in str(i.index_type).upper()
+            for i in table.ds.describe_indices()
+        ):
             problems.append(Problem("LanceDB has no full-text index", REBUILD))
     except Exception as exc:  # a missing version or damaged files, whatever Lance says of them
-        problems.append(Problem(f"LanceDB {run['lance_table']} v{run['lance_version']} does not open: "
-                                f"{str(exc).splitlines()[0][:200]}", REBUILD))
+        problems.append(
+            Problem(
+                f"LanceDB {run['lance_table']} v{run['lance_version']} does not open: {str(exc).splitlines()[0][:200]}",
+                REBUILD,
+            )
+        )
     folder = layout.graph_path(index_dir, manifest)
-    for name, load in (("evidence graph", lambda: EvidenceGraph.load(folder)),
-                       ("entity graph", lambda: EntityGraph.load(folder)),
-                       ("vocabulary", lambda: _pickled(load_pickled(folder, layout.VOCAB_FILE)))):
+    for name, load in (
+        ("evidence graph", lambda: EvidenceGraph.load(folder)),
+        ("entity graph", lambda: EntityGraph.load(folder)),
+        ("vocabulary", lambda: _pickled(load_pickled(folder, layout.VOCAB_FILE))),
+    ):
         found = load()
         if found is None:
             problems.append(Problem(f"the {name} is missing or unreadable", REPAIR, derived=True))
         elif found.run_id != run["id"]:
-            problems.append(Problem(f"the {name} belongs to run {found.run_id}, not {run['id']}", REPAIR,
-                                    derived=True))
+            problems.append(Problem(f"the {name} belongs to run {found.run_id}, not {run['id']}", REPAIR, derived=True))
     return problems, facts
 
 
@@ -164,11 +191,12 @@ def repair(index_dir: Path, bucket: remote.Remote | None = None) -> list[str]:
     if any(not p.derived for p in problems):
         kept = _newest_whole_run(index_dir, but=manifest and manifest["last_run"]["id"])
         if kept is None:
-            raise IndexCorrupt(f"{index_dir}: {problems[0].what}; no whole run is kept to go back to",
-                               hint=REBUILD)
+            raise IndexCorrupt(f"{index_dir}: {problems[0].what}; no whole run is kept to go back to", hint=REBUILD)
         write_manifest(index_dir, kept, bucket)
-        done.append(f"went back to run {kept['last_run']['id']} ({kept['store']}, LanceDB "
-                    f"v{kept['last_run']['lance_version']}): {problems[0].what}")
+        done.append(
+            f"went back to run {kept['last_run']['id']} ({kept['store']}, LanceDB "
+            f"v{kept['last_run']['lance_version']}): {problems[0].what}"
+        )
         manifest, problems = kept, check_run(index_dir, kept)[0]
     if problems:
         with DuckStore(layout.store_path(index_dir, manifest), read_only=True) as store:

@@ -20,21 +20,23 @@ import numpy as np
 BLOCK = 16_384  # rows gathered per step when averaging or summing (bounds the temporary matrices)
 
 # the chunks of an entity (per collection) and of a relation are read from the extraction rows
-_ENTITY_CHUNKS = ("SELECT m.entity AS key, d.collection, list(DISTINCT m.chunk_id ORDER BY m.chunk_id) AS chunk_ids "
-                  "FROM mentions m JOIN documents d ON d.id = m.document_id GROUP BY ALL")
+_ENTITY_CHUNKS = (
+    "SELECT m.entity AS key, d.collection, list(DISTINCT m.chunk_id ORDER BY m.chunk_id) AS chunk_ids "
+    "FROM mentions m JOIN documents d ON d.id = m.document_id GROUP BY ALL"
+)
 _PAIR_CHUNKS = "SELECT a, b, collection, list(DISTINCT chunk_id ORDER BY chunk_id) AS chunk_ids FROM cooc GROUP BY ALL"
 QUERIES = {
     "entities": f"SELECT e.key, e.collection, e.name, e.type, e.chunks, ec.chunk_ids FROM entities e "
-                f"JOIN ({_ENTITY_CHUNKS}) ec USING (key, collection) ORDER BY e.collection, e.key",
+    f"JOIN ({_ENTITY_CHUNKS}) ec USING (key, collection) ORDER BY e.collection, e.key",
     "relations": "SELECT r.a, r.b, r.collection, r.weight, r.source_document, r.source_chunk, pc.chunk_ids, "
-                 "coalesce(r.note, substring(c.text, r.sent_start + 1, r.sent_end - r.sent_start)) AS description "
-                 f"FROM relations r JOIN ({_PAIR_CHUNKS}) pc USING (a, b, collection) "
-                 "LEFT JOIN chunks c ON c.id = r.source_chunk ORDER BY r.collection, r.a, r.b",
+    "coalesce(r.note, substring(c.text, r.sent_start + 1, r.sent_end - r.sent_start)) AS description "
+    f"FROM relations r JOIN ({_PAIR_CHUNKS}) pc USING (a, b, collection) "
+    "LEFT JOIN chunks c ON c.id = r.source_chunk ORDER BY r.collection, r.a, r.b",
     "communities": "SELECT c.id, c.collection, c.level, c.parent_id, c.title, c.size, c.top_entities, c.written, "
-                   "list(m.entity ORDER BY m.entity) AS members FROM communities c "
-                   "JOIN community_members m ON m.community_id = c.id GROUP BY ALL ORDER BY c.id",
+    "list(m.entity ORDER BY m.entity) AS members FROM communities c "
+    "JOIN community_members m ON m.community_id = c.id GROUP BY ALL ORDER BY c.id",
     "summaries": "SELECT id, level, document_id, section_id, parent_id, collection, title, text, chunk_ids, "
-                 "line_start, line_end, vector FROM summaries ORDER BY id",
+    "line_start, line_end, vector FROM summaries ORDER BY id",
 }
 
 
@@ -58,7 +60,7 @@ def mean_rows(mat: np.ndarray, lists: list[list[int]]) -> np.ndarray:
         rows = np.arange(first, last)
         rows = rows[lengths[first:last] > 0]
         if len(rows):
-            gathered = mat[flat[starts[first]:starts[last]]]
+            gathered = mat[flat[starts[first] : starts[last]]]
             sums = np.add.reduceat(gathered, starts[rows] - starts[first], axis=0)
             out[rows] = sums / lengths[rows, None]
         first = last
@@ -135,8 +137,9 @@ class DerivedVectors:
                 mat[i] = np.asarray(stored, dtype=np.float32)
         return rows, mat
 
-    def search(self, kind: str, vector: np.ndarray, limit: int, collections: set[str] | None = None,
-               describe: bool = True) -> list[dict[str, Any]]:
+    def search(
+        self, kind: str, vector: np.ndarray, limit: int, collections: set[str] | None = None, describe: bool = True
+    ) -> list[dict[str, Any]]:
         """Rows most similar to ``vector`` (cosine), each with ``similarity``; only ``collections`` if given.
         Entities get their description and communities their report unless ``describe`` is False."""
         if kind == "terms":

@@ -9,10 +9,11 @@ from __future__ import annotations
 import itertools
 import json
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from ragkit.errors import IndexBusy, IndexCorrupt
 from ragkit.records import Chunk, Document, EntityRows, Section
@@ -126,7 +127,7 @@ class DuckStore:
             self.con.execute(f"DETACH {self._attached}")
         self.con.close()
 
-    def __enter__(self) -> "DuckStore":
+    def __enter__(self) -> DuckStore:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -144,34 +145,47 @@ class DuckStore:
 
     def last_run(self) -> dict[str, Any] | None:
         row = self.first(
-            "SELECT id, started_at, finished_at, lance_table, lance_version, summary FROM runs ORDER BY id DESC LIMIT 1")
+            "SELECT id, started_at, finished_at, lance_table, lance_version, summary FROM runs ORDER BY id DESC LIMIT 1"
+        )
         if not row:
             return None
-        return {"id": row[0], "started_at": row[1], "finished_at": row[2], "lance_table": row[3],
-                "lance_version": row[4], "summary": json.loads(row[5])}
+        return {
+            "id": row[0],
+            "started_at": row[1],
+            "finished_at": row[2],
+            "lance_table": row[3],
+            "lance_version": row[4],
+            "summary": json.loads(row[5]),
+        }
 
     def counts(self) -> dict[str, int]:
-        return {t: self.value(f"SELECT count(*) FROM {t}")
-                for t in ("documents", "sections", "chunks")}
+        return {t: self.value(f"SELECT count(*) FROM {t}") for t in ("documents", "sections", "chunks")}
 
     def planning_facts(self) -> dict[str, Any]:
         """What planning a query needs to know of the store (kept in the manifest at each commit, so a query
         process need not open DuckDB to plan): doc types, entity, community and tree-node counts."""
-        return {"doc_types": self.doc_types(), "entities": self.value("SELECT count(DISTINCT entity) FROM mentions"),
-                "communities": self.value("SELECT count(*) FROM communities"),
-                "tree": self.value("SELECT count(*) FROM summaries")}
+        return {
+            "doc_types": self.doc_types(),
+            "entities": self.value("SELECT count(DISTINCT entity) FROM mentions"),
+            "communities": self.value("SELECT count(*) FROM communities"),
+            "tree": self.value("SELECT count(*) FROM summaries"),
+        }
 
     def vocabulary(self) -> dict[str, int]:
         """The index's words and their chunk frequencies (``vocab``)."""
         return dict(self.con.execute("SELECT term, df FROM vocab").fetchall())
 
     def doc_types(self) -> dict[str, int]:
-        return dict(self.con.execute(
-            "SELECT doc_type, count(*) FROM documents GROUP BY doc_type ORDER BY 2 DESC").fetchall())
+        return dict(
+            self.con.execute("SELECT doc_type, count(*) FROM documents GROUP BY doc_type ORDER BY 2 DESC").fetchall()
+        )
 
     def collections(self) -> dict[str, int]:
-        return dict(self.con.execute(
-            "SELECT collection, count(*) FROM documents GROUP BY collection ORDER BY 2 DESC").fetchall())
+        return dict(
+            self.con.execute(
+                "SELECT collection, count(*) FROM documents GROUP BY collection ORDER BY 2 DESC"
+            ).fetchall()
+        )
 
     def document_ids_matching(self, filters: dict[str, str]) -> list[str]:
         """Documents whose fields or front-matter keys match every filter.
@@ -185,9 +199,11 @@ class DuckStore:
         for key, value in filters.items():
             if key in ("date_from", "date_to"):
                 # the document date: front matter `date`, else the file's modification time
-                clauses.append("coalesce(TRY_CAST(json_extract_string(metadata, '$.date') AS DATE), "
-                               f"CAST(to_timestamp(mtime) AS DATE)) {'>=' if key == 'date_from' else '<='} "
-                               "TRY_CAST(? AS DATE)")
+                clauses.append(
+                    "coalesce(TRY_CAST(json_extract_string(metadata, '$.date') AS DATE), "
+                    f"CAST(to_timestamp(mtime) AS DATE)) {'>=' if key == 'date_from' else '<='} "
+                    "TRY_CAST(? AS DATE)"
+                )
                 params.append(value)
             elif key == "path":
                 clauses.append("(path GLOB ? OR source_path GLOB ? OR path GLOB ?)")
@@ -237,8 +253,19 @@ class DuckStore:
             touched: set[str] | None = None
             collections: set[str] | None = None
             if full:
-                for t in ("sources", "documents", "sections", "chunks", "refs", "mentions", "cooccur", "aliases",
-                          "communities", "community_members", "summaries"):
+                for t in (
+                    "sources",
+                    "documents",
+                    "sections",
+                    "chunks",
+                    "refs",
+                    "mentions",
+                    "cooccur",
+                    "aliases",
+                    "communities",
+                    "community_members",
+                    "summaries",
+                ):
                     con.execute(f"DELETE FROM {t}")
             else:
                 touched = knowledge.touched_by_documents(self, removed_doc_ids)
@@ -247,8 +274,12 @@ class DuckStore:
             if removed_doc_ids:
                 with self.registered("gone", {"id": removed_doc_ids}):
                     if collections is not None:
-                        collections |= {r[0] for r in con.execute(
-                            "SELECT DISTINCT collection FROM documents WHERE id IN (SELECT id FROM gone)").fetchall()}
+                        collections |= {
+                            r[0]
+                            for r in con.execute(
+                                "SELECT DISTINCT collection FROM documents WHERE id IN (SELECT id FROM gone)"
+                            ).fetchall()
+                        }
                     for t in ("chunks", "refs", "mentions", "cooccur", "aliases", "sections", "summaries"):
                         con.execute(f"DELETE FROM {t} WHERE document_id IN (SELECT id FROM gone)")
                     con.execute("DELETE FROM documents WHERE id IN (SELECT id FROM gone)")
@@ -256,23 +287,47 @@ class DuckStore:
                 with self.registered("gone_src", {"p": removed_sources}):
                     con.execute("DELETE FROM sources WHERE source_path IN (SELECT p FROM gone_src)")
             self._insert("sources", sources)
-            self._insert("documents", [
-                {**{k: v for k, v in asdict(d).items() if k != "metadata"},
-                 "metadata": json.dumps(d.metadata, default=str, ensure_ascii=False)} for d in documents
-            ])
-            self._insert("sections", [
-                {**{k: v for k, v in asdict(s).items() if k != "order"}, "ord": s.order} for s in sections
-            ])
-            self._insert("chunks", [
-                {"id": c.id, "document_id": c.document_id, "section_id": c.section_id, "chunk_index": c.index,
-                 "text": c.text, "header": c.header, "token_count": c.token_count, "line_start": c.line_start,
-                 "line_end": c.line_end, "boundary_confidence": c.boundary_confidence} for c in chunks
-            ])
+            self._insert(
+                "documents",
+                [
+                    {
+                        **{k: v for k, v in asdict(d).items() if k != "metadata"},
+                        "metadata": json.dumps(d.metadata, default=str, ensure_ascii=False),
+                    }
+                    for d in documents
+                ],
+            )
+            self._insert(
+                "sections", [{**{k: v for k, v in asdict(s).items() if k != "order"}, "ord": s.order} for s in sections]
+            )
+            self._insert(
+                "chunks",
+                [
+                    {
+                        "id": c.id,
+                        "document_id": c.document_id,
+                        "section_id": c.section_id,
+                        "chunk_index": c.index,
+                        "text": c.text,
+                        "header": c.header,
+                        "token_count": c.token_count,
+                        "line_start": c.line_start,
+                        "line_end": c.line_end,
+                        "boundary_confidence": c.boundary_confidence,
+                    }
+                    for c in chunks
+                ],
+            )
             self._insert("refs", [asdict(r) for r in refs])
             self._insert("mentions", entities.mentions)
             collection_of = {d.id: d.collection for d in documents}
-            self._insert("cooccur", [{**r, "collection": collection_of.get(r["document_id"]), "raw_a": r["a"],
-                                      "raw_b": r["b"]} for r in entities.cooccur])
+            self._insert(
+                "cooccur",
+                [
+                    {**r, "collection": collection_of.get(r["document_id"]), "raw_a": r["a"], "raw_b": r["b"]}
+                    for r in entities.cooccur
+                ],
+            )
             self._insert("aliases", entities.aliases)
             self._resolve()
             self._vocabulary()
@@ -281,14 +336,21 @@ class DuckStore:
                 run["summary"]["knowledge"] = knowledge.refresh(self, touched, collections)
             con.execute(
                 "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?)",
-                [run_id, run["started_at"], run["finished_at"], run["lance_table"], run["lance_version"],
-                 json.dumps(run["summary"])],
+                [
+                    run_id,
+                    run["started_at"],
+                    run["finished_at"],
+                    run["lance_table"],
+                    run["lance_version"],
+                    json.dumps(run["summary"]),
+                ],
             )
 
     def keep_manifest(self, manifest: dict[str, Any]) -> None:
         """A copy of the manifest that commits this store's run (``ragkit check --repair`` restores it)."""
-        self.con.execute("CREATE OR REPLACE TABLE manifest AS SELECT ? AS json",
-                         [json.dumps(manifest, sort_keys=True, default=str)])
+        self.con.execute(
+            "CREATE OR REPLACE TABLE manifest AS SELECT ? AS json", [json.dumps(manifest, sort_keys=True, default=str)]
+        )
 
     def kept_manifest(self) -> dict[str, Any] | None:
         try:
@@ -319,10 +381,13 @@ class DuckStore:
         refs = self.rows("SELECT * FROM refs")
         if refs:
             resolved = [resolver.resolve(RefRow(**r)) for r in refs]
-            with self.registered("res", {"id": [r["id"] for r in refs], "rd": [x[0] for x in resolved],
-                                         "rs": [x[1] for x in resolved]}):
-                self.con.execute("UPDATE refs SET resolved_document_id = res.rd, resolved_section_id = res.rs "
-                                 "FROM res WHERE refs.id = res.id")
+            with self.registered(
+                "res", {"id": [r["id"] for r in refs], "rd": [x[0] for x in resolved], "rs": [x[1] for x in resolved]}
+            ):
+                self.con.execute(
+                    "UPDATE refs SET resolved_document_id = res.rd, resolved_section_id = res.rs "
+                    "FROM res WHERE refs.id = res.id"
+                )
         old = list(resolver.superseded())
         self.con.execute("UPDATE documents SET is_latest = true")
         if old:
@@ -334,7 +399,8 @@ class DuckStore:
         self.con.execute("DELETE FROM vocab")
         self.con.execute(
             "INSERT INTO vocab SELECT w, count(DISTINCT id) FROM (SELECT id, unnest(regexp_extract_all("
-            f"lower(header || ' ' || text), '{WORD}')) AS w FROM chunks) GROUP BY w")
+            f"lower(header || ' ' || text), '{WORD}')) AS w FROM chunks) GROUP BY w"
+        )
 
     def _tree(self, documents, sections, chunks) -> dict[str, int]:
         """Summary-tree nodes of this run's new documents (older documents keep theirs), extractive; their
@@ -353,11 +419,16 @@ class DuckStore:
         by_doc: dict[str, list[Chunk]] = {}
         for c in chunks:
             by_doc.setdefault(c.document_id, []).append(c)
-        nodes = [n for d in documents
-                 for n in build_nodes(d, secs.get(d.id, []), by_doc.get(d.id, []), df, n_chunks, {})]
+        nodes = [
+            n for d in documents for n in build_nodes(d, secs.get(d.id, []), by_doc.get(d.id, []), df, n_chunks, {})
+        ]
         self._insert("summaries", [asdict(n) for n in nodes])
-        return {"nodes": len(nodes), "sections": sum(n.level == 1 for n in nodes),
-                "documents": sum(n.level == 2 for n in nodes), "seconds": round(time.perf_counter() - t, 3)}
+        return {
+            "nodes": len(nodes),
+            "sections": sum(n.level == 1 for n in nodes),
+            "documents": sum(n.level == 2 for n in nodes),
+            "seconds": round(time.perf_counter() - t, 3),
+        }
 
     def _no_tree(self) -> dict[str, int]:
         self.con.execute("DELETE FROM summaries")
@@ -365,22 +436,30 @@ class DuckStore:
 
     def pending_summaries(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """Tree nodes and community reports still extractive (for ``--summaries llm`` after a commit)."""
-        nodes = self.rows("SELECT s.id, s.title, s.text, s.chunk_ids, list(c.text ORDER BY c.chunk_index) AS texts "
-                          "FROM summaries s, unnest(s.chunk_ids) AS u(cid) JOIN chunks c ON c.id = u.cid "
-                          "WHERE s.method = 'extractive' GROUP BY ALL ORDER BY s.id")
+        nodes = self.rows(
+            "SELECT s.id, s.title, s.text, s.chunk_ids, list(c.text ORDER BY c.chunk_index) AS texts "
+            "FROM summaries s, unnest(s.chunk_ids) AS u(cid) JOIN chunks c ON c.id = u.cid "
+            "WHERE s.method = 'extractive' GROUP BY ALL ORDER BY s.id"
+        )
         from ragkit.store.knowledge import community_reports
 
-        reports = community_reports(self, self.rows(
-            "SELECT id, collection, level, parent_id, title, top_entities, written FROM communities "
-            "WHERE written IS NULL ORDER BY id"))
+        reports = community_reports(
+            self,
+            self.rows(
+                "SELECT id, collection, level, parent_id, title, top_entities, written FROM communities "
+                "WHERE written IS NULL ORDER BY id"
+            ),
+        )
         return nodes, reports
 
     def write_summaries(self, nodes: dict[str, tuple[str, Any]], reports: dict[str, str]) -> None:
         """Store LLM-written summaries: node id → (text, vector), community id → text (above its report)."""
         with self.transaction():
             for node_id, (text, vector) in nodes.items():
-                self.con.execute("UPDATE summaries SET text = ?, method = 'llm', vector = ? WHERE id = ?",
-                                 [text, [float(x) for x in vector] if vector is not None else None, node_id])
+                self.con.execute(
+                    "UPDATE summaries SET text = ?, method = 'llm', vector = ? WHERE id = ?",
+                    [text, [float(x) for x in vector] if vector is not None else None, node_id],
+                )
             for cid, text in reports.items():
                 self.con.execute("UPDATE communities SET written = ? WHERE id = ?", [text, cid])
 
@@ -402,9 +481,11 @@ class DuckStore:
         if not keys:
             return []
         with self.registered("ekeys", {"k": keys}):
-            rows = self.rows(f"SELECT m.entity AS key, d.collection, {ENTITY_NAME} AS name, {ENTITY_TYPE} AS type "
-                             "FROM mentions m JOIN documents d ON d.id = m.document_id "
-                             "WHERE m.entity IN (SELECT k FROM ekeys) GROUP BY m.entity, d.collection")
+            rows = self.rows(
+                f"SELECT m.entity AS key, d.collection, {ENTITY_NAME} AS name, {ENTITY_TYPE} AS type "
+                "FROM mentions m JOIN documents d ON d.id = m.document_id "
+                "WHERE m.entity IN (SELECT k FROM ekeys) GROUP BY m.entity, d.collection"
+            )
         return with_descriptions(self, rows)
 
     def community_chunks(self, community_ids: list[str], limit: int) -> list[tuple[str, int]]:
@@ -415,7 +496,8 @@ class DuckStore:
         return self.con.execute(
             f"SELECT m.chunk_id, count(*) AS n FROM mentions m JOIN community_members cm ON cm.entity = m.entity "
             f"WHERE cm.community_id IN ({marks}) GROUP BY m.chunk_id ORDER BY n DESC, m.chunk_id LIMIT ?",
-            [*community_ids, limit]).fetchall()
+            [*community_ids, limit],
+        ).fetchall()
 
     def resolver(self):
         """A reference/version resolver over every document and section of the store."""
@@ -434,26 +516,47 @@ class DuckStore:
         key = normalize(name)
         found = self.first(
             "SELECT key FROM entities WHERE key = ? OR list_has_any(aliases, [?, ?]) "
-            "GROUP BY key ORDER BY (key = ?) DESC, sum(mentions) DESC LIMIT 1", [key, name, key, key])
+            "GROUP BY key ORDER BY (key = ?) DESC, sum(mentions) DESC LIMIT 1",
+            [key, name, key, key],
+        )
         if not found:
             return None
         key = found[0]
-        rows = with_descriptions(self, self.rows("SELECT key, collection, name, type, aliases, mentions, chunks, "
-                                                 "documents FROM entities WHERE key = ? ORDER BY mentions DESC", [key]))
+        rows = with_descriptions(
+            self,
+            self.rows(
+                "SELECT key, collection, name, type, aliases, mentions, chunks, "
+                "documents FROM entities WHERE key = ? ORDER BY mentions DESC",
+                [key],
+            ),
+        )
         for r in rows:
             del r["key"], r["source_documents"]
-        info = {"entity": key, "name": rows[0]["name"], "type": rows[0]["type"],
-                "aliases": sorted({a for r in rows for a in r["aliases"]}),
-                "mentions": sum(r["mentions"] for r in rows), "chunks": sum(r["chunks"] for r in rows),
-                "collections": rows}
+        info = {
+            "entity": key,
+            "name": rows[0]["name"],
+            "type": rows[0]["type"],
+            "aliases": sorted({a for r in rows for a in r["aliases"]}),
+            "mentions": sum(r["mentions"] for r in rows),
+            "chunks": sum(r["chunks"] for r in rows),
+            "collections": rows,
+        }
         rels = pair_rows(self, where="r.a = ? OR r.b = ?", params=[key, key])
-        info["relations"] = [{"other": r["b"] if r["a"] == key else r["a"], "collection": r["collection"],
-                              "weight": r["weight"], "description": r["description"]}
-                             for r in sorted(rels, key=lambda r: (-r["weight"], r["a"], r["b"]))[:limit]]
+        info["relations"] = [
+            {
+                "other": r["b"] if r["a"] == key else r["a"],
+                "collection": r["collection"],
+                "weight": r["weight"],
+                "description": r["description"],
+            }
+            for r in sorted(rels, key=lambda r: (-r["weight"], r["a"], r["b"]))[:limit]
+        ]
         info["sources"] = self.rows(
             "SELECT DISTINCT d.path, d.collection, c.header, c.line_start, c.line_end FROM mentions m "
             "JOIN chunks c ON c.id = m.chunk_id JOIN documents d ON d.id = m.document_id "
-            "WHERE m.entity = ? ORDER BY d.path, c.line_start LIMIT ?", [key, limit])
+            "WHERE m.entity = ? ORDER BY d.path, c.line_start LIMIT ?",
+            [key, limit],
+        )
         return info
 
     @contextmanager
@@ -488,8 +591,9 @@ class DuckStore:
         import pyarrow as pa
 
         cols = [r[1] for r in self.con.execute(f"PRAGMA table_info('{table}')").fetchall()]
-        data = pa.table({c: _vector_column([r.get(c) for r in rows]) if c == "vector" else [r.get(c) for r in rows]
-                         for c in cols})
+        data = pa.table(
+            {c: _vector_column([r.get(c) for r in rows]) if c == "vector" else [r.get(c) for r in rows] for c in cols}
+        )
         self.con.register("incoming", data)
         self.con.execute(f"INSERT INTO {table} SELECT {', '.join(cols)} FROM incoming")
         self.con.unregister("incoming")

@@ -76,7 +76,7 @@ class EntityGraph(PickledGraph):
                     self._related.setdefault(y, []).append((x, w))
 
     @classmethod
-    def from_store(cls, store, run_id: int | None = None) -> "EntityGraph":
+    def from_store(cls, store, run_id: int | None = None) -> EntityGraph:
         import igraph as ig
 
         mentions = store.rows("SELECT entity, chunk_id, count(*) AS n FROM mentions GROUP BY entity, chunk_id")
@@ -133,8 +133,14 @@ class EntityGraph(PickledGraph):
                 out[key] = math.log(1 + self.n_chunks / df)
         return out
 
-    def ppr(self, seeds: dict[str, float], damping: float = 0.85, top: int = 100,
-            chunk_seeds: dict[str, float] | None = None, chunk_share: float = 0.0) -> list[tuple[str, float]]:
+    def ppr(
+        self,
+        seeds: dict[str, float],
+        damping: float = 0.85,
+        top: int = 100,
+        chunk_seeds: dict[str, float] | None = None,
+        chunk_share: float = 0.0,
+    ) -> list[tuple[str, float]]:
         """Chunks ranked by personalized PageRank mass from the seed entities.
 
         ``chunk_seeds`` (chunk id → weight, e.g. dense similarity) also restart the walk at passages, as
@@ -158,7 +164,7 @@ class EntityGraph(PickledGraph):
         best = best[np.lexsort((best, -mass[best]))]  # by mass, ties in graph order
         return [(self._names[self._chunk_vertices[i]], float(mass[i])) for i in best if mass[i] > 0]
 
-    def walk(self, damping: float) -> "Walk":
+    def walk(self, damping: float) -> Walk:
         """The personalized-PageRank operator of this graph at ``damping`` (built once per reader)."""
         if self._walk is None or self._walk.damping != damping:
             self._walk = Walk(self.adjacency(), damping)
@@ -172,9 +178,13 @@ class EntityGraph(PickledGraph):
             n = self.g.vcount()
             edges = np.asarray(self.g.get_edgelist(), dtype=np.int64).reshape(-1, 2)
             w = np.asarray(self.g.es["weight"] if self.g.ecount() else [], dtype=np.float64)
-            self._adjacency = sp.csr_matrix((np.concatenate([w, w]), (np.concatenate([edges[:, 0], edges[:, 1]]),
-                                                                       np.concatenate([edges[:, 1], edges[:, 0]]))),
-                                            shape=(n, n))
+            self._adjacency = sp.csr_matrix(
+                (
+                    np.concatenate([w, w]),
+                    (np.concatenate([edges[:, 0], edges[:, 1]]), np.concatenate([edges[:, 1], edges[:, 0]])),
+                ),
+                shape=(n, n),
+            )
         return self._adjacency
 
     def chunks_of(self, key: str) -> list[str]:
@@ -194,7 +204,7 @@ class EntityGraph(PickledGraph):
                     other = self._names[u]
                     a, b = (key, other) if key < other else (other, key)
                     walked[(a, b)] = max(walked.get((a, b), 0.0), weight)
-                    gain = w * min(1.0, weight) * (0.5 ** hop)
+                    gain = w * min(1.0, weight) * (0.5**hop)
                     if gain > scores.get(other, 0.0):
                         nxt[other] = max(nxt.get(other, 0.0), gain)
             for k, g in nxt.items():
@@ -205,6 +215,9 @@ class EntityGraph(PickledGraph):
     def stats(self) -> dict:
         kinds = self.g.vs["kind"] if self.g.vcount() else []
         types = self.g.es["type"] if self.g.ecount() else []
-        return {"entities": sum(k == "entity" for k in kinds), "chunks": self.n_chunks,
-                "mention_edges": sum(t == "mention" for t in types),
-                "relation_edges": sum(t == "relation" for t in types)}
+        return {
+            "entities": sum(k == "entity" for k in kinds),
+            "chunks": self.n_chunks,
+            "mention_edges": sum(t == "mention" for t in types),
+            "relation_edges": sum(t == "relation" for t in types),
+        }

@@ -29,7 +29,9 @@ def save_pickled(folder: Path, name: str, graph, run_id: int | None) -> None:
     """Write a graph with the run id it belongs to (zlib-compressed: ids repeat; atomic replace)."""
     folder.mkdir(parents=True, exist_ok=True)
     tmp = folder / f".{name}.tmp"
-    tmp.write_bytes(zlib.compress(pickle.dumps({"run_id": run_id, "graph": graph}, protocol=pickle.HIGHEST_PROTOCOL), 6))
+    tmp.write_bytes(
+        zlib.compress(pickle.dumps({"run_id": run_id, "graph": graph}, protocol=pickle.HIGHEST_PROTOCOL), 6)
+    )
     os.replace(tmp, folder / name)
 
 
@@ -73,7 +75,7 @@ class EvidenceGraph(PickledGraph):
     # ---------------------------------------------------------------- build
 
     @classmethod
-    def from_store(cls, store, run_id: int | None = None) -> "EvidenceGraph":
+    def from_store(cls, store, run_id: int | None = None) -> EvidenceGraph:
         import igraph as ig
 
         names: list[str] = []
@@ -89,12 +91,14 @@ class EvidenceGraph(PickledGraph):
 
         for d in store.rows("SELECT id, title, path, is_latest FROM documents ORDER BY id"):
             add(d["id"], "document", d["id"], d["title"] or d["path"], 0, bool(d["is_latest"]))
-        sections = store.rows("SELECT id, document_id, parent_id, breadcrumb, ord FROM sections "
-                              "ORDER BY document_id, ord")
+        sections = store.rows(
+            "SELECT id, document_id, parent_id, breadcrumb, ord FROM sections ORDER BY document_id, ord"
+        )
         for s in sections:
             add(s["id"], "section", s["document_id"], s["breadcrumb"], s["ord"])
-        chunks = store.rows("SELECT id, document_id, section_id, chunk_index FROM chunks "
-                            "ORDER BY document_id, chunk_index")
+        chunks = store.rows(
+            "SELECT id, document_id, section_id, chunk_index FROM chunks ORDER BY document_id, chunk_index"
+        )
         for c in chunks:
             add(c["id"], "chunk", c["document_id"], "", c["chunk_index"])
         idx = {n: i for i, n in enumerate(names)}
@@ -117,8 +121,10 @@ class EvidenceGraph(PickledGraph):
             if prev and prev["section_id"] == c["section_id"] and prev["chunk_index"] + 1 == c["chunk_index"]:
                 link(prev["id"], c["id"], "adjacent_to", "adjacent_to")
             prev = c
-        for r in store.rows("SELECT DISTINCT chunk_id, coalesce(resolved_section_id, resolved_document_id) AS t "
-                            "FROM refs WHERE resolved_document_id IS NOT NULL"):
+        for r in store.rows(
+            "SELECT DISTINCT chunk_id, coalesce(resolved_section_id, resolved_document_id) AS t "
+            "FROM refs WHERE resolved_document_id IS NOT NULL"
+        ):
             link(r["chunk_id"], r["t"], "references")
         for old, new in store.resolver().superseded().items():
             link(new, old, "supersedes")
@@ -144,8 +150,11 @@ class EvidenceGraph(PickledGraph):
         if node not in self._idx:
             return []
         v = self._idx[node]
-        other = [self.g.es[e].target if mode == "out" else self.g.es[e].source
-                 for e in self.g.incident(v, mode=mode) if self._etype[e] == edge_type]
+        other = [
+            self.g.es[e].target if mode == "out" else self.g.es[e].source
+            for e in self.g.incident(v, mode=mode)
+            if self._etype[e] == edge_type
+        ]
         return [self._names[i] for i in sorted(other, key=lambda i: self._order[i])]
 
     def chunk_count(self, doc: str) -> int:
@@ -168,7 +177,7 @@ class EvidenceGraph(PickledGraph):
     def get_document(self, node: str) -> str | None:
         return self.g.vs[self._idx[node]]["doc"] if node in self._idx else None
 
-    def get_subgraph(self, node: str, depth: int = 1) -> "EvidenceGraph":
+    def get_subgraph(self, node: str, depth: int = 1) -> EvidenceGraph:
         """The nodes within ``depth`` hops of ``node`` (any edge type) and the edges among them."""
         if node not in self._idx:
             raise KeyError(node)
@@ -182,7 +191,8 @@ class EvidenceGraph(PickledGraph):
 
     def stats(self) -> dict[str, Any]:
         return {
-            "nodes": self.g.vcount(), "edges": self.g.ecount(),
+            "nodes": self.g.vcount(),
+            "edges": self.g.ecount(),
             "node_kinds": dict(Counter(self.g.vs["kind"])) if self.g.vcount() else {},
             "edge_types": {t: n for t, n in Counter(self.g.es["type"]).items()} if self.g.ecount() else {},
             "run_id": self.run_id,
@@ -193,13 +203,18 @@ class EvidenceGraph(PickledGraph):
             self.g.write_graphml(str(path))
         elif fmt == "json":  # networkx node-link layout
             data = {
-                "directed": True, "multigraph": False, "graph": {"run_id": self.run_id},
-                "nodes": [{"id": v["name"], **{k: v[k] for k in ("kind", "doc", "label", "order", "is_latest")}}
-                          for v in self.g.vs],
-                "links": [{"source": self.g.vs[e.source]["name"], "target": self.g.vs[e.target]["name"],
-                           "type": e["type"]} for e in self.g.es],
+                "directed": True,
+                "multigraph": False,
+                "graph": {"run_id": self.run_id},
+                "nodes": [
+                    {"id": v["name"], **{k: v[k] for k in ("kind", "doc", "label", "order", "is_latest")}}
+                    for v in self.g.vs
+                ],
+                "links": [
+                    {"source": self.g.vs[e.source]["name"], "target": self.g.vs[e.target]["name"], "type": e["type"]}
+                    for e in self.g.es
+                ],
             }
             path.write_text(json.dumps(data))
         else:
             raise ValueError(f"unknown export format {fmt!r}")
-

@@ -35,7 +35,6 @@ import hashlib
 from collections import defaultdict
 from typing import Any
 
-
 DESCRIPTION_SENTENCES = 2
 DESCRIPTION_CHARS = 400
 RELATIONS_PER_ENTITY = 20
@@ -50,8 +49,7 @@ def _strongest(t: str = "") -> str:
 
 # an entity's display name and type over its mentions ``m`` (the entities view and key look-ups)
 ENTITY_NAME = "mode(m.surface)"
-ENTITY_TYPE = ("coalesce(mode(m.type) FILTER (WHERE m.type NOT IN ('acronym', 'name', 'term', 'title')), "
-               "mode(m.type))")
+ENTITY_TYPE = "coalesce(mode(m.type) FILTER (WHERE m.type NOT IN ('acronym', 'name', 'term', 'title')), mode(m.type))"
 
 SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS mentions (
@@ -103,8 +101,12 @@ def touched_by_documents(store, doc_ids: list[str]) -> set[str]:
     if not doc_ids:
         return set()
     with store.registered("touch_docs", {"id": doc_ids}):
-        return {r[0] for r in store.con.execute(
-            "SELECT DISTINCT entity FROM mentions WHERE document_id IN (SELECT id FROM touch_docs)").fetchall()}
+        return {
+            r[0]
+            for r in store.con.execute(
+                "SELECT DISTINCT entity FROM mentions WHERE document_id IN (SELECT id FROM touch_docs)"
+            ).fetchall()
+        }
 
 
 def refresh(store, touched: set[str] | None, collections: set[str] | None) -> dict[str, int]:
@@ -121,8 +123,11 @@ def refresh(store, touched: set[str] | None, collections: set[str] | None) -> di
     if collections is None or touched is None:
         collections = {r[0] for r in con.execute("SELECT DISTINCT collection FROM documents").fetchall()}
     changed = _communities(store, collections, touched)
-    return {"entities": store.value("SELECT count(*) FROM entities"),
-            "relations": store.value("SELECT count(*) FROM relations"), "communities": changed}
+    return {
+        "entities": store.value("SELECT count(*) FROM entities"),
+        "relations": store.value("SELECT count(*) FROM relations"),
+        "communities": changed,
+    }
 
 
 def _remap_aliases(store) -> set[str]:
@@ -135,23 +140,32 @@ def _remap_aliases(store) -> set[str]:
     con.execute("CREATE OR REPLACE TEMP TABLE amap AS " + ALIAS_MAP)  # fixed while mentions change
     moved = con.execute(
         "SELECT DISTINCT m.entity, coalesce(am.entity, m.raw) FROM mentions m LEFT JOIN amap am ON am.alias = m.raw "
-        "WHERE m.entity IS DISTINCT FROM coalesce(am.entity, m.raw)").fetchall()
+        "WHERE m.entity IS DISTINCT FROM coalesce(am.entity, m.raw)"
+    ).fetchall()
     if moved:
         con.execute("UPDATE mentions SET entity = raw WHERE entity <> raw AND raw NOT IN (SELECT alias FROM amap)")
-        con.execute("UPDATE mentions SET entity = amap.entity FROM amap "
-                    "WHERE mentions.raw = amap.alias AND mentions.entity <> amap.entity")
+        con.execute(
+            "UPDATE mentions SET entity = amap.entity FROM amap "
+            "WHERE mentions.raw = amap.alias AND mentions.entity <> amap.entity"
+        )
     for end in ("a", "b"):  # co-occurrences follow (their ``raw_`` keys are what was extracted)
-        con.execute(f"UPDATE cooccur SET {end} = raw_{end} WHERE {end} <> raw_{end} "
-                    f"AND raw_{end} NOT IN (SELECT alias FROM amap)")
-        con.execute(f"UPDATE cooccur SET {end} = amap.entity FROM amap "
-                    f"WHERE cooccur.raw_{end} = amap.alias AND cooccur.{end} <> amap.entity")
+        con.execute(
+            f"UPDATE cooccur SET {end} = raw_{end} WHERE {end} <> raw_{end} "
+            f"AND raw_{end} NOT IN (SELECT alias FROM amap)"
+        )
+        con.execute(
+            f"UPDATE cooccur SET {end} = amap.entity FROM amap "
+            f"WHERE cooccur.raw_{end} = amap.alias AND cooccur.{end} <> amap.entity"
+        )
     return {k for pair in moved for k in pair if k}
 
 
-SENTENCES = ("SELECT m.entity, d.collection, m.document_id, d.title, c.chunk_index, m.sent_start, "
-             "substring(c.text, m.sent_start + 1, m.sent_end - m.sent_start) FROM mentions m "
-             "JOIN chunks c ON c.id = m.chunk_id JOIN documents d ON d.id = m.document_id "
-             "WHERE m.sent_start IS NOT NULL AND {where}")
+SENTENCES = (
+    "SELECT m.entity, d.collection, m.document_id, d.title, c.chunk_index, m.sent_start, "
+    "substring(c.text, m.sent_start + 1, m.sent_end - m.sent_start) FROM mentions m "
+    "JOIN chunks c ON c.id = m.chunk_id JOIN documents d ON d.id = m.document_id "
+    "WHERE m.sent_start IS NOT NULL AND {where}"
+)
 
 
 def mention_sentences(store, keys: list[str] | None = None) -> dict[tuple[str, str], list[tuple]]:
@@ -176,8 +190,9 @@ def describe(sentences: dict[tuple[str, str], list[tuple]]) -> dict[tuple[str, s
     titles: dict[str, str] = {}  # a common entity has thousands of sentences from a few hundred titles
     out = {}
     for (key, coll), found in sentences.items():
-        found = sorted(found, key=lambda s: (titles.setdefault(s[1] or "", normalize(s[1] or "")) != key,
-                                             s[0], s[2], s[3]))
+        found = sorted(
+            found, key=lambda s: (titles.setdefault(s[1] or "", normalize(s[1] or "")) != key, s[0], s[2], s[3])
+        )
         chosen, docs = [], []
         for doc, _, _, _, text in found:
             text = " ".join((text or "").split())
@@ -203,8 +218,9 @@ def with_descriptions(store, rows: list[dict[str, Any]]) -> list[dict[str, Any]]
     return rows
 
 
-def pair_rows(store, join: str = "", where: str = "true", params: list | None = None,
-              extra: str = "") -> list[dict[str, Any]]:
+def pair_rows(
+    store, join: str = "", where: str = "true", params: list | None = None, extra: str = ""
+) -> list[dict[str, Any]]:
     """Relations of the co-occurrences that ``join``/``where`` select (alias ``r`` is the ``cooc`` view), each
     with its summed weight and its strongest sentence as description, read from the chunk text. Filters
     apply before the aggregation, so a few pairs cost a few rows (the ``relations`` view ranks them all)."""
@@ -214,7 +230,9 @@ def pair_rows(store, join: str = "", where: str = "true", params: list | None = 
         f"FROM cooc r {join} WHERE {where} GROUP BY ALL) "
         "SELECT agg.* EXCLUDE (best), best.document_id AS source_document, "
         "coalesce(best.note, substring(c.text, best.sent_start + 1, best.sent_end - best.sent_start)) AS description "
-        "FROM agg LEFT JOIN chunks c ON c.id = agg.best.chunk_id", params)
+        "FROM agg LEFT JOIN chunks c ON c.id = agg.best.chunk_id",
+        params,
+    )
 
 
 def community_reports(store, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -228,17 +246,18 @@ def community_reports(store, rows: list[dict[str, Any]]) -> list[dict[str, Any]]
     by_id: dict[str, list[dict]] = defaultdict(list)
     with store.registered("crows", {"id": [r["id"] for r in rows]}):
         for edge in store.rows(
-                "WITH mem AS (SELECT m.community_id, m.entity, c.collection FROM community_members m "
-                "JOIN communities c ON c.id = m.community_id WHERE c.id IN (SELECT id FROM crows)), "
-                "edges AS (SELECT ma.community_id, r.a, r.b, sum(r.weight) AS weight, "
-                f"{_strongest('r.')} AS best FROM cooc r "
-                "JOIN mem ma ON ma.entity = r.a AND ma.collection = r.collection "
-                "JOIN mem mb ON mb.entity = r.b AND mb.community_id = ma.community_id GROUP BY ma.community_id, r.a, r.b "
-                "QUALIFY row_number() OVER (PARTITION BY ma.community_id ORDER BY sum(r.weight) DESC, r.a, r.b) "
-                f"<= {REPORT_RELATIONS}) "
-                "SELECT e.community_id, e.a, e.b, e.weight, e.best.document_id AS source_document, "
-                "coalesce(e.best.note, substring(c.text, e.best.sent_start + 1, e.best.sent_end - e.best.sent_start)) "
-                "AS description FROM edges e LEFT JOIN chunks c ON c.id = e.best.chunk_id"):
+            "WITH mem AS (SELECT m.community_id, m.entity, c.collection FROM community_members m "
+            "JOIN communities c ON c.id = m.community_id WHERE c.id IN (SELECT id FROM crows)), "
+            "edges AS (SELECT ma.community_id, r.a, r.b, sum(r.weight) AS weight, "
+            f"{_strongest('r.')} AS best FROM cooc r "
+            "JOIN mem ma ON ma.entity = r.a AND ma.collection = r.collection "
+            "JOIN mem mb ON mb.entity = r.b AND mb.community_id = ma.community_id GROUP BY ma.community_id, r.a, r.b "
+            "QUALIFY row_number() OVER (PARTITION BY ma.community_id ORDER BY sum(r.weight) DESC, r.a, r.b) "
+            f"<= {REPORT_RELATIONS}) "
+            "SELECT e.community_id, e.a, e.b, e.weight, e.best.document_id AS source_document, "
+            "coalesce(e.best.note, substring(c.text, e.best.sent_start + 1, e.best.sent_end - e.best.sent_start)) "
+            "AS description FROM edges e LEFT JOIN chunks c ON c.id = e.best.chunk_id"
+        ):
             by_id[edge.pop("community_id")].append(edge)
     return write_reports(rows, by_id)
 
@@ -248,8 +267,9 @@ def write_reports(rows: list[dict[str, Any]], edges: dict[str, list[dict]]) -> l
     from ragkit.extract.communities import Community, report
 
     for r in rows:
-        c = Community(r["id"], r["level"], r["parent_id"], [], title=r["title"],
-                      top_entities=list(r["top_entities"] or []))
+        c = Community(
+            r["id"], r["level"], r["parent_id"], [], title=r["title"], top_entities=list(r["top_entities"] or [])
+        )
         report(c, edges.get(r["id"], []))
         r["report"] = f"{r['written']}\n\n{c.report}" if r.get("written") else c.report
         r["source_documents"] = sorted(c.source_documents)
@@ -263,14 +283,16 @@ def _communities(store, collections: set[str], touched: set[str] | None) -> int:
     con = store.con
     changed = 0
     for coll in sorted(collections):
-        previous = store.rows("SELECT c.id, c.level, list(m.entity ORDER BY m.entity) AS members FROM communities c "
-                              "JOIN community_members m ON m.community_id = c.id WHERE c.collection = ? "
-                              "GROUP BY c.id, c.level", [coll])
+        previous = store.rows(
+            "SELECT c.id, c.level, list(m.entity ORDER BY m.entity) AS members FROM communities c "
+            "JOIN community_members m ON m.community_id = c.id WHERE c.collection = ? "
+            "GROUP BY c.id, c.level",
+            [coll],
+        )
         relations = store.rows("SELECT a, b, weight FROM relations WHERE collection = ?", [coll])
         initial = {e: i for i, p in enumerate(r for r in previous if r["level"] == 0) for e in p["members"]}
         found = detect(relations, initial=initial)
-        keep_ids = {r["id"] for r in previous
-                    if touched is not None and not (set(r["members"]) & touched)}
+        keep_ids = {r["id"] for r in previous if touched is not None and not (set(r["members"]) & touched)}
         fresh = []
         for c in found:
             c.id = _community_id(coll, c.level, c.members)
@@ -280,12 +302,27 @@ def _communities(store, collections: set[str], touched: set[str] | None) -> int:
                 fresh.append(c)
         kept = keep_ids & {c.id for c in found}
         with store.registered("keep", {"id": sorted(kept)}):
-            con.execute("DELETE FROM community_members WHERE community_id IN (SELECT id FROM communities "
-                        "WHERE collection = ? AND id NOT IN (SELECT id FROM keep))", [coll])
+            con.execute(
+                "DELETE FROM community_members WHERE community_id IN (SELECT id FROM communities "
+                "WHERE collection = ? AND id NOT IN (SELECT id FROM keep))",
+                [coll],
+            )
             con.execute("DELETE FROM communities WHERE collection = ? AND id NOT IN (SELECT id FROM keep)", [coll])
-        store._insert("communities", [
-            {"id": c.id, "collection": coll, "level": c.level, "parent_id": c.parent_id, "title": c.title,
-             "size": len(c.members), "top_entities": c.top_entities} for c in fresh])
+        store._insert(
+            "communities",
+            [
+                {
+                    "id": c.id,
+                    "collection": coll,
+                    "level": c.level,
+                    "parent_id": c.parent_id,
+                    "title": c.title,
+                    "size": len(c.members),
+                    "top_entities": c.top_entities,
+                }
+                for c in fresh
+            ],
+        )
         store._insert("community_members", [{"community_id": c.id, "entity": e} for c in fresh for e in c.members])
         moved = [(c.parent_id, c.id) for c in found if c.id in kept and c.level > 0]  # a kept child, a new parent
         if moved:

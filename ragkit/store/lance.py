@@ -7,10 +7,11 @@ A run that dies half-way therefore leaves the committed version readable.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -35,20 +36,31 @@ def _connect(path: Path | str):
 
 
 def chunk_schema(dim: int) -> pa.Schema:
-    return pa.schema([
-        ("id", pa.string()), ("document_id", pa.string()), ("section_id", pa.string()),
-        ("chunk_index", pa.int32()), ("header", pa.string()),
-        ("content", pa.string()),  # header + "\n" + text: what was embedded and what BM25 indexes (the text
-        # itself is read back from it: a column of its own would store every chunk twice)
-        ("terms", pa.string()),  # German / Swedish: the parts of the content's compounds, which BM25 also
-        # indexes ("Ruhepausen" → "ruhe pausen"); else null
-        ("path", pa.string()), ("title", pa.string()), ("doc_type", pa.string()),
-        ("collection", pa.string()), ("external_id", pa.string()),
-        ("line_start", pa.int32()), ("line_end", pa.int32()), ("token_count", pa.int32()),
-        ("boundary_confidence", pa.float32()),
-        ("page_start", pa.int32()), ("page_end", pa.int32()),  # paged formats (PDF), else null
-        ("vector", pa.list_(pa.float32(), dim)),
-    ])
+    return pa.schema(
+        [
+            ("id", pa.string()),
+            ("document_id", pa.string()),
+            ("section_id", pa.string()),
+            ("chunk_index", pa.int32()),
+            ("header", pa.string()),
+            ("content", pa.string()),  # header + "\n" + text: what was embedded and what BM25 indexes (the text
+            # itself is read back from it: a column of its own would store every chunk twice)
+            ("terms", pa.string()),  # German / Swedish: the parts of the content's compounds, which BM25 also
+            # indexes ("Ruhepausen" → "ruhe pausen"); else null
+            ("path", pa.string()),
+            ("title", pa.string()),
+            ("doc_type", pa.string()),
+            ("collection", pa.string()),
+            ("external_id", pa.string()),
+            ("line_start", pa.int32()),
+            ("line_end", pa.int32()),
+            ("token_count", pa.int32()),
+            ("boundary_confidence", pa.float32()),
+            ("page_start", pa.int32()),
+            ("page_end", pa.int32()),  # paged formats (PDF), else null
+            ("vector", pa.list_(pa.float32(), dim)),
+        ]
+    )
 
 
 def chunk_rows(chunks: list[Chunk], docs: dict[str, Document], vectors: np.ndarray) -> pa.Table:
@@ -116,7 +128,7 @@ class FtsSettings:
 
 def chunk_text(content: str, header: str | None) -> str:
     """A chunk's text from the embedded content (header + newline + text)."""
-    return content[len(header) + 1:] if header and content.startswith(header + "\n") else content
+    return content[len(header) + 1 :] if header and content.startswith(header + "\n") else content
 
 
 def _rows(table: pa.Table) -> list[dict[str, Any]]:
@@ -128,8 +140,10 @@ def _rows(table: pa.Table) -> list[dict[str, Any]]:
     if "vector" in table.column_names and table.num_rows:
         arr = table.column("vector").combine_chunks()
         vectors = arr.flatten().to_numpy(zero_copy_only=False).reshape(table.num_rows, -1)
-    return [{**{k: v[i] for k, v in cols.items()}, "vector": vectors[i] if vectors is not None else None}
-            for i in range(table.num_rows)]
+    return [
+        {**{k: v[i] for k, v in cols.items()}, "vector": vectors[i] if vectors is not None else None}
+        for i in range(table.num_rows)
+    ]
 
 
 # at most this many chunks are searched exactly, as one in-memory matrix; above it (or once an ANN index
@@ -151,9 +165,26 @@ class ChunkTable:
     vector index answers and rows are read from disk. Prefilters are Lance SQL either way.
     """
 
-    COLUMNS = ["id", "document_id", "section_id", "chunk_index", "content", "header", "path", "title",
-               "doc_type", "collection", "external_id", "line_start", "line_end", "token_count",
-               "boundary_confidence", "page_start", "page_end", "vector"]
+    COLUMNS = [
+        "id",
+        "document_id",
+        "section_id",
+        "chunk_index",
+        "content",
+        "header",
+        "path",
+        "title",
+        "doc_type",
+        "collection",
+        "external_id",
+        "line_start",
+        "line_end",
+        "token_count",
+        "boundary_confidence",
+        "page_start",
+        "page_end",
+        "vector",
+    ]
 
     def __init__(self, lance_dir: Path | str, table: str, version: int, fts_language: str | None = None):
         _quiet()
@@ -177,8 +208,11 @@ class ChunkTable:
             data = self.ds.to_table(columns=["id", "vector"], io_buffer_size=IO_BUFFER)
             ids = data.column("id").to_pylist()
             vec = data.column("vector").combine_chunks()
-            mat = vec.values.to_numpy(zero_copy_only=False).reshape(len(ids), -1) if ids \
+            mat = (
+                vec.values.to_numpy(zero_copy_only=False).reshape(len(ids), -1)
+                if ids
                 else np.zeros((0, 1), dtype=np.float32)
+            )
             self._matrix = (ids, {cid: i for i, cid in enumerate(ids)}, mat)
         return self._matrix
 
@@ -198,8 +232,14 @@ class ChunkTable:
     def vector_search(self, vector: np.ndarray, limit: int, where: str | None) -> list[dict[str, Any]]:
         q = np.asarray(vector, dtype=np.float32)
         if not self.exact():
-            return _rows(self.ds.to_table(columns=self.COLUMNS, filter=where, prefilter=True, nearest={
-                "column": "vector", "q": q, "k": limit, "metric": "cosine", "refine_factor": ANN_REFINE}))
+            return _rows(
+                self.ds.to_table(
+                    columns=self.COLUMNS,
+                    filter=where,
+                    prefilter=True,
+                    nearest={"column": "vector", "q": q, "k": limit, "metric": "cosine", "refine_factor": ANN_REFINE},
+                )
+            )
         ids, _, mat = self.matrix()
         if not ids:
             return []
@@ -238,8 +278,9 @@ class ChunkTable:
             positions = [p for p in positions if allowed[p]]
         return self.take(positions)
 
-    def fts_search(self, text: str, limit: int, where: str | None, parts: list[str] | None = None
-                   ) -> list[dict[str, Any]]:
+    def fts_search(
+        self, text: str, limit: int, where: str | None, parts: list[str] | None = None
+    ) -> list[dict[str, Any]]:
         """BM25 hits for ``text``; in an index with compound parts (``compounds``) over content and terms as one
         field (BM25F), the query's own compounds' ``parts`` added."""
         if not text.strip():
@@ -250,9 +291,14 @@ class ChunkTable:
             from lance.query import CombinedFieldsQuery
 
             query = CombinedFieldsQuery(" ".join([text, *(parts or [])]), ["content", "terms"])
-        found = self.ds.to_table(columns=["id", "_score"] if exact else self.COLUMNS + ["_score"], filter=where,
-                                 prefilter=True, limit=limit, full_text_query=query,
-                                 disable_scoring_autoprojection=True)
+        found = self.ds.to_table(
+            columns=["id", "_score"] if exact else self.COLUMNS + ["_score"],
+            filter=where,
+            prefilter=True,
+            limit=limit,
+            full_text_query=query,
+            disable_scoring_autoprojection=True,
+        )
         if not exact:
             return _rows(found)
         _, row_of, _ = self.matrix()
@@ -271,8 +317,9 @@ class ChunkTable:
     def _columns(self) -> pa.Table:
         """Every column but the vector, in row order (exact mode: read once and kept)."""
         if self._table is None:
-            self._table = self.ds.to_table(columns=[c for c in self.COLUMNS if c != "vector"],
-                                           io_buffer_size=IO_BUFFER).combine_chunks()  # take: 1.1 → 0.2 ms
+            self._table = self.ds.to_table(
+                columns=[c for c in self.COLUMNS if c != "vector"], io_buffer_size=IO_BUFFER
+            ).combine_chunks()  # take: 1.1 → 0.2 ms
         return self._table
 
     def titles(self) -> list[tuple[str, str]]:
@@ -287,8 +334,9 @@ class ChunkTable:
         q = np.asarray(vector, dtype=np.float32)
         q = q / (np.linalg.norm(q) or 1.0)
         if not self.exact():
-            rows = self.vector_search(q, 20 * len(doc_ids), in_list("document_id", doc_ids)
-                                      + (f" AND ({where})" if where else ""))
+            rows = self.vector_search(
+                q, 20 * len(doc_ids), in_list("document_id", doc_ids) + (f" AND ({where})" if where else "")
+            )
             best: dict[str, dict[str, Any]] = {}
             for r in rows:
                 best.setdefault(r["document_id"], r)
@@ -332,8 +380,17 @@ class ChunkWriter:
     """Write side used by one indexing run; returns the new version to commit. ``guard`` is called before
     every write (on object storage: raises when this run no longer holds the index's lease)."""
 
-    def __init__(self, lance_dir: Path | str, table: str, committed_version: int | None, dim: int, fts: FtsSettings,
-                 vector_index_min_rows: int, rebuild_fts: bool = False, guard: Callable[[], None] | None = None):
+    def __init__(
+        self,
+        lance_dir: Path | str,
+        table: str,
+        committed_version: int | None,
+        dim: int,
+        fts: FtsSettings,
+        vector_index_min_rows: int,
+        rebuild_fts: bool = False,
+        guard: Callable[[], None] | None = None,
+    ):
         if isinstance(lance_dir, Path):
             lance_dir.mkdir(parents=True, exist_ok=True)
         self.guard = guard or (lambda: None)
@@ -376,7 +433,7 @@ class ChunkWriter:
             return
         self.guard()
         for i in range(0, len(values), 500):
-            self.table.delete(in_list(column, values[i:i + 500]))
+            self.table.delete(in_list(column, values[i : i + 500]))
 
     @property
     def uri(self) -> str:
@@ -401,12 +458,18 @@ class ChunkWriter:
         self.ensure_table()
         metas = [FragmentMetadata.from_json(f) for f in fragments]
         if isinstance(self.lance_dir, Path):  # workers on other machines wrote to their own disks
-            missing = [f.path for m in metas for f in m.files
-                       if not (self.lance_dir / f"{self.name}.lance" / "data" / f.path).exists()]
+            missing = [
+                f.path
+                for m in metas
+                for f in m.files
+                if not (self.lance_dir / f"{self.name}.lance" / "data" / f.path).exists()
+            ]
             if missing:
-                raise BadInput(f"{len(missing)} data file(s) the Ray workers wrote are not in {self.uri}",
-                               hint="On a Ray cluster put the index where every node writes: object storage "
-                                    "(--index s3://…) or a file system mounted at the same path.")
+                raise BadInput(
+                    f"{len(missing)} data file(s) the Ray workers wrote are not in {self.uri}",
+                    hint="On a Ray cluster put the index where every node writes: object storage "
+                    "(--index s3://…) or a file system mounted at the same path.",
+                )
         self.guard()
         lance.LanceDataset.commit(self.uri, lance.LanceOperation.Append(metas), read_version=self.table.version)
         self.table.checkout_latest()
@@ -431,15 +494,18 @@ class ChunkWriter:
 
     def vectors_lookup(self, fresh: dict[str, np.ndarray]):
         """chunk ids → {id: vector}: this run's vectors from memory, older chunks' from the table."""
+
         def lookup(ids: list[str]) -> dict[str, np.ndarray]:
             out = {i: fresh[i] for i in ids if i in fresh}
             rest = [i for i in ids if i not in fresh]
             for start in range(0, len(rest) if self.table is not None else 0, 1000):
-                part = rest[start:start + 1000]
-                rows = _rows(self.table.search().where(in_list("id", part)).select(["id", "vector"])
-                             .limit(len(part)).to_arrow())
+                part = rest[start : start + 1000]
+                rows = _rows(
+                    self.table.search().where(in_list("id", part)).select(["id", "vector"]).limit(len(part)).to_arrow()
+                )
                 out.update((r["id"], r["vector"]) for r in rows)
             return out
+
         return lookup
 
     def finish(self) -> int:
@@ -457,19 +523,29 @@ class ChunkWriter:
         self.table.checkout_latest()
         indexed = {c for i in self.table.list_indices() if i.index_type == "FTS" for c in i.columns}
         if self._fresh_index or indexed != set(self.fts.columns()):
-            for stale in (i.name for i in self.table.list_indices()
-                          if i.index_type == "FTS" and i.columns[0] not in self.fts.columns()):
+            for stale in (
+                i.name
+                for i in self.table.list_indices()
+                if i.index_type == "FTS" and i.columns[0] not in self.fts.columns()
+            ):
                 self.table.drop_index(stale)
             for column in self.fts.columns():
-                self.table.create_index(column, config=FTS(
-                    language=self.fts.language, stem=self.fts.stem,
-                    remove_stop_words=self.fts.remove_stop_words, ascii_folding=True,
-                ), replace=True)
+                self.table.create_index(
+                    column,
+                    config=FTS(
+                        language=self.fts.language,
+                        stem=self.fts.stem,
+                        remove_stop_words=self.fts.remove_stop_words,
+                        ascii_folding=True,
+                    ),
+                    replace=True,
+                )
         else:  # new rows into the FTS (and vector) indexes
             self.table.to_lance().optimize.optimize_indices()
             self.table.checkout_latest()
         rows = self.table.count_rows()
-        if rows >= self.vector_index_min_rows and not any(i.index_type.startswith("IVF")
-                                                         for i in self.table.list_indices()):
+        if rows >= self.vector_index_min_rows and not any(
+            i.index_type.startswith("IVF") for i in self.table.list_indices()
+        ):
             self.table.create_index(metric="cosine", vector_column_name="vector", index_type="IVF_PQ")
         return self.table.version

@@ -15,9 +15,10 @@ from __future__ import annotations
 import fcntl
 import re
 import shutil
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from ragkit.errors import IndexBusy
 
@@ -48,14 +49,22 @@ def graph_path(index_dir: Path, manifest: dict[str, Any]) -> Path:
 
 def leftovers(index_dir: Path, manifest: dict[str, Any] | None) -> list[Path]:
     """Run files the manifest does not name: an unfinished run's, or a replaced run's not yet removed."""
-    keep = set() if manifest is None else {manifest.get("store", DUCK_NAME), manifest.get("store", DUCK_NAME) + ".wal",
-                                           manifest.get("graph", GRAPH_DIR)}
+    keep = (
+        set()
+        if manifest is None
+        else {
+            manifest.get("store", DUCK_NAME),
+            manifest.get("store", DUCK_NAME) + ".wal",
+            manifest.get("graph", GRAPH_DIR),
+        }
+    )
     legacy = {DUCK_NAME, DUCK_NAME + ".wal", GRAPH_DIR} if manifest is not None and "store" in manifest else set()
     index_dir = Path(index_dir)
     if not index_dir.is_dir():
         return []
-    return sorted(p for p in index_dir.iterdir()
-                  if p.name not in keep and (_RUN_FILE.match(p.name) or p.name in legacy))
+    return sorted(
+        p for p in index_dir.iterdir() if p.name not in keep and (_RUN_FILE.match(p.name) or p.name in legacy)
+    )
 
 
 def remove(paths: list[Path]) -> None:

@@ -29,8 +29,9 @@ import os
 import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Protocol
+from typing import Protocol
 
 from ragkit.errors import IndexBusy, RagkitError
 
@@ -78,8 +79,10 @@ class S3Objects:
         code = getattr(exc, "response", {}).get("Error", {}).get("Code", "")
         if code in ("PreconditionFailed", "ConditionalRequestConflict", "412", "409"):
             raise Conflict(name) from exc
-        raise RagkitError(f"s3://{self.bucket}/{self._key(name)}: {exc}",
-                          hint="Check the AWS_* variables (credentials, AWS_ENDPOINT_URL) and the URI.") from exc
+        raise RagkitError(
+            f"s3://{self.bucket}/{self._key(name)}: {exc}",
+            hint="Check the AWS_* variables (credentials, AWS_ENDPOINT_URL) and the URI.",
+        ) from exc
 
     def get(self, name: str) -> Stat | None:
         from botocore.exceptions import ClientError
@@ -157,8 +160,9 @@ class Lease:
     def __init__(self, objects: Objects, uri: str):
         self.objects, self.uri = objects, uri
         self.token = os.urandom(8).hex()
-        self.body = json.dumps({"token": self.token, "host": socket.gethostname(), "pid": os.getpid(),
-                                "since": time.time()}).encode()
+        self.body = json.dumps(
+            {"token": self.token, "host": socket.gethostname(), "pid": os.getpid(), "since": time.time()}
+        ).encode()
         self.etag: str | None = None
         self.renewed = -1e18  # time.monotonic() when the request of the last successful write was sent
         self.lost: str | None = None  # why this run no longer holds it
@@ -198,8 +202,10 @@ class Lease:
                     if not wait:
                         raise IndexBusy(f"{self.uri} is being indexed by another writer ({self.describe(now)})")
                     if on_wait and not told:
-                        on_wait(f"{self.uri} is being indexed by another writer ({self.describe(now)}); waiting "
-                                f"for it to finish (Ctrl-C stops)")
+                        on_wait(
+                            f"{self.uri} is being indexed by another writer ({self.describe(now)}); waiting "
+                            f"for it to finish (Ctrl-C stops)"
+                        )
                         told = True
                     time.sleep(POLL)
                     continue
@@ -234,8 +240,10 @@ class Lease:
         if self.lost is None and now.age > TTL:
             self.lost = f"its lease was not renewed for {now.age:.0f} s"
         if self.lost:
-            raise IndexBusy(f"{self.uri}: this run stopped, {self.lost}; nothing of it is committed",
-                            hint="Run ragkit index again: it starts from the newest committed run.")
+            raise IndexBusy(
+                f"{self.uri}: this run stopped, {self.lost}; nothing of it is committed",
+                hint="Run ragkit index again: it starts from the newest committed run.",
+            )
 
     def release(self) -> None:
         self._stop.set()

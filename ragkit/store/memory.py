@@ -17,11 +17,20 @@ from typing import Any
 
 import numpy as np
 
-from ragkit.store.knowledge import (ENTITY_NAME, ENTITY_TYPE, community_reports, describe, mention_sentences,
-                                    pair_rows, write_reports)
+from ragkit.store.knowledge import (
+    ENTITY_NAME,
+    ENTITY_TYPE,
+    community_reports,
+    describe,
+    mention_sentences,
+    pair_rows,
+    write_reports,
+)
 
-ENTITY_NAMES = (f"SELECT m.entity AS key, d.collection, {ENTITY_NAME} AS name, {ENTITY_TYPE} AS type "
-                "FROM mentions m JOIN documents d ON d.id = m.document_id WHERE {where} GROUP BY m.entity, d.collection")
+ENTITY_NAMES = (
+    f"SELECT m.entity AS key, d.collection, {ENTITY_NAME} AS name, {ENTITY_TYPE} AS type "
+    "FROM mentions m JOIN documents d ON d.id = m.document_id WHERE {where} GROUP BY m.entity, d.collection"
+)
 
 
 def _entity_order(r: dict[str, Any]) -> tuple:
@@ -84,8 +93,9 @@ class KnowledgeMemory:
         self.members: dict[str, list[str]] = defaultdict(list)
         self.collection_of: dict[str, str] = {}
         for cid, coll, entity in store.con.execute(
-                "SELECT m.community_id, c.collection, m.entity FROM community_members m "
-                "JOIN communities c ON c.id = m.community_id").fetchall():
+            "SELECT m.community_id, c.collection, m.entity FROM community_members m "
+            "JOIN communities c ON c.id = m.community_id"
+        ).fetchall():
             self.members[cid].append(entity)
             self.collection_of[cid] = coll
         rows = store.con.execute("SELECT entity, chunk_id, count(*) FROM mentions GROUP BY entity, chunk_id").fetchall()
@@ -97,8 +107,9 @@ class KnowledgeMemory:
         self._community_counts: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # built when first asked for
 
     def entity_rows(self, keys: list[str]) -> list[dict[str, Any]]:
-        return self.describe(sorted((dict(r) for k in dict.fromkeys(keys) for r in self.names.get(k, ())),
-                                    key=_entity_order))
+        return self.describe(
+            sorted((dict(r) for k in dict.fromkeys(keys) for r in self.names.get(k, ())), key=_entity_order)
+        )
 
     def describe(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         wanted = {(r["key"], r["collection"]) for r in rows} - self._described.keys()
@@ -117,8 +128,10 @@ class KnowledgeMemory:
             found = {p for m in inside for p in self.adjacent.get(m, ()) if p[0] in inside and p[1] in inside}
             inner = [e for p in found for e in self.pairs[p] if e["collection"] == coll]
             inner.sort(key=lambda e: (-e["weight"], e["a"], e["b"]))
-            edges[r["id"]] = [{k: e[k] for k in ("a", "b", "weight", "source_document", "description")}
-                              for e in inner[: self.report_relations]]
+            edges[r["id"]] = [
+                {k: e[k] for k in ("a", "b", "weight", "source_document", "description")}
+                for e in inner[: self.report_relations]
+            ]
         return write_reports(rows, edges)
 
     def community_chunks(self, community_ids: list[str], limit: int) -> list[tuple[str, int]]:
@@ -137,6 +150,8 @@ class KnowledgeMemory:
             for entity in self.members.get(cid, ()):
                 for chunk, n in self.chunk_mentions.get(entity, ()):
                     total[chunk] += n
-            self._community_counts[cid] = (np.fromiter(total.keys(), dtype=np.int64, count=len(total)),
-                                           np.fromiter(total.values(), dtype=np.int64, count=len(total)))
+            self._community_counts[cid] = (
+                np.fromiter(total.keys(), dtype=np.int64, count=len(total)),
+                np.fromiter(total.values(), dtype=np.int64, count=len(total)),
+            )
         return self._community_counts[cid]

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from ragkit.embed import Embedder, load_embedder, normalize_spec, query_encoder
 from ragkit.errors import EmbedderMismatch, IndexChanged, IndexCorrupt, IndexNotFound
@@ -15,7 +16,8 @@ from ragkit.store.duck import DuckStore
 from ragkit.store.graph import load_pickled
 from ragkit.store.lance import COMPOUND_FTS, ChunkTable, sql_str
 from ragkit.store.layout import VOCAB_FILE, graph_path, store_path
-from ragkit.store.manifest import NAME as MANIFEST, read_manifest
+from ragkit.store.manifest import NAME as MANIFEST
+from ragkit.store.manifest import read_manifest
 
 
 def write_derived(store, folder: Path, run_id: int) -> None:
@@ -70,8 +72,12 @@ class IndexReader:
         self._memory = None
         run = self.manifest["last_run"]
         try:
-            self.chunks = ChunkTable(remote.lance_location(self.index_dir), run["lance_table"], run["lance_version"],
-                                     self.manifest.get("fts_language"))
+            self.chunks = ChunkTable(
+                remote.lance_location(self.index_dir),
+                run["lance_table"],
+                run["lance_version"],
+                self.manifest.get("fts_language"),
+            )
         except Exception as exc:  # missing table files, bad version, …
             raise IndexCorrupt(f"cannot open the chunks table of {self.index_dir}: {exc}") from exc
 
@@ -80,7 +86,8 @@ class IndexReader:
         if embedder.fingerprint != info["fingerprint"] or embedder.dimension != info["dimension"]:
             raise EmbedderMismatch(
                 f"{self.index_dir} was built with {info['name']} ({info['dimension']}d, {info['fingerprint']}), "
-                f"the query embedder is {embedder.name} ({embedder.dimension}d, {embedder.fingerprint})")
+                f"the query embedder is {embedder.name} ({embedder.dimension}d, {embedder.fingerprint})"
+            )
 
     def _derived(self, cls):
         """A graph of the committed run: the saved one, or rebuilt from the store if it is stale."""
@@ -124,9 +131,13 @@ class IndexReader:
         if self._terms is None:
             from ragkit.store.terms import TermVectors
 
-            self._terms = TermVectors(self.index_dir, self.manifest["last_run"]["id"], self.duck,
-                                      lambda texts: self.embedder.encode(texts),
-                                      self.manifest["embedder"]["fingerprint"]).load()
+            self._terms = TermVectors(
+                self.index_dir,
+                self.manifest["last_run"]["id"],
+                self.duck,
+                lambda texts: self.embedder.encode(texts),
+                self.manifest["embedder"]["fingerprint"],
+            ).load()
         return self._terms
 
     def facts(self) -> dict:
@@ -155,8 +166,11 @@ class IndexReader:
     def document(self, document_id: str) -> dict[str, Any] | None:
         """A document's fields and its text, chunk by chunk with their lines (and pages), or None."""
         with self.duck() as store:
-            found = store.rows("SELECT id, path, title, doc_type, collection, metadata, version, is_latest, language, "
-                               "line_count FROM documents WHERE id = ?", [document_id])
+            found = store.rows(
+                "SELECT id, path, title, doc_type, collection, metadata, version, is_latest, language, "
+                "line_count FROM documents WHERE id = ?",
+                [document_id],
+            )
         if not found:
             return None
         doc = found[0]
@@ -166,16 +180,26 @@ class IndexReader:
     def section(self, section_id: str) -> dict[str, Any] | None:
         """A section's place (document, breadcrumb, lines) and its own text (not its subsections'), or None."""
         with self.duck() as store:
-            found = store.rows("SELECT s.id, s.document_id, d.path, d.title, s.heading, s.level, s.breadcrumb, "
-                               "s.parent_id, s.line_start, s.line_end FROM sections s JOIN documents d "
-                               "ON d.id = s.document_id WHERE s.id = ?", [section_id])
+            found = store.rows(
+                "SELECT s.id, s.document_id, d.path, d.title, s.heading, s.level, s.breadcrumb, "
+                "s.parent_id, s.line_start, s.line_end FROM sections s JOIN documents d "
+                "ON d.id = s.document_id WHERE s.id = ?",
+                [section_id],
+            )
         return {**found[0], **self._text(f"section_id = {sql_str(section_id)}")} if found else None
 
     def _text(self, where: str) -> dict[str, Any]:
         rows = sorted(self.chunks.rows(where, limit=1 << 30), key=lambda r: r["chunk_index"])
-        chunks = [{"id": r["id"], "section_id": r["section_id"], "lines": [r["line_start"], r["line_end"]],
-                   "pages": [r["page_start"], r["page_end"]] if r.get("page_start") is not None else None,
-                   "text": r["text"]} for r in rows]
+        chunks = [
+            {
+                "id": r["id"],
+                "section_id": r["section_id"],
+                "lines": [r["line_start"], r["line_end"]],
+                "pages": [r["page_start"], r["page_end"]] if r.get("page_start") is not None else None,
+                "text": r["text"],
+            }
+            for r in rows
+        ]
         return {"chunks": chunks, "text": "\n\n".join(c["text"] for c in chunks)}
 
     def knowledge_rows(self):
@@ -206,8 +230,12 @@ class IndexReader:
         with self.duck() as store:
             ids = store.document_ids_matching(filters)
             with store.registered("scope_ids", {"id": ids}):
-                colls = {r[0] for r in store.con.execute(
-                    "SELECT DISTINCT collection FROM documents WHERE id IN (SELECT id FROM scope_ids)").fetchall()}
+                colls = {
+                    r[0]
+                    for r in store.con.execute(
+                        "SELECT DISTINCT collection FROM documents WHERE id IN (SELECT id FROM scope_ids)"
+                    ).fetchall()
+                }
         return Scope(set(ids), colls)
 
     @property
@@ -221,8 +249,7 @@ class IndexReader:
     def superseded_documents(self) -> list[str]:
         if self._superseded is None:
             g = self.graph.g
-            self._superseded = [v["name"] for v in g.vs.select(kind="document", is_latest=False)] \
-                if g.vcount() else []
+            self._superseded = [v["name"] for v in g.vs.select(kind="document", is_latest=False)] if g.vcount() else []
         return self._superseded
 
     @property
@@ -288,15 +315,29 @@ class IndexReader:
         hits = []
         for r in rows:
             score = 1.0 - float(r["_distance"]) if kind == "dense" else float(r["_score"])
-            hits.append(Hit(
-                chunk_id=r["id"], document_id=r["document_id"], section_id=r["section_id"],
-                chunk_index=int(r["chunk_index"]), text=r["text"], header=r["header"], path=r["path"],
-                title=r["title"], doc_type=r["doc_type"], collection=r["collection"],
-                line_start=int(r["line_start"]), line_end=int(r["line_end"]),
-                token_count=int(r["token_count"]), external_id=r["external_id"], score=score,
-                boundary_confidence=float(r["boundary_confidence"]), vector=r.get("vector"),
-                page_start=r.get("page_start"), page_end=r.get("page_end"),
-            ))
+            hits.append(
+                Hit(
+                    chunk_id=r["id"],
+                    document_id=r["document_id"],
+                    section_id=r["section_id"],
+                    chunk_index=int(r["chunk_index"]),
+                    text=r["text"],
+                    header=r["header"],
+                    path=r["path"],
+                    title=r["title"],
+                    doc_type=r["doc_type"],
+                    collection=r["collection"],
+                    line_start=int(r["line_start"]),
+                    line_end=int(r["line_end"]),
+                    token_count=int(r["token_count"]),
+                    external_id=r["external_id"],
+                    score=score,
+                    boundary_confidence=float(r["boundary_confidence"]),
+                    vector=r.get("vector"),
+                    page_start=r.get("page_start"),
+                    page_end=r.get("page_end"),
+                )
+            )
         return hits
 
 

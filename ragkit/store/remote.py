@@ -26,9 +26,10 @@ import json
 import os
 import re
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from ragkit.errors import IndexBusy, IndexNotFound, RagkitError
 
@@ -81,7 +82,7 @@ def _filesystem(uri: str):
 
     endpoint, region = _endpoint()
     if uri.lower().startswith("s3://"):
-        return pafs.S3FileSystem(endpoint_override=endpoint, region=region), uri[len("s3://"):].rstrip("/")
+        return pafs.S3FileSystem(endpoint_override=endpoint, region=region), uri[len("s3://") :].rstrip("/")
     return pafs.FileSystem.from_uri(uri)
 
 
@@ -106,7 +107,7 @@ class Remote:
             from ragkit.store.lease import FsObjects, S3Objects
 
             if self.uri.lower().startswith("s3://"):
-                bucket, _, prefix = self.uri[len("s3://"):].partition("/")
+                bucket, _, prefix = self.uri[len("s3://") :].partition("/")
                 self._objects = S3Objects(bucket, prefix, *_endpoint())
             else:
                 self._objects = FsObjects(self.fs, self.root)
@@ -124,8 +125,10 @@ class Remote:
         except OSError as exc:
             if "NoSuchKey" in str(exc) or "not found" in str(exc).lower():
                 return None
-            raise RagkitError(f"cannot read {self.uri}/{name}: {exc}",
-                              hint="Check the AWS_* variables (credentials, AWS_ENDPOINT_URL) and the URI.") from exc
+            raise RagkitError(
+                f"cannot read {self.uri}/{name}: {exc}",
+                hint="Check the AWS_* variables (credentials, AWS_ENDPOINT_URL) and the URI.",
+            ) from exc
 
     def write(self, name: str, data: bytes) -> None:
         with self.fs.open_output_stream(self._path(name)) as fh:
@@ -150,9 +153,11 @@ class Remote:
             info = self.fs.get_file_info(path)
             if info.type == pafs.FileType.File:
                 return info.size
-            return sum(i.size for i in self.fs.get_file_info(pafs.FileSelector(path, recursive=True,
-                                                                              allow_not_found=True))
-                       if i.type == pafs.FileType.File)
+            return sum(
+                i.size
+                for i in self.fs.get_file_info(pafs.FileSelector(path, recursive=True, allow_not_found=True))
+                if i.type == pafs.FileType.File
+            )
         except OSError:
             return 0
 
@@ -165,12 +170,19 @@ class Remote:
 
         info = self.fs.get_file_info(self._path(name))
         folder = info.type == pafs.FileType.Directory
-        files = ([i.path for i in self.fs.get_file_info(pafs.FileSelector(self._path(name), recursive=True))
-                  if i.type == pafs.FileType.File] if folder else [self._path(name)])
+        files = (
+            [
+                i.path
+                for i in self.fs.get_file_info(pafs.FileSelector(self._path(name), recursive=True))
+                if i.type == pafs.FileType.File
+            ]
+            if folder
+            else [self._path(name)]
+        )
         tmp = self.mirror / f".{name}.{os.getpid()}.part"
         shutil.rmtree(tmp, ignore_errors=True)
         for remote in files:
-            dest = tmp / remote[len(self._path(name)) + 1:] if folder else tmp
+            dest = tmp / remote[len(self._path(name)) + 1 :] if folder else tmp
             dest.parent.mkdir(parents=True, exist_ok=True)
             with self.fs.open_input_stream(remote) as src, open(dest, "wb") as out:
                 while chunk := src.read(1 << 22):
@@ -185,7 +197,10 @@ class Remote:
         local = self.mirror / name
         files = sorted(p for p in local.rglob("*") if p.is_file()) if local.is_dir() else [local]
         for path in files:
-            with open(path, "rb") as src, self.fs.open_output_stream(self._path(str(path.relative_to(self.mirror)))) as out:
+            with (
+                open(path, "rb") as src,
+                self.fs.open_output_stream(self._path(str(path.relative_to(self.mirror)))) as out,
+            ):
                 while chunk := src.read(1 << 22):
                     out.write(chunk)
 
@@ -250,8 +265,10 @@ class Remote:
             else:
                 self.manifest_etag = self.objects.put(NAME, data, if_match=self.manifest_etag)
         except Conflict:
-            raise IndexBusy(f"{self.uri}: another writer committed a run while this one worked; this run is not "
-                            "committed", hint="Run ragkit index again: it starts from the newest run.") from None
+            raise IndexBusy(
+                f"{self.uri}: another writer committed a run while this one worked; this run is not committed",
+                hint="Run ragkit index again: it starts from the newest run.",
+            ) from None
 
     def push_run(self, manifest: dict[str, Any]) -> None:
         """Upload the run's store and graph folder (before its manifest: a reader reads only what is there)."""
@@ -268,8 +285,9 @@ class Remote:
 
 
 @contextmanager
-def writing(index_dir: Path, wait: bool = False, on_wait: Callable[[str], None] | None = None
-            ) -> Iterator[Remote | None]:
+def writing(
+    index_dir: Path, wait: bool = False, on_wait: Callable[[str], None] | None = None
+) -> Iterator[Remote | None]:
     """One writer at a time: the flock on the index folder (the mirror, for a remote index) and, for an index
     on object storage, its lease; a remote index's committed files are pulled into the mirror. Yields the
     ``Remote`` the writer commits through (None for a local index)."""

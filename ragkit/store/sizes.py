@@ -12,12 +12,19 @@ from pathlib import Path
 
 # DuckDB tables → the component they belong to
 COMPONENTS = {
-    "sources": "documents and chunks (DuckDB)", "documents": "documents and chunks (DuckDB)",
-    "sections": "documents and chunks (DuckDB)", "chunks": "documents and chunks (DuckDB)",
-    "refs": "documents and chunks (DuckDB)", "runs": "documents and chunks (DuckDB)",
-    "mentions": "entities", "aliases": "entities", "cooccur": "relations",  # entities, relations: views
-    "communities": "communities", "community_members": "communities",
-    "summaries": "tree", "vocab": "vocabulary",
+    "sources": "documents and chunks (DuckDB)",
+    "documents": "documents and chunks (DuckDB)",
+    "sections": "documents and chunks (DuckDB)",
+    "chunks": "documents and chunks (DuckDB)",
+    "refs": "documents and chunks (DuckDB)",
+    "runs": "documents and chunks (DuckDB)",
+    "mentions": "entities",
+    "aliases": "entities",
+    "cooccur": "relations",  # entities, relations: views
+    "communities": "communities",
+    "community_members": "communities",
+    "summaries": "tree",
+    "vocab": "vocabulary",
 }
 
 
@@ -42,15 +49,23 @@ def _lance(index_dir: Path, table_dir: str, rows: int, dim: int) -> dict[str, in
     data = index_bytes(index_dir, f"{table_dir}/data")
     indices = index_bytes(index_dir, f"{table_dir}/_indices")
     vectors = min(data, rows * dim * 4)
-    return {"vectors": vectors, "chunk text and metadata (LanceDB)": data - vectors, "full-text index": indices,
-            "LanceDB bookkeeping": index_bytes(index_dir, table_dir) - data - indices}
+    return {
+        "vectors": vectors,
+        "chunk text and metadata (LanceDB)": data - vectors,
+        "full-text index": indices,
+        "LanceDB bookkeeping": index_bytes(index_dir, table_dir) - data - indices,
+    }
 
 
 def _duck(store, file_bytes: int) -> dict[str, int]:
     blocks: dict[str, int] = {}
     for (table,) in store.con.execute("SELECT table_name FROM duckdb_tables()").fetchall():
-        used = {r[0] for r in store.con.execute(
-            f"SELECT DISTINCT block_id FROM pragma_storage_info('{table}') WHERE block_id >= 0").fetchall()}
+        used = {
+            r[0]
+            for r in store.con.execute(
+                f"SELECT DISTINCT block_id FROM pragma_storage_info('{table}') WHERE block_id >= 0"
+            ).fetchall()
+        }
         blocks[table] = len(used)
     total = sum(blocks.values()) or 1
     out: dict[str, int] = {}
@@ -66,8 +81,14 @@ def component_bytes(reader) -> dict[str, int]:
 
     out: dict[str, int] = {}
     table = reader.manifest["last_run"]["lance_table"]
-    out.update(_lance(reader.index_dir, f"{LANCE_DIR}/{table}.lance", reader.chunks.count(),
-                      reader.manifest["embedder"]["dimension"]))
+    out.update(
+        _lance(
+            reader.index_dir,
+            f"{LANCE_DIR}/{table}.lance",
+            reader.chunks.count(),
+            reader.manifest["embedder"]["dimension"],
+        )
+    )
     duck_file = reader.store_path
     with reader.duck() as store:
         for part, n in _duck(store, duck_file.stat().st_size).items():

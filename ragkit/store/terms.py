@@ -10,26 +10,30 @@ nobody queries with ``--expand`` never pays for it. A read-only index folder kee
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 CACHE = Path("cache") / "terms.npz"
 # words embedded for query expansion: four or more letters, in at least 3 chunks, not stop words
-EXPANSION_TERMS = "SELECT term FROM vocab WHERE length(term) >= 4 AND df >= 3 AND NOT list_contains(?, term) ORDER BY term"
+EXPANSION_TERMS = (
+    "SELECT term FROM vocab WHERE length(term) >= 4 AND df >= 3 AND NOT list_contains(?, term) ORDER BY term"
+)
 
 
 class TermVectors:
-    def __init__(self, index_dir: Path, run_id: int, duck: Callable, encode: Callable[[list[str]], np.ndarray],
-                 model: str):
+    def __init__(
+        self, index_dir: Path, run_id: int, duck: Callable, encode: Callable[[list[str]], np.ndarray], model: str
+    ):
         self.path = Path(index_dir) / CACHE
         self.run_id, self.duck, self.encode, self.model = run_id, duck, encode, model
         self.terms: list[str] = []
         self.matrix = np.zeros((0, 1), dtype=np.float32)
         self.embedded = 0  # words embedded by this object (the rest came from the cache)
 
-    def load(self) -> "TermVectors":
+    def load(self) -> TermVectors:
         """The cached vectors of this run, or the cache brought up to date (new words embedded)."""
         from ragkit.text import STOPWORDS
 
@@ -64,8 +68,13 @@ class TermVectors:
         tmp = self.path.with_suffix(".tmp.npz")
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            np.savez(tmp, terms=np.array(self.terms, dtype=str), run=np.array(self.run_id), model=np.array(self.model),
-                     vectors=self.matrix.astype(np.float16))
+            np.savez(
+                tmp,
+                terms=np.array(self.terms, dtype=str),
+                run=np.array(self.run_id),
+                model=np.array(self.model),
+                vectors=self.matrix.astype(np.float16),
+            )
             os.replace(tmp, self.path)
         except OSError:  # a read-only index: the vectors live in memory only
             tmp.unlink(missing_ok=True)

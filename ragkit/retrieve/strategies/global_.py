@@ -28,10 +28,21 @@ def search(ctx: SearchContext) -> list[Hit]:
         counts = ctx.reader.knowledge_rows().community_chunks([c["id"] for c in chosen], fetch)
     members = ctx.hits_for(counts)
     ctx.context_items.extend(
-        {"type": "community", "id": c["id"], "level": c["level"], "title": c["title"], "report": c["report"],
-         "size": c["size"], "collection": c["collection"], "similarity": round(c["similarity"], 4)} for c in chosen)
+        {
+            "type": "community",
+            "id": c["id"],
+            "level": c["level"],
+            "title": c["title"],
+            "report": c["report"],
+            "size": c["size"],
+            "collection": c["collection"],
+            "similarity": round(c["similarity"], 4),
+        }
+        for c in chosen
+    )
     dense = ctx.dense(fetch)
     with ctx.timed("fusion"):
-        fused = weighted_rrf({"communities": members, "dense": dense}, {"communities": 0.5, "dense": 0.5},
-                             k=ctx.cfg.rrf_k)
+        fused = weighted_rrf(
+            {"communities": members, "dense": dense}, {"communities": 0.5, "dense": 0.5}, k=ctx.cfg.rrf_k
+        )
     return fused[: ctx.limit]

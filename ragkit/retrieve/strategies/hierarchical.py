@@ -53,8 +53,9 @@ def search(ctx: SearchContext) -> list[Hit]:
     ctx.notes["tree_nodes"] = [n["id"] for n in chosen]
     lexical = ctx.lexical(fetch)
     with ctx.timed("fusion"):
-        fused = weighted_rrf({"tree": ranked, "lexical": lexical}, {"tree": cfg.alpha, "lexical": 1.0 - cfg.alpha},
-                             k=cfg.rrf_k)
+        fused = weighted_rrf(
+            {"tree": ranked, "lexical": lexical}, {"tree": cfg.alpha, "lexical": 1.0 - cfg.alpha}, k=cfg.rrf_k
+        )
     return fused[: ctx.limit]
 
 
@@ -99,6 +100,14 @@ def _cosine(v, q: np.ndarray) -> float:
 
 
 def _item(n: dict) -> dict:
-    return {"type": "summary", "id": n["id"], "level": int(n["level"]), "title": n["title"], "text": n["text"],
-            "document_id": n["document_id"], "lines": [int(n["line_start"]), int(n["line_end"])],
-            "chunks": len(n["chunk_ids"]), "similarity": round(float(n["similarity"]), 4)}
+    return {
+        "type": "summary",
+        "id": n["id"],
+        "level": int(n["level"]),
+        "title": n["title"],
+        "text": n["text"],
+        "document_id": n["document_id"],
+        "lines": [int(n["line_start"]), int(n["line_end"])],
+        "chunks": len(n["chunk_ids"]),
+        "similarity": round(float(n["similarity"]), 4),
+    }

@@ -28,6 +28,7 @@ def search(ctx: SearchContext) -> list[Hit]:
     dense = ctx.dense(fetch)
     passages = {h.chunk_id: max(h.score, 0.0) for h in dense[:PASSAGE_SEEDS]} if ctx.cfg.passage_share else {}
     with ctx.timed("ppr"):
-        ranked = ctx.reader.entity_graph.ppr(seeds, damping=ctx.cfg.damping, top=fetch, chunk_seeds=passages,
-                                             chunk_share=ctx.cfg.passage_share)
+        ranked = ctx.reader.entity_graph.ppr(
+            seeds, damping=ctx.cfg.damping, top=fetch, chunk_seeds=passages, chunk_share=ctx.cfg.passage_share
+        )
     return ctx.fuse_with_text("ppr", ctx.hits_for(ranked), fetch, ctx.cfg.ppr_weight)

@@ -12,8 +12,11 @@ def search(ctx: SearchContext) -> list[Hit]:
     lexical = ctx.lexical(fetch)
     with ctx.timed("fusion"):
         if ctx.cfg.fusion == "rrf":
-            fused = weighted_rrf({"dense": dense, "lexical": lexical},
-                                 {"dense": ctx.cfg.alpha, "lexical": 1.0 - ctx.cfg.alpha}, k=ctx.cfg.rrf_k)
+            fused = weighted_rrf(
+                {"dense": dense, "lexical": lexical},
+                {"dense": ctx.cfg.alpha, "lexical": 1.0 - ctx.cfg.alpha},
+                k=ctx.cfg.rrf_k,
+            )
         else:
             fused = convex(dense, lexical, ctx.cfg.alpha, ctx.query_vector())
     return fused[: ctx.limit]

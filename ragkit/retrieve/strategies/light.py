@@ -44,8 +44,9 @@ def search(ctx: SearchContext) -> list[Hit]:
     with ctx.timed("expand"):
         low = ctx.hits_for(_chunk_ranking(entities)[:fetch])
         high = ctx.hits_for(_chunk_ranking(relations)[:fetch])
-        graph = weighted_rrf({"entities": low, "relations": high}, {"entities": w, "relations": 1 - w},
-                             k=ctx.cfg.rrf_k)[:fetch]
+        graph = weighted_rrf(
+            {"entities": low, "relations": high}, {"entities": w, "relations": 1 - w}, k=ctx.cfg.rrf_k
+        )[:fetch]
     ctx.notes["entities"] = [e["key"] for e in entities[:CONTEXT_ITEMS]]
     ctx.context_items.extend(ctx.entity_item(e, e["similarity"]) for e in entities[:CONTEXT_ITEMS])
     ctx.context_items.extend(ctx.relation_item(r, r["similarity"]) for r in relations[:CONTEXT_ITEMS])

@@ -51,8 +51,9 @@ def search(ctx: SearchContext) -> list[Hit]:
     for row in relation_rows:
         if (row["a"], row["b"]) not in by_pair and ctx.visible(row["collection"], [row["source_document"]]):
             by_pair[(row["a"], row["b"])] = row
-    ctx.context_items.extend([ctx.relation_item(by_pair[(a, b)], w) for a, b, w in ranked_relations
-                              if (a, b) in by_pair][:MAX_RELATIONS])
+    ctx.context_items.extend(
+        [ctx.relation_item(by_pair[(a, b)], w) for a, b, w in ranked_relations if (a, b) in by_pair][:MAX_RELATIONS]
+    )
     fetch = ctx.limit * ctx.cfg.overfetch
     ranked = heapq.nsmallest(fetch, chunk_score.items(), key=lambda kv: (-kv[1], kv[0]))
     return ctx.fuse_with_text("local", ctx.hits_for(ranked), fetch, ctx.cfg.ppr_weight)
