@@ -8,7 +8,7 @@ cut to what fits when it is the first), the question, "Answer:". A plain
 completion model also gets the answer's first words, "According to [", so
 that it starts by naming a source: the 270M default model follows the
 example's style but hardly ever cites on its own (measured on hotpotqa-100,
-see the README). Citations in the answer that name no source are removed
+see scripts/README.md). Citations in the answer that name no source are removed
 from the text and counted.
 """
 

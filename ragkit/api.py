@@ -1,21 +1,65 @@
-"""Library entry points the CLI calls: index(), open_index(), query(), evaluate(), stats()."""
+"""The library's entry points: what the CLI, the server and scripts call.
+
+    reader = api.open_index("laws")
+    result = api.query(reader, "Wie lange darf ich täglich arbeiten?", QueryConfig(k=5))
+    for p in result.passages:
+        print(p.rank, p.path, p.section, p.location)
+
+Indexing (``index``), reading (``open_index``, ``query``, ``retrieve``, ``answer``), looking at an index
+(``stats``, ``graph_stats``, ``entity``, ``section``, ``export_graph``, ``check``) and measuring
+(``evaluate``). Every function raises ``ragkit.errors.RagkitError`` subclasses, never prints, never exits.
+"""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ragkit.config import DEFAULT_HOME, IndexConfig, QueryConfig, resolve_index_dir  # noqa: F401 (re-exported)
-from ragkit.embed import Embedder
+from ragkit.answer import Answer, map_reduce
+from ragkit.answer import answer as write_answer
+from ragkit.assemble import assemble, pack_context
+from ragkit.config import DEFAULT_HOME, IndexConfig, QueryConfig, resolve_index_dir
+from ragkit.embed import Embedder, load_embedder, normalize_spec
+from ragkit.errors import BadQuery, GenerationFailed, IndexNotFound, RagkitError, UnknownId
+from ragkit.evaluate import documents_of, load_dataset, score_strategy
 from ragkit.events import Reporter
-from ragkit.records import QueryResult
+from ragkit.generate import load_generator
+from ragkit.ingest import watch as watching
+from ragkit.ingest.pipeline import run_index
+from ragkit.records import IndexSummary, QueryResult
+from ragkit.retrieve.pipeline import retrieve as run_retrieval
+from ragkit.retrieve.strategies import hippo
+from ragkit.store import check as checker
+from ragkit.store import remote, sizes
+from ragkit.store.reader import IndexReader
+
+__all__ = [
+    "DEFAULT_HOME",
+    "IndexConfig",
+    "IndexReader",
+    "QueryConfig",
+    "answer",
+    "answer_into",
+    "check",
+    "entity",
+    "evaluate",
+    "export_graph",
+    "graph_stats",
+    "index",
+    "open_index",
+    "query",
+    "resolve_index_dir",
+    "retrieve",
+    "section",
+    "stats",
+    "watch",
+]
 
 
 def _default_embedder_factory(cfg: IndexConfig) -> Embedder:
-    from ragkit.embed import load_embedder
-
     return load_embedder(cfg.embed_model, cfg.embed_batch_size, cfg.encoder)
 
 
@@ -28,20 +72,24 @@ def index(
     reporter: Reporter | None = None,
     embedder_factory: Callable[[IndexConfig], Embedder] | None = None,
     version_of: str | None = None,
-    generator_factory=None,
+    generator_factory: Callable[[IndexConfig], Any] | None = None,
     confirm: Callable[[str], bool] | None = None,
     wait: bool = False,
-):
-    """Index ``paths`` into ``index_dir`` (incrementally unless ``full``).
+) -> IndexSummary:
+    """Index ``paths`` into ``index_dir`` (a name under ./indexes, a folder, or an s3:// URI).
 
-    ``confirm(message)`` approves LLM extraction after its time estimate; ``generator_factory`` loads the GGUF model;
-    ``wait``: wait for another run on the same index instead of raising ``IndexBusy``.
+    Args:
+        full: rebuild everything instead of only what changed.
+        reporter: receives progress and warnings (silent by default).
+        embedder_factory: builds the embedder for the run's config (default: the bundled models).
+        version_of: these documents supersede this path or id.
+        generator_factory: loads the GGUF model for ``extract = "llm"`` / ``summaries = "llm"``.
+        confirm: ``confirm(message)`` approves an LLM extraction after its time estimate.
+        wait: wait for another run on the same index instead of raising ``IndexBusy``.
+
+    Returns:
+        The run's ``IndexSummary`` (counts new/changed/unchanged/removed/skipped, seconds per phase, warnings).
     """
-    from dataclasses import replace
-
-    from ragkit.embed import normalize_spec
-    from ragkit.ingest.pipeline import run_index
-
     cfg = cfg or IndexConfig()
     return run_index(
         [Path(p) for p in paths],
@@ -57,38 +105,48 @@ def index(
     )
 
 
-def open_index(index_dir: str | Path | None = None, embedder: Embedder | None = None, embed_model: str | None = None):
-    """Open the committed state of an index for querying (model loads on first use)."""
-    from ragkit.store.reader import IndexReader
+def watch(
+    paths: list[Path],
+    index_dir: str | Path | None,
+    run: Callable[[], None],
+    on_batch: Callable[[int], None] | None = None,
+) -> None:
+    """Call ``run()`` after every batch of changes under ``paths`` until interrupted (``ragkit index --watch``)."""
+    watching.watch(paths, resolve_index_dir(index_dir), run, on_batch=on_batch)
 
+
+def open_index(
+    index_dir: str | Path | None = None, embedder: Embedder | None = None, embed_model: str | None = None
+) -> IndexReader:
+    """The committed state of an index, for querying (the embedding model loads on first use).
+
+    Raises ``IndexNotFound`` when there is none, ``EmbedderMismatch`` when ``embedder``/``embed_model`` is not
+    the one the index was built with."""
     return IndexReader(resolve_index_dir(index_dir), embedder=embedder, embed_model=embed_model)
 
 
-def retrieve(reader, text: str, cfg: QueryConfig, limit: int | None = None):
-    """Chunk hits for one query (no assembly): ``(hits, plan, timings_ms)``; the query's reads of the DuckDB
-    store share one connection. A reader follows the newest committed run; a query that fails because its run
-    was replaced under it (files removed) is asked again of the new run."""
-    from ragkit.retrieve.pipeline import retrieve as run
+def retrieve(reader: IndexReader, text: str, cfg: QueryConfig, limit: int | None = None):
+    """Chunk hits for one query, before passage assembly: ``(hits, plan, timings_ms)``.
 
+    The query's reads of the DuckDB store share one connection. A reader follows the newest committed run; a
+    query that fails because its run was replaced under it (files removed) is asked again of the new run."""
     reader.follow()
     try:
         with reader.one_connection():
-            return run(reader, text, cfg, limit)
+            return run_retrieval(reader, text, cfg, limit)
     except Exception:
         if not reader.follow():
             raise
     with reader.one_connection():
-        return run(reader, text, cfg, limit)
+        return run_retrieval(reader, text, cfg, limit)
 
 
-def query(reader, text: str, cfg: QueryConfig | None = None) -> QueryResult:
-    """Retrieve, assemble passages and time every stage."""
-    from ragkit.assemble import assemble, pack_context
-
+def query(reader: IndexReader, text: str, cfg: QueryConfig | None = None) -> QueryResult:
+    """Retrieve, assemble passages (and pack a context block when ``cfg.context_budget`` asks), timing every
+    stage. The answer is separate: ``answer_into(result, cfg)``."""
     cfg = cfg or QueryConfig()
     t0 = time.perf_counter()
     hits, plan, timings = retrieve(reader, text, cfg)
-    items = plan.pop("context_items", [])
     t = time.perf_counter()
     passages = assemble(hits, cfg.k, cfg.budget)
     context = pack_context(passages, cfg.context_budget) if cfg.context_budget else None
@@ -96,28 +154,32 @@ def query(reader, text: str, cfg: QueryConfig | None = None) -> QueryResult:
     timings["total"] = (time.perf_counter() - t0) * 1000
     return QueryResult(
         query=text,
-        strategy=plan["strategy"],
+        strategy=plan.strategy,
         plan=plan,
         passages=passages,
         hits=hits,
         timings_ms={k: round(v, 2) for k, v in timings.items()},
         context=context,
-        context_items=items,
+        context_items=plan.context_items,
         run=reader.manifest["last_run"]["id"],
     )
 
 
-def answer(result: QueryResult, cfg: QueryConfig, on_text=None):
-    """A cited answer to ``result.query`` from its passages (``ragkit.answer.Answer``).
+def warm(reader: IndexReader) -> None:
+    """Load the embedding model and what a first query needs (a server does this before it listens): one
+    query, and for an index with entities the graph strategies' data (a first hippo query took 1.6 s more)."""
+    cfg = QueryConfig(k=1, retry=False)
+    query(reader, "warm up", cfg)
+    if reader.facts["entities"]:
+        reader.entity_graph.walk(cfg.of(hippo.Settings).damping)
+        reader.knowledge.matrix("entities")
 
-    ``ModelUnavailable`` when llama-cpp-python or the model file is missing, ``GenerationFailed`` when the
-    model fails while writing; the result and its passages are untouched either way.
-    """
-    from ragkit.answer import answer as write
-    from ragkit.answer import map_reduce
-    from ragkit.errors import GenerationFailed
-    from ragkit.generate import load_generator
 
+def answer(result: QueryResult, cfg: QueryConfig, on_text: Callable[[str], None] | None = None) -> Answer:
+    """A cited answer to ``result.query`` from its passages; ``on_text`` receives it as it is written.
+
+    Raises ``ModelUnavailable`` when llama-cpp-python or the model file is missing, ``GenerationFailed`` when
+    the model fails while writing; the result and its passages are untouched either way."""
     generator = load_generator(cfg.model, n_ctx=cfg.answer_context)
     reports = [i["report"] for i in result.context_items if i.get("type") == "community"]
     try:
@@ -125,7 +187,7 @@ def answer(result: QueryResult, cfg: QueryConfig, on_text=None):
             return map_reduce(
                 generator, result.query, result.passages, reports, cfg.max_tokens, cfg.temperature, on_text
             )
-        return write(generator, result.query, result.passages, cfg.max_tokens, cfg.temperature, on_text)
+        return write_answer(generator, result.query, result.passages, cfg.max_tokens, cfg.temperature, on_text)
     except (ValueError, RuntimeError, OSError) as exc:
         raise GenerationFailed(
             f"the model failed while answering: {exc}",
@@ -133,11 +195,9 @@ def answer(result: QueryResult, cfg: QueryConfig, on_text=None):
         ) from exc
 
 
-def answer_into(result: QueryResult, cfg: QueryConfig, on_text=None):
+def answer_into(result: QueryResult, cfg: QueryConfig, on_text: Callable[[str], None] | None = None):
     """Write the cited answer into ``result.answer`` (or why there is none into ``result.answer_error``);
     returns the error instead of raising it, so that the passages are shown either way."""
-    from ragkit.errors import RagkitError
-
     if not result.passages:
         result.answer_error = "no passages to answer from"
         return None
@@ -149,10 +209,8 @@ def answer_into(result: QueryResult, cfg: QueryConfig, on_text=None):
     return None
 
 
-def stats(reader) -> dict[str, Any]:
+def stats(reader: IndexReader) -> dict[str, Any]:
     """What an index holds, and what it costs on disk per component against its source bytes."""
-    from ragkit.store import remote, sizes
-
     with reader.duck() as store:
         counts = store.counts()
         doc_types = store.doc_types()
@@ -176,7 +234,105 @@ def stats(reader) -> dict[str, Any]:
     }
 
 
-def evaluate(dataset: str | Path, strategies: list[str], **kwargs):
-    from ragkit.evaluate import run_eval
+def graph_stats(reader: IndexReader) -> dict[str, Any]:
+    """The evidence graph's node and edge counts by kind, the entity graph's, references detected and
+    resolved, communities per level and the knowledge per collection (``ragkit graph stats``)."""
+    out = reader.graph.stats()
+    with reader.duck() as store:
+        out.update(store.graph_tables())
+    out["entity_graph"] = reader.entity_graph.stats()
+    return out
 
-    return run_eval(Path(dataset), strategies, **kwargs)
+
+def export_graph(reader: IndexReader, out: Path, fmt: str = "graphml") -> tuple[int, int]:
+    """Write the evidence graph as GraphML or node-link JSON; returns its (nodes, edges)."""
+    if fmt not in ("graphml", "json"):
+        raise BadQuery(f"unknown format {fmt!r}", hint="Choose graphml or json")
+    g = reader.graph
+    g.export(out, fmt)
+    return g.g.vcount(), g.g.ecount()
+
+
+def entity(reader: IndexReader, name: str, limit: int = 10) -> dict[str, Any]:
+    """One entity by name or alias: its collections, strongest relations and source chunks."""
+    with reader.duck() as store:
+        info = store.entity(name, limit)
+    if info is None:
+        raise BadQuery(f"no entity {name!r} in {reader.index_dir}", hint="Entity names come from the indexed text.")
+    return info
+
+
+def section(reader: IndexReader, section_id: str) -> dict[str, Any]:
+    """A section's place (document, breadcrumb, lines) and its own text; ``UnknownId`` if there is none."""
+    found = reader.section(section_id)
+    if found is None:
+        raise UnknownId(f"no section {section_id!r} in {reader.index_dir}")
+    return found
+
+
+def check(
+    index: str | Path | None, repair: bool = False, on_wait: Callable[[str], None] | None = None
+) -> checker.Report:
+    """Verify an index (``ragkit check``); with ``repair``, fix what can be fixed first (waiting for a running
+    indexer, told through ``on_wait``). Returns the problems left, what was checked and what was repaired."""
+    index_dir = resolve_index_dir(index)
+    remote.pull(index_dir, required=False)  # an index on object storage: what the manifest names, into the mirror
+    if not (index_dir / "lance").is_dir() and not (index_dir / "manifest.json").exists():
+        raise IndexNotFound(f"no index at {index if remote.uri_of(index_dir) else index_dir}")
+    problems, facts = checker.check(index_dir)
+    repaired: list[str] = []
+    if repair and (problems or facts.get("leftovers")):
+        with remote.writing(index_dir, wait=True, on_wait=on_wait) as bucket:
+            repaired = checker.repair(index_dir, bucket)
+        problems, facts = checker.check(index_dir)
+    return checker.Report(remote.display(index_dir), problems, facts, repaired)
+
+
+def evaluate(
+    dataset: str | Path,
+    strategies: list[str],
+    *,
+    index_dir: Path | None = None,
+    k: int = 100,
+    qcfg: QueryConfig | None = None,
+    icfg: IndexConfig | None = None,
+    reporter: Reporter | None = None,
+    limit: int | None = None,
+    embedder_factory: Callable[[IndexConfig], Embedder] | None = None,
+    reranks: list[str] | None = None,
+) -> dict[str, Any]:
+    """Index a BEIR dataset's corpus (reused when unchanged) and score every strategy (× rerank mode) on its
+    judged queries: nDCG@10, recall@2/5/10/100, MRR@10 and latency (schema ``ragkit.eval/1``)."""
+    dataset = Path(dataset)
+    rep = reporter or Reporter()
+    ds = load_dataset(dataset)
+    index_dir = index_dir or DEFAULT_HOME / f"eval-{dataset.resolve().name}"
+    summary = index([ds.corpus], index_dir, icfg or IndexConfig(), reporter=rep, embedder_factory=embedder_factory)
+    reader = open_index(index_dir)
+    if embedder_factory:  # the model the index was built with ("auto" resolved by its first run)
+        built = replace(icfg or IndexConfig(), embed_model=reader.manifest["index_config"]["embed_model"])
+        reader = open_index(index_dir, embedder=embedder_factory(built))
+    base = replace(qcfg or QueryConfig(), syntax=False, filters={})
+    reader.embedder.encode_query("warm up")  # load the model outside the timed loop
+    results = []
+    for name in strategies:
+        for rr in reranks or [base.rerank]:
+            cfg = replace(base, strategy=name, k=k, rerank=rr)
+
+            def search(text: str, cfg: QueryConfig = cfg) -> list[str]:
+                hits, _, _ = retrieve(reader, text, cfg, limit=2 * k)
+                return documents_of(hits, k)
+
+            label = name if not reranks or len(reranks) == 1 else f"{name}+{rr}"
+            results.append(score_strategy(label, ds, search, rep, limit))
+    return {
+        "schema": "ragkit.eval/1",
+        "dataset": str(dataset),
+        "index": remote.display(index_dir),
+        "queries": min(len(ds.queries), limit or len(ds.queries)),
+        "k": k,
+        "documents": summary.total_documents,
+        "chunks": summary.total_chunks,
+        "alpha": base.alpha,
+        "results": [{"strategy": r.strategy, **r.metrics, "latency_ms": r.latency_ms} for r in results],
+    }

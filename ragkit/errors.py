@@ -1,12 +1,29 @@
 """Typed errors. Each carries an exit code and a one-line message plus a hint.
 
-The CLI turns them into one red line (and a dim hint); library code only raises.
+The CLI turns them into one red line (and a dim hint) and exits with the code; ``ragkit serve`` answers them as
+``{"error": {"code", "type", "message", "hint"}}``; library code only raises.
+
+    RagkitError                 1
+    ├── BadInput                2   a missing path, nothing indexable, a bad index setting
+    ├── IndexNotFound           3
+    ├── EmbedderMismatch        4   the index was built with another model
+    ├── ModelUnavailable        5
+    ├── BadQuery                6   a bad query, option or query setting
+    │   └── UnknownId               a document, section or entity the index lacks (HTTP 404)
+    ├── IndexCorrupt            7
+    ├── BadDataset              8
+    ├── IndexBusy               9   another run writes the index
+    │   └── IndexChanged            the run being read was replaced; ask again
+    ├── Cancelled              10   e.g. a declined LLM extraction
+    └── GenerationFailed       11   the model failed while answering (the passages are still printed)
 """
 
 from __future__ import annotations
 
 
 class RagkitError(Exception):
+    """The base of every error ragkit raises on purpose: a message, an optional hint, an exit code."""
+
     exit_code = 1
     hint: str | None = None
 
@@ -18,26 +35,34 @@ class RagkitError(Exception):
 
 
 class BadInput(RagkitError):
-    """A path is missing, or a folder has nothing indexable."""
+    """A path is missing, a folder has nothing indexable, or an index setting is out of its choices."""
 
     exit_code = 2
 
 
 class IndexNotFound(RagkitError):
+    """No index at the given name, folder or URI."""
+
     exit_code = 3
     hint = "Build it first with `ragkit index PATH` (or pass --index DIR)."
 
 
 class EmbedderMismatch(RagkitError):
+    """The embedding model asked for is not the one the index was built with."""
+
     exit_code = 4
     hint = "Query with the embedder the index was built with, or rebuild with `ragkit index --full`."
 
 
 class ModelUnavailable(RagkitError):
+    """A model (embedding or GGUF) or the library that runs it is not installed or cannot be loaded."""
+
     exit_code = 5
 
 
 class BadQuery(RagkitError):
+    """A query, a query option or a query setting is not valid (HTTP 400)."""
+
     exit_code = 6
 
 
@@ -46,16 +71,22 @@ class UnknownId(BadQuery):
 
 
 class IndexCorrupt(RagkitError):
+    """The index's files do not form a whole committed run (``ragkit check`` says what and how to repair)."""
+
     exit_code = 7
     hint = "Rebuild the index with `ragkit index PATH --full`."
 
 
 class BadDataset(RagkitError):
+    """A folder given to ``ragkit eval`` is not in the BEIR layout."""
+
     exit_code = 8
     hint = "A BEIR dataset folder holds corpus.jsonl, queries.jsonl and qrels/test.tsv."
 
 
 class IndexBusy(RagkitError):
+    """Another run is writing the index (or took its lease on object storage)."""
+
     exit_code = 9
     hint = "Another ragkit process is writing this index; try again when it finishes."
 
@@ -67,6 +98,8 @@ class IndexChanged(IndexBusy):
 
 
 class Cancelled(RagkitError):
+    """The user declined to go on (e.g. after an LLM extraction's time estimate); nothing was written."""
+
     exit_code = 10
     hint = "Nothing was written; the index is as it was."
 

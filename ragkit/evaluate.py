@@ -1,4 +1,5 @@
-"""BEIR-layout evaluation: nDCG@10, recall@k, MRR@10 and latency per strategy."""
+"""BEIR-layout evaluation: the dataset, nDCG@10, recall@k, MRR@10 and latency per strategy (``api.evaluate``
+indexes the corpus and runs the queries through these)."""
 
 from __future__ import annotations
 
@@ -7,14 +8,11 @@ import math
 import statistics
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from ragkit.config import IndexConfig, QueryConfig
 from ragkit.errors import BadDataset
 from ragkit.events import Reporter
-from ragkit.store import remote
 
 RECALL_AT = (2, 5, 10, 100)
 
@@ -125,52 +123,3 @@ def documents_of(hits, k: int) -> list[str]:
         if len(seen) >= k:
             break
     return list(seen)
-
-
-def run_eval(
-    dataset: Path,
-    strategies: list[str],
-    *,
-    index_dir: Path | None = None,
-    k: int = 100,
-    qcfg: QueryConfig | None = None,
-    icfg: IndexConfig | None = None,
-    reporter: Reporter | None = None,
-    limit: int | None = None,
-    embedder_factory=None,
-    reranks: list[str] | None = None,
-) -> dict[str, Any]:
-    from ragkit import api
-
-    rep = reporter or Reporter()
-    ds = load_dataset(dataset)
-    index_dir = index_dir or api.DEFAULT_HOME / f"eval-{dataset.resolve().name}"
-    summary = api.index([ds.corpus], index_dir, icfg or IndexConfig(), reporter=rep, embedder_factory=embedder_factory)
-    reader = api.open_index(index_dir)
-    if embedder_factory:  # the model the index was built with ("auto" resolved by its first run)
-        built = replace(icfg or IndexConfig(), embed_model=reader.manifest["index_config"]["embed_model"])
-        reader = api.open_index(index_dir, embedder=embedder_factory(built))
-    base = replace(qcfg or QueryConfig(), syntax=False, filters={})
-    reader.embedder.encode_query("warm up")  # load the model outside the timed loop
-    results = []
-    for name in strategies:
-        for rr in reranks or [base.rerank]:
-            cfg = replace(base, strategy=name, k=k, rerank=rr)
-
-            def search(text: str, cfg=cfg) -> list[str]:
-                hits, _, _ = api.retrieve(reader, text, cfg, limit=2 * k)
-                return documents_of(hits, k)
-
-            label = name if not reranks or len(reranks) == 1 else f"{name}+{rr}"
-            results.append(score_strategy(label, ds, search, rep, limit))
-    return {
-        "schema": "ragkit.eval/1",
-        "dataset": str(dataset),
-        "index": remote.display(index_dir),
-        "queries": min(len(ds.queries), limit or len(ds.queries)),
-        "k": k,
-        "documents": summary.total_documents,
-        "chunks": summary.total_chunks,
-        "alpha": base.alpha,
-        "results": [{"strategy": r.strategy, **r.metrics, "latency_ms": r.latency_ms} for r in results],
-    }

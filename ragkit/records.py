@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 
@@ -67,7 +67,7 @@ class ParsedDocument:
     document: Document
     sections: list[Section]
     blocks: dict[str, list[Block]]  # section id -> body blocks
-    refs: list[Any] = field(default_factory=list)  # ragkit.ingest.resolve.RefRow
+    refs: list[Any] = field(default_factory=list)  # ragkit.extract.resolve.RefRow
     entities: EntityRows = field(default_factory=lambda: EntityRows())
     warnings: list[str] = field(default_factory=list)  # what of the file could not be read (the rest is indexed)
 
@@ -105,6 +105,53 @@ class Chunk:
     @property
     def embed_text(self) -> str:
         return f"{self.header}\n{self.text}" if self.header else self.text
+
+
+@dataclass
+class RunChanges:
+    """What one indexing run changes in the store, written in one DuckDB transaction (``DuckStore.commit_run``):
+    documents removed (their sources deleted, gone from disk or replaced), the sources as they are now, and
+    the new documents with their sections, chunks, references and extracted entities. ``full``: everything
+    before is dropped; ``tree``: build the summary tree of the new documents."""
+
+    removed_doc_ids: list[str]
+    removed_sources: list[str]
+    sources: list[dict[str, Any]]
+    documents: list[Document]
+    sections: list[Section]
+    chunks: list[Chunk]
+    refs: list[Any] = field(default_factory=list)
+    entities: EntityRows = field(default_factory=lambda: EntityRows())
+    full: bool = False
+    tree: bool = True
+
+
+@dataclass
+class IndexSummary:
+    """What one indexing run did: files new, changed, unchanged, removed and skipped, what it wrote, the seconds
+    of each phase, its warnings, the index's totals after it, and the peak memory of the process."""
+
+    index_dir: str
+    new: int = 0
+    changed: int = 0
+    unchanged: int = 0
+    removed: int = 0
+    skipped: int = 0
+    pages_without_text: int = 0  # PDF pages without a text layer (scans), not indexed
+    documents: int = 0  # documents written by this run
+    chunks: int = 0  # chunks embedded by this run
+    total_documents: int = 0
+    total_chunks: int = 0
+    seconds: dict[str, float] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    extract: dict[str, int] = field(default_factory=dict)  # LLM extraction: chunks, invalid outputs, dropped names
+    knowledge: dict[str, int] = field(default_factory=dict)  # entities, relations, communities recomputed
+    tree: dict[str, int] = field(default_factory=dict)  # summary-tree nodes written by this run
+    written: dict[str, int] = field(default_factory=dict)  # --summaries llm: nodes and reports an LLM wrote
+    peak_rss_mb: float = 0.0  # the process's peak resident memory so far (with --engine ray: the driver's)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
 
 
 @dataclass
@@ -185,11 +232,70 @@ class Passage:
         return f":{self.line_start}-{self.line_end}"
 
 
+# the ragkit.query/1 plan object's fields, in the order it prints them (a strategy's own remarks follow
+# ``references``); ``expansions`` repeats ``expanded_queries`` under its name from before the planner
+PLAN_FIELDS = (
+    "strategy", "reason", "original", "planner", "rewritten", "query_text", "language", "retrieval_strategy",
+    "doc_type_routing", "expanded_queries", "expansions", "boost_sections", "identifiers", "entities", "corrections",
+    "related_terms", "sub_queries", "constraints", "planner_notes", "retry", "fusion", "references",
+)  # fmt: skip
+PLAN_TAIL = ("rerank", "weights", "all_versions")
+
+
+@dataclass
+class Plan:
+    """How one query was run, rendered as the ``plan`` object of ragkit.query/1 (``to_dict``): the strategy
+    and why, the planner's rewrite, expansions, constraints and corrections, the corrective retry, the fusion,
+    the legal references resolved, the strategy's own remarks (``notes``: seed entities, fallback, tree nodes,
+    title links), and the reranking."""
+
+    strategy: str
+    reason: str
+    original: str
+    query_text: str
+    language: str = "en"
+    planner: str = "rules"
+    rewritten: str | None = None
+    retrieval_strategy: str = "balanced"  # the rerank mode used: precision | balanced | recall
+    doc_type_routing: list[str] = field(default_factory=list)
+    expanded_queries: list[str] = field(default_factory=list)
+    boost_sections: list[str] = field(default_factory=list)
+    identifiers: list[str] = field(default_factory=list)
+    entities: list[str] = field(default_factory=list)
+    corrections: list[dict[str, str]] = field(default_factory=list)
+    related_terms: list[dict[str, Any]] = field(default_factory=list)
+    sub_queries: list[str] = field(default_factory=list)
+    constraints: dict[str, Any] = field(default_factory=dict)
+    planner_notes: list[str] = field(default_factory=list)
+    retry: dict[str, Any] | None = None
+    fusion: dict[str, Any] | None = None  # hybrid only: method, alpha, overfetch (and k or normalised_over)
+    references: list[dict[str, Any]] = field(default_factory=list)
+    notes: dict[str, Any] = field(default_factory=dict)  # the strategy's remarks, printed as plan keys
+    rerank: dict[str, Any] = field(default_factory=dict)  # requested, used, mode, reason
+    weights: dict[str, float] = field(default_factory=dict)
+    all_versions: bool = False
+    context_items: list[dict[str, Any]] = field(default_factory=list)  # not in the plan: the result's ``context``
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {name: self.expanded_queries if name == "expansions" else getattr(self, name) for name in PLAN_FIELDS}
+        out.update(self.notes)
+        out.update({name: getattr(self, name) for name in PLAN_TAIL})
+        return out
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Plan:
+        """The plan a ``to_dict`` printed (a server's result)."""
+        names = {f.name for f in fields(cls)} - {"notes", "context_items"}
+        known = {k: v for k, v in d.items() if k in names}
+        notes = {k: v for k, v in d.items() if k not in names and k != "expansions"}
+        return cls(**known, notes=notes)
+
+
 @dataclass
 class QueryResult:
     query: str
     strategy: str
-    plan: dict[str, Any]
+    plan: Plan
     passages: list[Passage]
     hits: list[Hit]
     timings_ms: dict[str, float]

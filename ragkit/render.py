@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ragkit.records import Passage, QueryResult
+from ragkit.records import Passage, Plan, QueryResult
 
 SCHEMA = "ragkit.query/1"
 DISPLAY_CHARS = 1500
@@ -76,7 +76,7 @@ def result_from_dict(obj: dict[str, Any]) -> QueryResult:
     return QueryResult(
         query=obj["query"],
         strategy=obj["strategy"],
-        plan=obj["plan"],
+        plan=Plan.from_dict(obj["plan"]),
         passages=[passage_from_dict(p) for p in obj["passages"]],
         hits=[],
         timings_ms=obj["timings_ms"],
@@ -96,7 +96,7 @@ def trace_line(r: QueryResult) -> str:
             "time": time.time(),
             "query": r.query,
             "strategy": r.strategy,
-            "mode": (r.plan.get("rerank") or {}).get("mode"),
+            "mode": r.plan.rerank.get("mode"),
             "candidates": [
                 {
                     "chunk_id": h.chunk_id,
@@ -133,7 +133,7 @@ def result_dict(r: QueryResult, explain: bool = False) -> dict[str, Any]:
         "schema": SCHEMA,
         "query": r.query,
         "strategy": r.strategy,
-        "plan": r.plan,
+        "plan": r.plan.to_dict(),
         "passages": [passage_dict(p, explain) for p in r.passages],
         "timings_ms": r.timings_ms,
         "metadata": metadata(r),
@@ -193,7 +193,7 @@ def print_result(console, r: QueryResult, explain: bool = False) -> None:
     from rich.panel import Panel
     from rich.text import Text
 
-    rr = r.plan.get("rerank") or {}
+    rr = r.plan.rerank
     if rr.get("reason"):
         console.print(
             f"[yellow]note:[/] --rerank {rr['requested']} fell back to {rr['used']}: {rr['reason']}", soft_wrap=True
@@ -255,6 +255,6 @@ def print_result(console, r: QueryResult, explain: bool = False) -> None:
         console.print(Text(p.section, style="magenta"))
         console.print(Panel(text, border_style="dim", padding=(0, 1)))
         if explain and p.features:
-            console.print(features_table(p.features, r.plan.get("weights", {})))
+            console.print(features_table(p.features, r.plan.weights))
     t = r.timings_ms
     console.print(Text(f"{len(r.passages)} passages · {r.strategy} · {t.get('total', 0):.0f} ms", style="dim"))

@@ -156,7 +156,7 @@ REPEAT_MAX = 25.0  # above this compression ratio a text only repeats itself (re
 def repetition(text: str, sample: int = 65_536) -> float:
     """How many times over the first ``sample`` characters compress (zlib, fastest level): a text made of one
     phrase repeated compresses 140× and more, every document of the shared data sets 4.8× at most (German
-    laws 2.9×; scripts/bench_prose.py). 1.0 for texts under 4 KB (too short to tell)."""
+    laws 2.9×; scripts/bench_ingest.py prose). 1.0 for texts under 4 KB (too short to tell)."""
     import zlib
 
     data = text[:sample].encode("utf-8", "surrogatepass")
@@ -167,7 +167,7 @@ def word_share(text: str, sample: int = 65_536) -> float:
     """The share of a text's tokens (whitespace-separated, with a letter or digit; in the first ``sample``
     characters) that look like words: letters only, inner hyphens and apostrophes, at most 30 characters, edge
     punctuation ignored. Every document of the shared data sets scores ≥ 0.51 (median 0.96), base64 and minified
-    code 0.0, a hex dump 0.14 (scripts/bench_prose.py)."""
+    code 0.0, a hex dump 0.14 (scripts/bench_ingest.py prose)."""
     tokens = [t for t in text[:sample].split() if any(ch.isalnum() for ch in t)]
     if not tokens:
         return 1.0

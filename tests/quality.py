@@ -1,4 +1,5 @@
-"""The quality gate's measurements and floors, shared by tests/test_quality.py and scripts/quality_report.py.
+"""The quality gate's measurements and floors, shared by tests/test_quality.py and
+`scripts/bench_quality.py report`.
 
 The floors live in tests/data/quality_floors.toml: the figures measured with the default settings and the
 real bundled models, and the tolerance a run may lose before the gate fails.

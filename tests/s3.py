@@ -1,4 +1,4 @@
-"""moto's S3 server on a free loopback port, for tests and scripts/bench_remote.py (an S3 API, not a mock of
+"""moto's S3 server on a free loopback port, for tests and `scripts/bench_query.py remote` (an S3 API, not a mock of
 ragkit's calls)."""
 
 from __future__ import annotations

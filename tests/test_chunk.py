@@ -1,6 +1,7 @@
 from ragkit.ingest.chunk import HARD, PARAGRAPH, SENTENCE, chunk_document
 from ragkit.ingest.discover import stable_id
-from ragkit.ingest.parse import build_sections, parse_markdown
+from ragkit.ingest.parse import parse_markdown
+from ragkit.ingest.sections import build_sections
 from ragkit.text import split_sentences
 from tests.fakes import FakeEmbedder
 

@@ -72,9 +72,9 @@ def test_a_query_in_a_language_the_model_does_not_know_leans_on_bm25(tmp_path, i
     _, reader = index_with(root)
     reader.manifest["embedder"]["name"] = "all-MiniLM-L6-v2"  # the bundled model: English only
     r = api.query(reader, "Wie lange muss die Pause sein?", QueryConfig(strategy="hybrid", k=1))
-    assert r.plan["fusion"]["alpha"] == QueryConfig().foreign_alpha
-    assert any("does not know 'de'" in n for n in r.plan["planner_notes"])
+    assert r.plan.fusion["alpha"] == QueryConfig().foreign_alpha
+    assert any("does not know 'de'" in n for n in r.plan.planner_notes)
     r = api.query(reader, "How long must the break be?", QueryConfig(strategy="hybrid", k=1))
-    assert r.plan["fusion"]["alpha"] == QueryConfig().alpha
+    assert r.plan.fusion["alpha"] == QueryConfig().alpha
     r = api.query(reader, "Wie lange muss die Pause sein?", QueryConfig(strategy="hybrid", k=1, foreign_alpha=None))
-    assert r.plan["fusion"]["alpha"] == QueryConfig().alpha
+    assert r.plan.fusion["alpha"] == QueryConfig().alpha

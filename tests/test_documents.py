@@ -9,8 +9,8 @@ import pytest
 from ragkit import api
 from ragkit.answer import Citation, Source
 from ragkit.config import QueryConfig
-from ragkit.ingest.parse import RawHeading
 from ragkit.ingest.pdf import page_of, parse_pdf
+from ragkit.ingest.raw import RawHeading
 from ragkit.ingest.word import parse_docx
 from ragkit.records import Passage
 from ragkit.render import passage_dict

@@ -103,15 +103,15 @@ def test_ppr_finds_the_second_hop(bridge, index_with):
         )
     order = [ext[c] for c in ranked]
     assert order[:2] == ["a", "b"]  # Cobain's own paragraph, then Nirvana's (reached through "nirvana")
-    # vector_seeds 0: the fake embedder's bag-of-words "nearest entities" would be noise here; ppr_weight 1.0:
+    # vector_seeds 0: the fake embedder's bag-of-words "nearest entities" would be noise here; graph_weight 1.0:
     # only the walk counts (the fake embedder ranks Soundgarden's "rock band formed" above Nirvana's paragraph)
     r = api.query(
         reader,
         "When was the band of Kurt Cobain formed?",
-        QueryConfig(strategy="hippo", k=2, rerank="none", vector_seeds=0, ppr_weight=1.0),
+        QueryConfig(strategy="hippo", k=2, rerank="none", settings={"hippo": {"vector_seeds": 0, "graph_weight": 1.0}}),
     )
     assert {p.path.split("#")[-1] for p in r.passages} == {"a", "b"}
-    assert "kurt cobain" in r.plan["seed_entities"]
+    assert "kurt cobain" in r.plan.notes["seed_entities"]
 
 
 def test_walk_equals_scikit_networks_pagerank(bridge, index_with):
@@ -144,7 +144,7 @@ def test_walk_equals_scikit_networks_pagerank(bridge, index_with):
 def test_hippo_falls_back_to_hybrid(bridge, index_with):
     _, reader = index_with(bridge)
     r = api.query(reader, "zzz qqq", QueryConfig(strategy="hippo"))
-    assert "fallback" in r.plan
+    assert "fallback" in r.plan.notes
 
 
 def test_entities_follow_incremental_updates(bridge, index_with):
@@ -244,13 +244,17 @@ def test_global_falls_back_without_communities(tmp_path, index_with):
     write(tmp_path / "d", "a.md", "# A\n\nplain text without names\n")
     _, reader = index_with(tmp_path / "d", cfg=IndexConfig(extract="none"))
     r = api.query(reader, "plain text", QueryConfig(strategy="global"))
-    assert "fallback" in r.plan and r.passages
+    assert "fallback" in r.plan.notes and r.passages
 
 
 def test_local_strategy_entities_relations_chunks(bridge, index_with):
     _, reader = index_with(bridge)
-    # ppr_weight 1.0: only the graph's own chunk ranking counts (the fake embedder's lists would blur it)
-    r = api.query(reader, "Where did Kurt Cobain's band come from?", QueryConfig(strategy="local", k=3, ppr_weight=1.0))
+    # graph_weight 1.0: only the graph's own chunk ranking counts (the fake embedder's lists would blur it)
+    r = api.query(
+        reader,
+        "Where did Kurt Cobain's band come from?",
+        QueryConfig(strategy="local", k=3, settings={"local": {"graph_weight": 1.0}}),
+    )
     kinds = [i["type"] for i in r.context_items]
     assert kinds and kinds[0] == "entity" and "relation" in kinds
     assert r.context_items[0]["entity"] == "kurt cobain"
@@ -262,4 +266,4 @@ def test_local_strategy_entities_relations_chunks(bridge, index_with):
     scores, _ = g.neighbourhood({"kurt cobain": 1.0}, hops=1)
     scores2, _ = g.neighbourhood({"kurt cobain": 1.0}, hops=2)
     assert set(scores) <= set(scores2) and "nirvana" in scores
-    assert "fallback" in api.query(reader, "zzz qqq", QueryConfig(strategy="local")).plan
+    assert "fallback" in api.query(reader, "zzz qqq", QueryConfig(strategy="local")).plan.notes

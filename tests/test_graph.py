@@ -1,12 +1,13 @@
 """Evidence graph, references, versions and structure-aware reranking (fake embedder)."""
 
 import json
+from dataclasses import replace
 
 import pytest
 
 from ragkit import api
 from ragkit.config import QueryConfig
-from ragkit.ingest.refs import find_links, slug
+from ragkit.extract.refs import find_links, slug
 from ragkit.legal import find_legal_refs, heading_key, law_keys
 from ragkit.rerank.features import DEFAULT_WEIGHTS, FeatureContext, compute
 from tests.conftest import needs_shared, write
@@ -206,7 +207,7 @@ def test_query_reference_puts_section_first(laws, index_with):
     _, reader = index_with(laws)
     r = api.query(reader, "§ 3 TestG", QueryConfig(k=3))
     assert r.passages[0].section == "Testgesetz (TestG) > § 3 Ausnahmen"
-    assert r.plan["references"][0]["raw"] == "§ 3 TestG" and r.plan["references"][0]["section_ids"]
+    assert r.plan.references[0]["raw"] == "§ 3 TestG" and r.plan.references[0]["section_ids"]
     assert r.passages[0].features["reference_match"] == 1.0
     r = api.query(reader, "was steht in § 2 TestG", QueryConfig(k=3, strategy="naive"))
     assert r.passages[0].section == "Testgesetz (TestG) > § 2 Ruhezeit"
@@ -233,7 +234,7 @@ def test_version_of_flag(tmp_path, index_with, fake):
     reader = api.open_index(tmp_path / "idx", embedder=fake)
     cfg = QueryConfig(strategy="lexical")
     assert [p.path for p in api.query(reader, "zebra rules", cfg).passages] == ["b/new.md"]
-    cfg.all_versions = True
+    cfg = replace(cfg, all_versions=True)
     assert {p.path for p in api.query(reader, "zebra rules", cfg).passages} == {"a/old.md", "b/new.md"}
 
 
@@ -249,15 +250,15 @@ def test_features_and_modes(laws, index_with):
     relevance = [f["text_relevance"] for f in feats.values()]
     assert max(relevance) == 1.0 and min(relevance) == 0.0  # retrieval scores, min-max normalised
     weights = DEFAULT_WEIGHTS["balanced"]
-    assert r.plan["weights"] == weights
+    assert r.plan.weights == weights
     for h in r.hits:  # the final score is the weighted sum, and the hits are ordered by it
         assert h.score == pytest.approx(sum(weights[name] * value for name, value in h.features.items()))
     assert [h.score for h in r.hits] == sorted((h.score for h in r.hits), reverse=True)
     assert max(f["section_match"] for f in feats.values()) == 0.5  # one of two words: "§ 2 Ruhezeit" or "§ 3 Ausnahmen"
     none = api.query(reader, "Ruhezeit Ausnahmen", QueryConfig(k=5, strategy="lexical", rerank="none"))
-    assert none.hits[0].features == {} and none.plan["rerank"]["used"] == "none"
+    assert none.hits[0].features == {} and none.plan.rerank["used"] == "none"
     for mode in ("precision", "recall"):
-        assert api.query(reader, "Ruhezeit", QueryConfig(mode=mode)).plan["weights"] == DEFAULT_WEIGHTS[mode]
+        assert api.query(reader, "Ruhezeit", QueryConfig(mode=mode)).plan.weights == DEFAULT_WEIGHTS[mode]
 
 
 def test_feature_values_on_known_hits(laws, index_with):

@@ -130,7 +130,7 @@ class _Ctx:
 
     hits: dict
     qvec: np.ndarray
-    cfg: QueryConfig = field(default_factory=lambda: QueryConfig(tree_children=2))
+    cfg: QueryConfig = field(default_factory=lambda: QueryConfig(settings={"hierarchical": {"children": 2}}))
 
     def hits_for(self, ranked):
         return [self.hits[i] for i, _ in ranked if i in self.hits]
@@ -189,8 +189,12 @@ def test_hierarchical_strategy_modes_context_scope_and_fallback(guide, tmp_path,
     )
     _, reader = index_with(guide, cfg=CFG)
     for mode in ("tree", "collapsed"):
-        r = api.query(reader, "how fast do ostriches run", QueryConfig(strategy="hierarchical", tree_mode=mode, k=3))
-        assert r.strategy == "hierarchical" and r.plan["tree_nodes"] and "fallback" not in r.plan
+        r = api.query(
+            reader,
+            "how fast do ostriches run",
+            QueryConfig(strategy="hierarchical", k=3).tuned(hierarchical={"mode": mode}),
+        )
+        assert r.strategy == "hierarchical" and r.plan.notes["tree_nodes"] and "fallback" not in r.plan.notes
         assert r.context_items and r.context_items[0]["type"] == "summary"
         assert "Ostriches" in r.passages[0].section
         assert len({c for p in r.passages for c in p.chunk_ids}) == sum(len(p.chunk_ids) for p in r.passages)
@@ -198,13 +202,15 @@ def test_hierarchical_strategy_modes_context_scope_and_fallback(guide, tmp_path,
     assert {i["title"] for i in scoped.context_items} == {"Ranger Policy"}  # its document node, no other
     assert scoped.passages and all(p.path.endswith("policy.md") for p in scoped.passages)
     with pytest.raises(BadQuery):
-        api.query(reader, "ostriches", QueryConfig(strategy="hierarchical", tree_mode="sideways"))
+        api.query(
+            reader, "ostriches", QueryConfig(strategy="hierarchical", settings={"hierarchical": {"mode": "sideways"}})
+        )
     flat = tmp_path / "flat"
     write(flat, "a.txt", "Zebras graze.\n")
     write(flat, "b.txt", "Ostriches run.\n")
     _, flat_reader = index_with(flat, name="flat")
     r = api.query(flat_reader, "ostriches", QueryConfig(strategy="hierarchical"))
-    assert r.plan["fallback"].startswith("no summary-tree node") and r.passages
+    assert r.plan.notes["fallback"].startswith("no summary-tree node") and r.passages
 
 
 class _Knowledge:
@@ -252,17 +258,17 @@ def test_expansion_terms_are_embedded_on_first_use_once(tmp_path, index_with, fa
     summary, reader = index_with(root)
     cache = reader.index_dir / "cache" / "terms.npz"
     assert fake.encoded == summary.chunks and not cache.exists()  # indexing embeds chunks, no words
-    terms = reader.term_vectors()
+    terms = reader.term_vectors
     assert {"overtime", "compensation", "workload", "workers", "staff"} <= set(terms.terms)
     assert not any(len(t) < 4 for t in terms.terms) and terms.embedded == len(terms.terms) and cache.exists()
     before = fake.encoded
-    again = api.open_index(reader.index_dir, embedder=fake).term_vectors()
+    again = api.open_index(reader.index_dir, embedder=fake).term_vectors
     assert fake.encoded == before and again.terms == terms.terms  # the cache of this run
     write(root, "d0.md", "# Doc 0\n\nOvertime rules: compensation applies to zebras, zebras and zebras.\n")
     write(root, "d1.md", "# Doc 1\n\nZebras rest.\n")
     write(root, "d2.md", "# Doc 2\n\nZebras rest too.\n")
     _, reader = index_with(root)
-    assert reader.term_vectors().embedded == 1  # only the new word ("zebras")
+    assert reader.term_vectors.embedded == 1  # only the new word ("zebras")
     summary, reader = index_with(root, cfg=IndexConfig(expand=True), name="eager")
     assert (reader.index_dir / "cache" / "terms.npz").exists() and "term_vectors" in summary.seconds
 
@@ -279,13 +285,13 @@ def test_expansion_fuses_a_bm25_run_of_the_related_terms(tmp_path):
     api.index([root], tmp_path / "idx", embedder_factory=lambda c: fake)
     reader = api.open_index(tmp_path / "idx", embedder=fake)
     r = api.query(reader, "overtime", QueryConfig(strategy="hybrid", expand=True, k=8))
-    assert r.plan["related_terms"] == [{"term": "remuneration", "similarity": 1.0}]
+    assert r.plan.related_terms == [{"term": "remuneration", "similarity": 1.0}]
     assert "related_lexical" in r.timings_ms
     fused = [h for h in r.hits if "related0" in h.ranks]
     assert fused and all(set(h.ranks) == {"original", "related0"} for h in fused)
     assert {h.path.split("/")[-1][0] for h in fused} == {"o", "r"}  # BM25 of "overtime remuneration"
     plain = api.query(reader, "overtime", QueryConfig(strategy="hybrid", k=8))
-    assert plain.plan["related_terms"] == [] and not any("related0" in h.ranks for h in plain.hits)
+    assert plain.plan.related_terms == [] and not any("related0" in h.ranks for h in plain.hits)
 
 
 def test_llm_summaries_replace_extractive_ones_in_the_tree(guide, tmp_path, fake):

@@ -12,7 +12,8 @@ import pytest
 from ragkit import api
 from ragkit.config import QueryConfig
 from ragkit.ingest.discover import discover, stable_id
-from ragkit.ingest.parse import build_sections, parse_markdown
+from ragkit.ingest.parse import parse_markdown
+from ragkit.ingest.sections import build_sections
 from tests.conftest import SAMPLES, SHARED_DATA, needs_shared
 from tests.test_cli import ragkit
 

@@ -189,20 +189,22 @@ def test_light_returns_entities_relations_and_chunks(tmp_path, index_with):
         ),
     )
     _, reader = index_with(root)
-    r = api.query(reader, "Nirvana Aberdeen", QueryConfig(strategy="light", k=3, ppr_weight=1.0))
+    r = api.query(
+        reader, "Nirvana Aberdeen", QueryConfig(strategy="light", k=3, settings={"light": {"graph_weight": 1.0}})
+    )
     kinds = {i["type"] for i in r.context_items}
     assert kinds == {"entity", "relation"} and r.passages
     assert {p.path.split("#")[-1] for p in r.passages[:2]} == {"a", "b"}
     assert all(i["description"] for i in r.context_items if i["type"] == "relation")
     write(tmp_path / "plain", "a.md", "# A\n\nplain text without names\n")
     _, plain = index_with(tmp_path / "plain", cfg=IndexConfig(extract="none"), name="plain")
-    assert "fallback" in api.query(plain, "plain text", QueryConfig(strategy="light")).plan
+    assert "fallback" in api.query(plain, "plain text", QueryConfig(strategy="light")).plan.notes
 
 
 def test_memory_rows_equal_the_stores(two_collections):
-    """A warm reader's in-memory knowledge rows (ragkit/store/memory.py) give what the store's look-ups give:
+    """A warm reader's in-memory knowledge rows (ragkit/store/knowledge/rows.py) give what the store's look-ups give:
     entity rows with descriptions, relation rows, community reports and the chunks of communities."""
-    from ragkit.store.memory import KnowledgeMemory, StoreRows
+    from ragkit.store.knowledge.rows import KnowledgeMemory, StoreRows
 
     reader = two_collections
     with reader.duck() as store:
@@ -229,7 +231,7 @@ def test_memory_rows_equal_the_stores(two_collections):
 
 
 def test_a_reader_keeps_knowledge_rows_in_memory_from_its_second_query(two_collections):
-    from ragkit.store.memory import KnowledgeMemory, StoreRows
+    from ragkit.store.knowledge.rows import KnowledgeMemory, StoreRows
 
     reader = api.open_index(two_collections.index_dir, embedder=two_collections.embedder)
     first = api.query(reader, "Which labs used Mercury in thermometers?", QueryConfig(strategy="local"))

@@ -11,7 +11,7 @@ from ragkit.cli.app import app
 from ragkit.config import IndexConfig, QueryConfig
 from ragkit.extract.entities import extract
 from ragkit.store.duck import DuckStore
-from ragkit.store.knowledge import RELATIONS_PER_ENTITY
+from ragkit.store.knowledge.sql import RELATIONS_PER_ENTITY
 from ragkit.store.manifest import FORMAT_VERSION
 from ragkit.text import detect_language
 from tests.conftest import write
@@ -239,10 +239,10 @@ def test_vocabulary_vectors_of_another_embedder_are_not_reused(tmp_path, index_w
     for i in range(4):
         write(root, f"d{i}.md", f"# Doc {i}\n\nOvertime compensation rules for shift workers, part {i}.\n")
     _, reader = index_with(root)
-    assert reader.term_vectors().embedded > 0
+    assert reader.term_vectors.embedded > 0
     other = FakeEmbedder(dim=32, fingerprint="other-0002")
     summary = api.index([root], tmp_path / "idx", IndexConfig(), full=True, embedder_factory=lambda c: other)
-    again = api.open_index(tmp_path / "idx", embedder=other).term_vectors()
+    again = api.open_index(tmp_path / "idx", embedder=other).term_vectors
     assert again.embedded == len(again.terms) and again.matrix.shape[1] == 32  # all re-embedded, new dimension
     assert summary.new == 4
 
@@ -293,9 +293,9 @@ def test_german_questions_are_routed_with_the_german_name_rules(tmp_path, index_
     _, reader = index_with(root)
     assert reader.entity_graph.has_entity("arbeitgeber")
     r = api.query(reader, "Darf mein Arbeitgeber meine Daten speichern?", QueryConfig(retry=False))
-    assert r.plan["language"] == "de" and r.plan["entities"] == [] and r.plan["strategy"] == "hybrid"
+    assert r.plan.language == "de" and r.plan.entities == [] and r.plan.strategy == "hybrid"
     r = api.query(reader, "Which studio did Scott Derrickson work for?", QueryConfig(retry=False))
-    assert r.plan["entities"] == ["scott derrickson"] and r.plan["strategy"] == "hippo"
+    assert r.plan.entities == ["scott derrickson"] and r.plan.strategy == "hippo"
 
 
 def test_a_query_opens_the_store_once_and_lets_it_go(mixed, index_with, monkeypatch):

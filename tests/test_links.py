@@ -106,9 +106,9 @@ def test_the_first_passage_brings_the_document_it_names_right_after_it(tmp_path)
     hits, plan, _ = api.retrieve(reader, q, cfg)
     ids = [h.external_id for h in hits]
     assert ids[:2] == ["kiss", "temple"], ids  # the query names "Kiss and Tell", whose passage names "Shirley Temple"
-    assert plan["links"]["passage_links"] == ["Shirley Temple"]
+    assert plan.notes["links"]["passage_links"] == ["Shirley Temple"]
     without, _, _ = api.retrieve(reader, q, QueryConfig(strategy="lexical", k=5, syntax=False, links=False))
     assert "temple" not in [h.external_id for h in without][:2]
     # a passage naming more than a few titles (a list, a table of contents) links nothing
     toc, plan, _ = api.retrieve(reader, "Index of films", cfg)
-    assert toc[0].external_id == "toc" and "passage_links" not in plan.get("links", {})
+    assert toc[0].external_id == "toc" and "passage_links" not in plan.notes.get("links", {})

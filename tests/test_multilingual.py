@@ -153,11 +153,11 @@ def test_a_german_folder_is_indexed_with_the_multilingual_model(tmp_path):
     # no word of the question is in Art 8 ("Demo", "genehmigen" vs "versammeln", "Erlaubnis")
     res = api.query(reader, "Muss ich eine Demo vorher genehmigen lassen?", QueryConfig(k=3))
     assert res.passages[0].section.endswith("Art 8"), [p.section for p in res.passages]
-    notes = res.plan.get("planner_notes", [])
+    notes = res.plan.planner_notes
     assert not any("does not know" in n for n in notes)
     assert "dense weight 0.8: multilingual-e5-small's own" in notes
     plain = api.query(reader, "Muss ich eine Demo vorher genehmigen lassen?", QueryConfig(k=3, model_alpha=False))
-    assert not any("own" in n for n in plain.plan.get("planner_notes", []))
+    assert not any("own" in n for n in plain.plan.planner_notes)
     # an incremental run keeps the model; another one named explicitly is refused
     write(laws, "urlaub.md", GERMAN["urlaub.md"] + "\nDer Urlaub ist zusammenhängend zu gewähren.\n")
     summary = api.index([laws], idx)
@@ -184,5 +184,5 @@ def test_the_multilingual_models_own_weight_is_for_german_and_swedish_documents(
         (german, "Wie viele Überstunden darf ich machen?", 0.8),
     ):
         plan = api.query(api.open_index(idx), question, QueryConfig(strategy="hybrid", k=3)).plan
-        assert plan["fusion"]["alpha"] == alpha, plan
-        assert any("own" in n for n in plan["planner_notes"]) == (alpha == 0.8)
+        assert plan.fusion["alpha"] == alpha, plan
+        assert any("own" in n for n in plan.planner_notes) == (alpha == 0.8)

@@ -1,17 +1,9 @@
 import pytest
 
 from ragkit.ingest.discover import stable_id
-from ragkit.ingest.parse import (
-    ParseError,
-    RawHeading,
-    build_sections,
-    infer_title,
-    parse_beir_jsonl,
-    parse_html,
-    parse_markdown,
-    parse_rst,
-    parse_text,
-)
+from ragkit.ingest.parse import parse_beir_jsonl, parse_html, parse_markdown, parse_rst, parse_text
+from ragkit.ingest.raw import ParseError, RawHeading
+from ragkit.ingest.sections import build_sections, infer_title
 from ragkit.records import Block
 
 MD = """---

@@ -106,15 +106,15 @@ def test_constraints_filter_retrieval_and_show_in_the_plan(dated, index_with):
     _, reader = index_with(dated)
     r = api.query(reader, "overtime since 2020", QueryConfig())
     assert [p.path.split("/")[-1] for p in r.passages] == ["new.md"]
-    assert r.plan["constraints"]["date_from"] == "2020-01-01" and r.plan["strategy"] == "hybrid"
-    assert r.plan["reason"].startswith("auto: ")
+    assert r.plan.constraints["date_from"] == "2020-01-01" and r.plan.strategy == "hybrid"
+    assert r.plan.reason.startswith("auto: ")
     r = api.query(reader, "overtime doc_type:policy", QueryConfig())
     assert [p.path.split("/")[-1] for p in r.passages] == ["old.md"]
     r = api.query(reader, "overtime since 2030", QueryConfig())  # nothing is that new: ignored, said so
-    assert len(r.passages) == 2 and "date constraint ignored" in r.plan["planner_notes"][0]
+    assert len(r.passages) == 2 and "date constraint ignored" in r.plan.planner_notes[0]
     r = api.query(reader, "which rule limits overtime?", QueryConfig(strategy="hybrid"))
-    assert r.plan["doc_type_routing"] == ["policy"] and len(r.plan["expanded_queries"]) == 2
-    assert r.plan["reason"] == "chosen by --strategy"
+    assert r.plan.doc_type_routing == ["policy"] and len(r.plan.expanded_queries) == 2
+    assert r.plan.reason == "chosen by --strategy"
     from ragkit.render import result_dict
 
     d = result_dict(r)["plan"]
@@ -184,9 +184,9 @@ def test_query_language_of_short_questions():
 def test_query_plan_shows_spelling_corrections(dated, index_with):
     _, reader = index_with(dated)
     r = api.query(reader, "Overtimme capped", QueryConfig())
-    assert r.plan["corrections"] == [{"from": "Overtimme", "to": "overtime"}]
-    assert r.plan["query_text"] == "overtime capped" and r.passages[0].path.endswith("new.md")
-    assert api.query(reader, "Overtimme capped", QueryConfig(spelling=False)).plan["corrections"] == []
+    assert r.plan.corrections == [{"from": "Overtimme", "to": "overtime"}]
+    assert r.plan.query_text == "overtime capped" and r.passages[0].path.endswith("new.md")
+    assert api.query(reader, "Overtimme capped", QueryConfig(spelling=False)).plan.corrections == []
 
 
 def test_decomposition_of_comparisons_and_multiple_questions():
@@ -225,10 +225,10 @@ def test_sub_queries_are_retrieved_and_fused(tmp_path, index_with):
     _, reader = index_with(root)
     q = "Were Scott Derrickson and Ed Wood of the same nationality?"
     r = api.query(reader, q, QueryConfig(strategy="hybrid", k=3, decompose=True))
-    assert len(r.plan["sub_queries"]) == 2 and any(k.startswith("sub_query_") for k in r.timings_ms)
+    assert len(r.plan.sub_queries) == 2 and any(k.startswith("sub_query_") for k in r.timings_ms)
     assert {p.path.split("#")[-1] for p in r.passages[:2]} == {"a", "b"}
     off = api.query(reader, q, QueryConfig(strategy="hybrid", k=3))  # off by default: planned, not retrieved
-    assert off.plan["sub_queries"] and not any(k.startswith("sub_query_") for k in off.timings_ms)
+    assert off.plan.sub_queries and not any(k.startswith("sub_query_") for k in off.timings_ms)
 
 
 def test_retry_decision_and_record(dated, index_with):
@@ -272,13 +272,13 @@ def test_retry_decision_and_record(dated, index_with):
         setattr(reader.chunks, name, lambda *a, _f=getattr(reader.chunks, name), _n=name: calls.append(_n) or _f(*a))
     r = api.query(reader, "zebra giraffe", QueryConfig(strategy="hybrid"))
     assert sorted(calls) == ["fts_search", "vector_search"]  # the retry reused the first run's two lists
-    retry = r.plan["retry"]
+    retry = r.plan.retry
     assert retry["retried"] and retry["reason"] == "top results cover 0% of the query's words"
     assert retry["strategy"] == "hippo" and retry["mode"] == "recall" and "retry" in r.timings_ms
     assert retry["retry_check"]["coverage"] == 0.0 and retry["kept"] == "first"  # no better: the first is kept
     r = api.query(reader, "overtime capped", QueryConfig(strategy="hybrid"))
-    assert r.plan["retry"] == {"check": r.plan["retry"]["check"], "retried": False, "reason": None}
-    assert api.query(reader, "zebra giraffe", QueryConfig(strategy="hybrid", retry=False)).plan["retry"] is None
+    assert r.plan.retry == {"check": r.plan.retry["check"], "retried": False, "reason": None}
+    assert api.query(reader, "zebra giraffe", QueryConfig(strategy="hybrid", retry=False)).plan.retry is None
 
 
 def test_llm_planner_output_is_checked_before_use():
@@ -299,7 +299,7 @@ def test_llm_planner_output_is_checked_before_use():
 
 
 def test_llm_planner_adds_rewrite_and_sub_queries_and_falls_back_to_rules(monkeypatch, tmp_path, index_with):
-    import ragkit.generate
+    import ragkit.retrieve.router
     from ragkit.errors import ModelUnavailable
 
     root = tmp_path / "d"
@@ -320,16 +320,16 @@ def test_llm_planner_adds_rewrite_and_sub_queries_and_falls_back_to_rules(monkey
         "What nationality were Scott Derrickson and Ed Wood?\nSub-questions:\n"
         "- What nationality was Scott Derrickson?\n- What nationality was Ed Wood?"
     )
-    monkeypatch.setattr(ragkit.generate, "load_generator", lambda spec=None, n_ctx=2048: gen)
+    monkeypatch.setattr(ragkit.retrieve.router, "load_generator", lambda spec=None, n_ctx=2048: gen)
     r = api.query(reader, q, QueryConfig(strategy="hybrid", planner="llm", decompose=True))
-    assert r.plan["planner"] == "llm" and r.plan["rewritten"].startswith("What nationality were")
-    assert r.plan["rewritten"] in r.plan["expanded_queries"] and len(r.plan["sub_queries"]) == 2
+    assert r.plan.planner == "llm" and r.plan.rewritten.startswith("What nationality were")
+    assert r.plan.rewritten in r.plan.expanded_queries and len(r.plan.sub_queries) == 2
     assert any(k.startswith("sub_query_") for k in r.timings_ms)  # with --decompose the sub-questions are retrieved
     assert "Query: derrickson wood nationality\nRewritten:" in gen.prompts[0]
     for broken in (FakeGenerator(error=ModelUnavailable("no model")), FakeGenerator("Nothing to say.")):
-        monkeypatch.setattr(ragkit.generate, "load_generator", lambda spec=None, n_ctx=2048, g=broken: g)
+        monkeypatch.setattr(ragkit.retrieve.router, "load_generator", lambda spec=None, n_ctx=2048, g=broken: g)
         r = api.query(reader, q, QueryConfig(strategy="hybrid", planner="llm"))
-        assert r.plan["planner"] == "rules" and "rule plan used" in r.plan["planner_notes"][-1] and r.passages
+        assert r.plan.planner == "rules" and "rule plan used" in r.plan.planner_notes[-1] and r.passages
     with pytest.raises(BadQuery):
         api.query(reader, q, QueryConfig(planner="oracle"))
 
@@ -343,8 +343,8 @@ def test_llm_planner_with_the_bundled_model(tmp_path, index_with, monkeypatch):
     _, reader = index_with(root)
     q = "overtime limit per week for remote workers"
     r = api.query(reader, q, QueryConfig(planner="llm"))
-    rewritten = r.plan["rewritten"]
-    assert r.plan["planner"] == "llm" and r.plan["planner_notes"] == [] and r.passages
-    assert rewritten and "\n" not in rewritten and rewritten != q and r.plan["expanded_queries"] == [rewritten]
+    rewritten = r.plan.rewritten
+    assert r.plan.planner == "llm" and r.plan.planner_notes == [] and r.passages
+    assert rewritten and "\n" not in rewritten and rewritten != q and r.plan.expanded_queries == [rewritten]
     kept = [w for w in ("overtime", "limit", "week", "remote", "workers") if w in rewritten.lower()]
-    assert len(kept) >= 3 and r.plan["sub_queries"] == []  # the rewrite keeps 60 % of the query's words
+    assert len(kept) >= 3 and r.plan.sub_queries == []  # the rewrite keeps 60 % of the query's words

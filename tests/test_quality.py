@@ -1,5 +1,5 @@
 """The quality gate: retrieval quality with the real bundled models on the shared data, held at the floors recorded
-in tests/data/quality_floors.toml (re-measure with scripts/quality_report.py).
+in tests/data/quality_floors.toml (re-measure with `scripts/bench_quality.py report`).
 
 hotpotqa-100 and the German laws are indexed once per session; every strategy runs on all 100 questions.
 """

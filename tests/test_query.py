@@ -28,9 +28,9 @@ def test_each_strategy_finds_the_section(reader, strategy):
 def test_hybrid_records_both_ranks(reader):
     r = api.query(reader, "overtime limited", QueryConfig(k=3))
     assert set(r.hits[0].ranks) == {"dense", "lexical"}
-    assert r.plan["fusion"]["method"] == "convex" and r.plan["fusion"]["alpha"] == QueryConfig().alpha
+    assert r.plan.fusion["method"] == "convex" and r.plan.fusion["alpha"] == QueryConfig().alpha
     r = api.query(reader, "overtime limited", QueryConfig(k=3, fusion="rrf"))
-    assert r.plan["fusion"]["method"] == "weighted_rrf" and r.plan["fusion"]["k"] == 60
+    assert r.plan.fusion["method"] == "weighted_rrf" and r.plan.fusion["k"] == 60
     assert {"plan", "embed_query", "dense", "lexical", "fusion", "assemble", "total"} <= set(r.timings_ms)
 
 

@@ -190,7 +190,7 @@ def test_a_run_that_lost_its_lease_commits_nothing(s3, corpus, tmp_path, monkeyp
     import time
 
     from ragkit.errors import IndexBusy
-    from ragkit.ingest import pipeline
+    from ragkit.store import commit as pipeline  # (the run is staged there: store/commit.py)
     from ragkit.store import lease
 
     uri = f"s3://{BUCKET}/lost"
@@ -249,7 +249,7 @@ def test_the_commit_is_conditional_on_the_manifest_the_run_started_from(s3, corp
     import boto3
 
     from ragkit.errors import IndexBusy
-    from ragkit.ingest import pipeline
+    from ragkit.store import commit as pipeline  # (the run is staged there: store/commit.py)
     from ragkit.store.lease import Lease
 
     uri = f"s3://{BUCKET}/cas"

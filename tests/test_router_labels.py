@@ -1,7 +1,7 @@
-"""The router against its labelled set (tests/data/router_labels.jsonl, made by scripts/label_router.py over the
-shared datasets): each label is the set of strategies that reach the best nDCG@10 on that query, measured; the
-router's accuracy per dataset is held at the floors in tests/data/quality_floors.toml and must beat always
-choosing hybrid."""
+"""The router against its labelled set (tests/data/router_labels.jsonl, made by
+`scripts/bench_quality.py router-labels` over the shared datasets): each label is the set of strategies that reach
+the best nDCG@10 on that query, measured; the router's accuracy per dataset is held at the floors in
+tests/data/quality_floors.toml and must beat always choosing hybrid."""
 
 from tests import quality
 

@@ -14,6 +14,7 @@ from ragkit.cli.query_cmd import query_cmd
 from ragkit.cli.serve_cmd import serve_cmd
 from ragkit.cli.show_cmd import show_app
 from ragkit.cli.stats_cmd import stats_cmd
+from ragkit.config import FILE_FORMATS
 
 app = typer.Typer(
     name="ragkit",
@@ -23,6 +24,15 @@ app = typer.Typer(
     help="Local retrieval toolkit: index folders of documents, query them, measure retrieval quality.",
     context_settings={"help_option_names": ["-h", "--help"]},
 )
+
+
+def index_help() -> str:
+    """``ragkit index --help``: what it does and every format it reads (from the parser registry)."""
+    by_format: dict[str, list[str]] = {}
+    for suffix, name in FILE_FORMATS.items():
+        by_format.setdefault(name, []).append(suffix)
+    formats = "; ".join(f"{name} ({', '.join(suffixes)})" for name, suffixes in by_format.items())
+    return f"Index documents: parse, chunk, embed and store (only what changed).\n\nReads {formats}."
 
 
 def _version(value: bool) -> None:
@@ -39,7 +49,7 @@ def root(
     STATE["debug"] = debug
 
 
-app.command("index")(index_cmd)
+app.command("index", help=index_help())(index_cmd)
 app.command("query")(query_cmd)
 app.command("eval")(eval_cmd)
 app.command("stats")(stats_cmd)

@@ -13,6 +13,7 @@ from rich.console import Console
 
 from ragkit.errors import RagkitError
 from ragkit.events import Reporter
+from ragkit.render import write_json
 
 
 def _width(stream) -> int | None:
@@ -117,6 +118,4 @@ class RichReporter(Reporter):
 
 
 def print_json(obj: Any) -> None:
-    from ragkit.render import write_json
-
     write_json(obj)

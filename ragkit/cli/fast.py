@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import sys
 
+from ragkit.cli import flags
+from ragkit.errors import RagkitError
+
 VALUED = {
-    "--index": "index",
-    "-i": "index",
-    "-k": "k",
-    "--top": "k",
-    "--strategy": "strategy",
-    "-s": "strategy",
-    "--filter": "filter",
-    "-f": "filter",
+    decl: name
+    for name, decls in (("index", flags.INDEX), ("k", flags.K), ("strategy", flags.STRATEGY), ("filter", flags.FILTER))
+    for decl in decls
 }
 
 
@@ -30,7 +28,7 @@ def parse(args: list[str]) -> dict | None:
     i = 1
     while i < len(args):
         a = args[i]
-        if a in ("--json", "--jsonl"):
+        if a in (flags.JSON, flags.JSONL):
             opts["mode"] = a
         elif a in VALUED and i + 1 < len(args):
             name = VALUED[a]
@@ -59,7 +57,6 @@ def try_query(argv: list[str]) -> int | None:
     if opts is None:
         return None
     from ragkit.config import load_config, override, parse_filters, resolve_index_dir
-    from ragkit.errors import RagkitError
     from ragkit.serve.client import emit, remote_query, server_for
 
     index_dir = resolve_index_dir(opts.get("index"))
@@ -77,7 +74,7 @@ def try_query(argv: list[str]) -> int | None:
         obj, failed = remote_query(info, opts["text"][0], qcfg)
     except (RagkitError, OSError):
         return None  # the full CLI reports it as it always does
-    emit(obj, opts["mode"] == "--json")
+    emit(obj, opts["mode"] == flags.JSON)
     if failed is None:
         return 0
     sys.stderr.write(f"error: {failed.message}\n" + (f"hint: {failed.hint}\n" if failed.hint else ""))

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 import typer
+from rich.table import Table
 
 from ragkit.cli.common import console, handle_errors, print_json
-from ragkit.errors import BadQuery
+from ragkit.cli.options import AsJson, IndexOpt
 
 graph_app = typer.Typer(
     help="Look at the evidence graph (documents, sections, chunks, references, versions).", no_args_is_help=True
@@ -16,36 +18,15 @@ graph_app = typer.Typer(
 
 @graph_app.command("stats")
 @handle_errors
-def stats_cmd(
-    index: str | None = typer.Option(None, "--index", "-i", help="Index name (under ./indexes) or directory."),
-    as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
-):
+def stats_cmd(index: IndexOpt = None, as_json: AsJson = False):
     """Node and edge counts by kind, and how many references resolved."""
     from ragkit import api
 
     reader = api.open_index(index)
-    st = reader.graph.stats()
-    with reader.duck() as store:
-        st["references"] = store.rows(
-            "SELECT kind, count(*) AS detected, count(resolved_document_id) AS resolved_document, "
-            "count(resolved_section_id) AS resolved_section FROM refs GROUP BY kind ORDER BY kind"
-        )
-        st["communities"] = store.rows(
-            "SELECT level, count(*) AS communities, CAST(avg(size) AS DOUBLE) AS mean_size "
-            "FROM communities GROUP BY level ORDER BY level"
-        )
-        st["knowledge"] = store.rows(
-            "SELECT collection, (SELECT count(*) FROM entities e WHERE e.collection = d.collection) AS entities, "
-            "(SELECT count(*) FROM relations r WHERE r.collection = d.collection) AS relations, "
-            "(SELECT count(*) FROM communities c WHERE c.collection = d.collection) AS communities "
-            "FROM (SELECT DISTINCT collection FROM documents) d ORDER BY collection"
-        )
-    st["entity_graph"] = reader.entity_graph.stats()
+    st = api.graph_stats(reader)
     if as_json:
         print_json(st)
         return
-    from rich.table import Table
-
     t = Table(title=f"evidence graph of {reader.index_dir}", show_header=False)
     t.add_column(style="bold")
     t.add_column()
@@ -76,15 +57,12 @@ def stats_cmd(
 @graph_app.command("export")
 @handle_errors
 def export_cmd(
-    out: Path = typer.Argument(..., help="File to write."),
-    fmt: str = typer.Option("graphml", "--format", "-f", help="graphml | json (networkx node-link)."),
-    index: str | None = typer.Option(None, "--index", "-i", help="Index name (under ./indexes) or directory."),
+    out: Annotated[Path, typer.Argument(help="File to write.")],
+    fmt: Annotated[str, typer.Option("--format", "-f", help="graphml | json (networkx node-link).")] = "graphml",
+    index: IndexOpt = None,
 ):
     """Write the evidence graph for Gephi (GraphML) or a notebook (node-link JSON)."""
     from ragkit import api
 
-    if fmt not in ("graphml", "json"):
-        raise BadQuery(f"unknown format {fmt!r}", hint="Choose graphml or json")
-    g = api.open_index(index).graph
-    g.export(out, fmt)
-    console.print(f"wrote {g.g.vcount()} nodes and {g.g.ecount()} edges to {out}")
+    nodes, edges = api.export_graph(api.open_index(index), out, fmt)
+    console.print(f"wrote {nodes} nodes and {edges} edges to {out}")

@@ -5,11 +5,12 @@ from __future__ import annotations
 import typer
 
 from ragkit.cli.common import console, err, handle_errors
+from ragkit.cli.options import IndexOpt
 
 
 @handle_errors
 def serve_cmd(
-    index: str | None = typer.Option(None, "--index", "-i", help="Index name (under ./indexes) or directory."),
+    index: IndexOpt = None,
     host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (loopback by default)."),
     port: int = typer.Option(8765, "--port", "-p", help="TCP port (0: any free port)."),
     mcp: bool = typer.Option(

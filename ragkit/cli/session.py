@@ -11,8 +11,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-HELP = """Commands:
-  :strategy NAME        auto, naive, lexical, hybrid, local, global, light, hippo, hierarchical
+from ragkit.cli import output
+from ragkit.config import STRATEGY_NAMES, parse_filters
+from ragkit.errors import BadQuery, RagkitError
+from ragkit.render import print_result, result_dict
+
+HELP = f"""Commands:
+  :strategy NAME        {", ".join(STRATEGY_NAMES)}
   :k N                  passages per query
   :answer on|off        write a cited answer with the GGUF model
   :explain on|off       show the plan and scoring details
@@ -32,9 +37,6 @@ class Session:
 
     def command(self, line: str) -> bool:
         """Run a ``:command``; False when the session should end."""
-        from ragkit.config import parse_filters
-        from ragkit.errors import BadQuery
-
         name, _, arg = line[1:].strip().partition(" ")
         arg = arg.strip()
         if name in ("quit", "q", "exit"):
@@ -42,11 +44,7 @@ class Session:
         if name == "help":
             self.console.print(HELP, highlight=False)
         elif name == "strategy" and arg:
-            from ragkit.retrieve.strategies import STRATEGIES
-
-            if arg != "auto" and arg not in STRATEGIES:
-                raise BadQuery(f"unknown strategy {arg!r}", hint=f"Choose auto or one of: {', '.join(STRATEGIES)}")
-            self.cfg = replace(self.cfg, strategy=arg)
+            self.cfg = replace(self.cfg, strategy=arg)  # (a config checks itself: an unknown name is BadQuery)
         elif name == "k" and arg.isdigit() and int(arg) > 0:
             self.cfg = replace(self.cfg, k=int(arg))
         elif name in ("answer", "explain") and arg in ("on", "off"):
@@ -61,8 +59,6 @@ class Session:
         elif name == "open" and arg.isdigit():
             self.open(int(arg))
         elif name == "json":
-            from ragkit.render import result_dict
-
             if self.last is not None:
                 self.console.print_json(data=result_dict(self.last, self.explain))
         else:
@@ -79,38 +75,27 @@ class Session:
         if passage is None:
             self.console.print(f"[yellow]no passage {rank} in the last result[/]")
             return
-        section = next(h.section_id for h in self.last.hits if h.chunk_id in passage.chunk_ids)
-        with self.reader.duck() as store:
-            texts = [
-                r[0]
-                for r in store.con.execute(
-                    "SELECT text FROM chunks WHERE section_id = ? ORDER BY chunk_index", [section]
-                ).fetchall()
-            ]
+        from ragkit import api
+
+        section = api.section(self.reader, passage.section_id)
         self.console.rule(f"{passage.path} · {passage.section}")
-        self.console.print("\n\n".join(texts), highlight=False)
+        self.console.print(section["text"], highlight=False)
 
     # ------------------------------------------------------------ queries
 
     def ask(self, text: str) -> None:
-        from ragkit import api
-        from ragkit.cli.query_cmd import _answer
-        from ragkit.render import print_result
-
-        result = api.query(self.reader, text, self.cfg)
+        result = output.run_query(self.reader, text, self.cfg, trace=None)
         if self.cfg.answer:
-            error = _answer(result, self.cfg, stream=True, con=self.console)
+            error = output.write_answer(result, self.cfg, stream=True, con=self.console)
             if error is not None:
                 self.console.print(f"[red]no answer:[/] {error}")
         self.last = result
         if self.explain:
-            self.console.print_json(data=result.plan)
+            self.console.print_json(data=result.plan.to_dict())
         print_result(self.console, result, self.explain)
 
     def handle(self, line: str) -> bool:
         """One input line; False when the session should end. Errors are shown, never fatal."""
-        from ragkit.errors import RagkitError
-
         line = line.strip()
         if not line:
             return True
@@ -127,7 +112,7 @@ class Session:
 
 def run(reader, cfg, console, explain: bool = False, input=None, output=None) -> None:
     """The prompt loop (``input``/``output``: prompt_toolkit pipes for tests)."""
-    from prompt_toolkit import PromptSession
+    from prompt_toolkit import PromptSession  # (loaded when a session starts, not with the CLI)
     from prompt_toolkit.history import FileHistory
 
     session = Session(reader, cfg, console, explain)

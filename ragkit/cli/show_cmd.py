@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
 from ragkit.cli.common import console, handle_errors, print_json
-from ragkit.errors import BadQuery
+from ragkit.cli.options import AsJson, IndexOpt
 
 show_app = typer.Typer(help="Show what the index knows about one thing.", no_args_is_help=True)
 
@@ -13,19 +15,15 @@ show_app = typer.Typer(help="Show what the index knows about one thing.", no_arg
 @show_app.command("entity")
 @handle_errors
 def entity_cmd(
-    name: str = typer.Argument(..., help="Entity name or alias (case and punctuation do not matter)."),
-    index: str | None = typer.Option(None, "--index", "-i", help="Index name (under ./indexes) or directory."),
-    limit: int = typer.Option(10, "--limit", "-n", help="Relations and chunks to list."),
-    as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
+    name: Annotated[str, typer.Argument(help="Entity name or alias (case and punctuation do not matter).")],
+    index: IndexOpt = None,
+    limit: Annotated[int, typer.Option("--limit", "-n", help="Relations and chunks to list.")] = 10,
+    as_json: AsJson = False,
 ):
     """An entity's aliases, type, mentions, strongest relations and the chunks that mention it."""
     from ragkit import api
 
-    reader = api.open_index(index)
-    with reader.duck() as store:
-        info = store.entity(name, limit)
-    if info is None:
-        raise BadQuery(f"no entity {name!r} in {reader.index_dir}", hint="Entity names come from the indexed text.")
+    info = api.entity(api.open_index(index), name, limit)
     if as_json:
         print_json(info)
         return

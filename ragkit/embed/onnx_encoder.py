@@ -1,7 +1,7 @@
 """The ONNX Runtime encoder: the model's tokenizer (``tokenizers``) and its exported graph, no torch.
 
 Texts are encoded one at a time: padding a batch to its longest text cost more than batching saved (int8 on
-two cores: 98 texts/s one by one, 62 in batches of 16; README, "Index cost"). Every core works on a text;
+two cores: 98 texts/s one by one, 62 in batches of 16; scripts/README.md, "Index cost"). Every core works on a text;
 for queries the thread pool does not spin between runs (spinning workers took a core from the graph work
 that follows a query: hippo's PageRank 12 → 45 ms), which costs a 20-token query 4.6 instead of 3.3 ms. Pooling (mean, CLS or max, as the model's ``1_Pooling`` says) and normalisation run in
 numpy.
@@ -16,8 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ragkit.embed import BUNDLED, fingerprint, max_seq_length, model_name, prompts, resolve_model_dir
 from ragkit.embed.export import FULL, INT8, _transformer_dir, ensure_exported, exported, word_embeddings
+from ragkit.embed.models import BUNDLED, fingerprint, max_seq_length, model_name, prompts, resolve_model_dir
 from ragkit.errors import ModelUnavailable
 
 PROGRESS_EVERY = 32  # texts between progress updates

@@ -2,27 +2,13 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 
 import numpy as np
 
-from ragkit.embed import BUNDLED, fingerprint, model_name, prompts, resolve_model_dir
+from ragkit.embed.export import quiet_offline_transformers
+from ragkit.embed.models import BUNDLED, fingerprint, model_name, prompts, resolve_model_dir
 from ragkit.errors import ModelUnavailable
-
-
-def quiet_offline_transformers() -> None:
-    """Before importing transformers: never reach a model hub; no progress bars or chatty logs."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    import logging
-
-    import transformers
-
-    transformers.logging.set_verbosity_error()
-    transformers.utils.logging.disable_progress_bar()
-    logging.getLogger("sentence_transformers").setLevel(logging.ERROR)
 
 
 class SentenceTransformerEmbedder:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from ragkit.extract import german
 from ragkit.records import EntityRows
 from ragkit.text import split_sentences
 
@@ -166,8 +167,6 @@ def _english_mentions(text: str, sentences, sentence_of, out: ChunkEntities) -> 
 
 
 def _german_mentions(text: str, sentences, sentence_of, out: ChunkEntities, own_law: str | None) -> None:
-    from ragkit.extract import german
-
     taken: list[tuple[int, int]] = []
     for a, b, surface, key in german.citation_spans(text, own_law):
         out.mentions.append(Mention(normalize(key), surface, "law", a, sentence_of(a)))
@@ -181,8 +180,6 @@ def _context_mentions(context: list[str], language: str, own_law: str | None, ou
     """Title and headings the chunk sits under: mentions without a sentence (they link the chunk to the
     entity in the graph, and relate to nothing: a heading paired with every name below it is noise)."""
     if language == "de":
-        from ragkit.extract import german
-
         for surface, key_surface, kind in german.context_entities(context, own_law):
             out.mentions.append(Mention(normalize(key_surface), surface, kind, -1, -1))
         if own_law and context:  # "Arbeitszeitgesetz (ArbZG)", "Grundgesetz für die …": the long forms
@@ -251,8 +248,6 @@ def _sentence_pairs(text: str, mentions: list[Mention]) -> list[tuple[str, str, 
 def query_entities(query: str) -> list[tuple[str, str]]:
     """(key, surface) candidates in a query: names, acronyms, dates, legal citations keyed as the German rules
     key them (``§ 5 Abs. 2 ArbZG`` → ``§ 5 arbzg``), and every 1–4-gram key."""
-    from ragkit.extract import german
-
     keys = {}
     for _, _, surface, key in german.citation_spans(query, None):
         keys.setdefault(normalize(key), surface)

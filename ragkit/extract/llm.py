@@ -15,6 +15,7 @@ import json
 import re
 from dataclasses import dataclass
 
+from ragkit.errors import Cancelled
 from ragkit.extract.entities import normalize
 from ragkit.records import EntityRows
 from ragkit.text import split_sentences
@@ -181,8 +182,6 @@ def run(parsed, chunks, generator, confirm, reporter) -> LlmStats:
     ``confirm(message) -> bool`` decides whether to go on (the CLI asks on a terminal).
     """
     import time
-
-    from ragkit.errors import Cancelled
 
     sample = chunks[:SAMPLE]
     t = time.perf_counter()

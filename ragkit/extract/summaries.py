@@ -15,7 +15,7 @@ a GGUF model writes the summary instead (the extractive one is kept if the
 model returns nothing).
 
 A node's vector is the normalised mean of its chunks' vectors (the centroid of
-what it covers, derived when a query first needs it: ragkit/store/derived.py);
+what it covers, derived when a query first needs it: ragkit/store/knowledge/vectors.py);
 an LLM summary is embedded after the commit, averaged in and stored, since it
 may say what no chunk says alone.
 """

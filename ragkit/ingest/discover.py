@@ -6,8 +6,10 @@ import fnmatch
 import hashlib
 import os
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ragkit.errors import BadInput
 
@@ -151,3 +153,70 @@ def decode(data: bytes) -> str:
             raise Undecodable("binary file")
         return text.replace("\r\n", "\n").replace("\r", "\n")
     raise Undecodable("not valid UTF-8 or Windows-1252 text")
+
+
+@dataclass
+class SourceDiff:
+    """What changed under the indexed paths since the committed run: the files to parse (with their bytes and
+    hash, and whether they replace an older version), the sources whose bytes are the same under a new mtime,
+    the sources gone, and the counts of unchanged and skipped files."""
+
+    todo: list[tuple[SourceFile, bytes, str, bool]] = field(default_factory=list)
+    unchanged_sources: list[dict[str, Any]] = field(default_factory=list)
+    gone: list[str] = field(default_factory=list)
+    seen: set[str] = field(default_factory=set)
+    unchanged: int = 0
+    skipped: int = 0
+
+    def nothing_changed(self) -> bool:
+        return not self.todo and not self.gone and not self.unchanged_sources
+
+
+def _under(path: str, roots: list[Path]) -> bool:
+    return any(path == str(r) or path.startswith(str(r) + os.sep) for r in roots)
+
+
+def diff_sources(
+    files: list[SourceFile],
+    states: dict[str, dict[str, Any]],
+    roots: list[Path],
+    max_file_size_mb: float,
+    warn: Callable[[str], None],
+) -> SourceDiff:
+    """Compare the files found with the committed sources (``states``: source path → size, mtime, hash): a
+    file of the same size and mtime is unchanged without being read; a file over ``max_file_size_mb`` is
+    skipped unread (what it held stays); a file that cannot be read is skipped (one that vanished counts as
+    gone); a file whose hash matches is unchanged. Sources under ``roots`` that were not found are gone."""
+    diff = SourceDiff()
+    for f in files:
+        key = str(f.path)
+        diff.seen.add(key)
+        old = states.get(key)
+        if old and old["size"] == f.size and old["mtime_ns"] == f.mtime_ns:
+            diff.unchanged += 1
+            continue
+        if f.size > max_file_size_mb * 1e6:  # not read at all (what it held before stays)
+            warn(f"skipped {f.rel}: {f.size / 1e6:,.1f} MB is over --max-file-size {max_file_size_mb:g} MB")
+            diff.skipped += 1
+            continue
+        try:
+            data = read_source(f)
+        except Unreadable as exc:
+            warn(f"skipped {f.rel}: {exc}")
+            diff.skipped += 1
+            if exc.vanished:  # as if the run had not found it: what it held goes
+                diff.seen.discard(key)
+            continue
+        h = content_hash(data)
+        if old and old["hash"] == h:
+            diff.unchanged += 1
+            diff.unchanged_sources.append(source_row(f, h))
+            continue
+        diff.todo.append((f, data, h, old is not None))
+    diff.gone = [p for p in states if p not in diff.seen and _under(p, roots)]
+    return diff
+
+
+def source_row(f: SourceFile, content_hash: str) -> dict[str, Any]:
+    """A source's row in the store: where it is, its hash, size and mtime."""
+    return {"source_path": str(f.path), "rel": f.rel, "hash": content_hash, "size": f.size, "mtime_ns": f.mtime_ns}

@@ -1,70 +1,26 @@
-"""Parse text formats into a section tree plus body blocks with line spans.
+"""The file formats ragkit reads (``PARSERS``, by suffix) and the parsers of the text formats.
 
-Formats: Markdown (ATX/setext headings, YAML front matter, fenced code kept
-whole), reStructuredText (underlined/overlined titles), HTML (h1–h6 and block
-text, no markup), plain text, and BEIR ``corpus.jsonl`` (one document a line);
-PDF (ragkit/ingest/pdf.py) and DOCX (ragkit/ingest/word.py) from their bytes.
-Line numbers are 1-based and refer to the original file.
+Each parser turns a file into a ``RawDoc`` (ragkit/ingest/raw.py): headings and body blocks in file order
+with 1-based line numbers of the original file. Text formats: Markdown (ATX/setext headings, YAML front
+matter, fenced code kept whole), reStructuredText (underlined/overlined titles), HTML (h1–h6 and block text,
+no markup), plain text, and BEIR ``corpus.jsonl`` (one document a line); PDF (ragkit/ingest/pdf.py) and DOCX
+(ragkit/ingest/word.py) from their bytes. The section tree is built from a RawDoc by ragkit/ingest/sections.py.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import PurePosixPath
 from typing import Any
 
-import yaml
-
-from ragkit.records import Block, Section
-
-
-@dataclass
-class RawHeading:
-    level: int
-    text: str
-    line: int
-
-
-@dataclass
-class RawDoc:
-    """Format-independent result: headings and blocks in file order."""
-
-    title: str | None
-    metadata: dict[str, Any]
-    items: list[RawHeading | Block] = field(default_factory=list)
-    line_count: int = 0
-    page_starts: list[int] | None = None  # paged formats (PDF): the first line of each page
-    warnings: list[str] = field(default_factory=list)  # what could not be read (the rest is indexed)
-
-
-class ParseError(Exception):
-    """The file's content is not what its format promises; it is skipped."""
-
-
-# ---------------------------------------------------------------- paragraphs
-
-
-def _paragraphs(lines: list[str], first_line: int) -> Iterator[Block]:
-    """Blank-line separated paragraphs; ``first_line`` is the number of lines[0]."""
-    buf: list[str] = []
-    start = 0
-    for i, line in enumerate(lines):
-        if line.strip():
-            if not buf:
-                start = first_line + i
-            buf.append(line.rstrip())
-        elif buf:
-            yield Block("\n".join(buf), start, start + len(buf) - 1)
-            buf = []
-    if buf:
-        yield Block("\n".join(buf), start, start + len(buf) - 1)
-
-
-# ---------------------------------------------------------------- markdown
+from ragkit.ingest.pdf import parse_pdf
+from ragkit.ingest.raw import ParseError, RawDoc, RawHeading, paragraphs
+from ragkit.ingest.word import parse_docx
+from ragkit.records import Block
 
 _FRONT = re.compile(r"\A---[ \t]*\n(.*?\n)?(?:---|\.\.\.)[ \t]*\n", re.S)
 _ATX = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$")
@@ -79,6 +35,8 @@ def _front_matter(text: str) -> tuple[dict[str, Any], int, str | None]:
     if not m:
         return {}, 0, None
     lines = m.group(0).count("\n")
+    import yaml  # (17 ms to import; only front matter needs it)
+
     try:
         meta = yaml.safe_load(m.group(1) or "") or {}
     except yaml.YAMLError as exc:
@@ -165,7 +123,7 @@ def _md_blocks(lines: list[str], first_line: int) -> Iterator[Block]:
     while i < len(lines):
         fm = _FENCE.match(lines[i])
         if fm:
-            yield from _paragraphs(out, start)
+            yield from paragraphs(out, start)
             marker = fm.group(1)[0] * 3
             j = i + 1
             while j < len(lines) and not lines[j].strip().startswith(marker):
@@ -178,7 +136,7 @@ def _md_blocks(lines: list[str], first_line: int) -> Iterator[Block]:
             continue
         out.append(lines[i])
         i += 1
-    yield from _paragraphs(out, start)
+    yield from paragraphs(out, start)
 
 
 def _meta_title(meta: dict[str, Any]) -> str | None:
@@ -225,13 +183,13 @@ def parse_rst(text: str) -> RawDoc:
             body.append(line)
             i += 1
             continue
-        doc.items.extend(_paragraphs(body, body_start))
+        doc.items.extend(paragraphs(body, body_start))
         if style not in styles:
             styles.append(style)
         doc.items.append(RawHeading(min(styles.index(style) + 1, 6), title, lineno))
         i += step
         body, body_start = [], i + 1
-    doc.items.extend(_paragraphs(body, body_start))
+    doc.items.extend(paragraphs(body, body_start))
     return doc
 
 
@@ -348,7 +306,7 @@ def parse_html(text: str) -> RawDoc:
 
 def parse_text(text: str) -> RawDoc:
     lines = text.split("\n")
-    return RawDoc(title=None, metadata={}, items=list(_paragraphs(lines, 1)), line_count=len(lines))
+    return RawDoc(title=None, metadata={}, items=list(paragraphs(lines, 1)), line_count=len(lines))
 
 
 # ---------------------------------------------------------------- BEIR jsonl
@@ -383,92 +341,34 @@ def parse_beir_jsonl(text: str, first_line: int = 1) -> Iterator[JsonlRecord]:
         yield JsonlRecord(str(obj["_id"]), title, doc, n, meta)
 
 
-PARSERS = {
-    ".md": parse_markdown,
-    ".markdown": parse_markdown,
-    ".rst": parse_rst,
-    ".html": parse_html,
-    ".htm": parse_html,
-    ".txt": parse_text,
-    ".text": parse_text,
+@dataclass(frozen=True)
+class Format:
+    """How the files of one suffix become documents."""
+
+    name: str
+    parse: Callable[..., Any]  # the file's text (or bytes) → a RawDoc, or JsonlRecords for a corpus
+    binary: bool = False  # reads the file's bytes (PDF, DOCX), not its decoded text
+    corpus: bool = False  # one document per line (BEIR corpus.jsonl)
+
+
+MARKDOWN, HTML, TEXT = Format("Markdown", parse_markdown), Format("HTML", parse_html), Format("plain text", parse_text)
+# every format ragkit reads, by file suffix: a new format is a parser and one line here (the default
+# include globs are these suffixes)
+PARSERS: dict[str, Format] = {
+    ".md": MARKDOWN,
+    ".markdown": MARKDOWN,
+    ".txt": TEXT,
+    ".text": TEXT,
+    ".rst": Format("reStructuredText", parse_rst),
+    ".html": HTML,
+    ".htm": HTML,
+    ".jsonl": Format("BEIR jsonl", parse_beir_jsonl, corpus=True),
+    ".pdf": Format("PDF", parse_pdf, binary=True),
+    ".docx": Format("DOCX", parse_docx, binary=True),
 }
+DEFAULT_INCLUDE = [f"*{suffix}" for suffix in PARSERS]
 
 
-def parser_for(path: str):
-    return PARSERS.get(PurePosixPath(path).suffix.lower(), parse_text)
-
-
-def binary_parser_for(path: str):
-    """The parser of a binary format that reads the file's bytes (PDF, DOCX), or None for a text format."""
-    suffix = PurePosixPath(path).suffix.lower()
-    if suffix == ".pdf":
-        from ragkit.ingest.pdf import parse_pdf
-
-        return parse_pdf
-    if suffix == ".docx":
-        from ragkit.ingest.word import parse_docx
-
-        return parse_docx
-    return None
-
-
-# ---------------------------------------------------------------- section tree
-
-
-def build_sections(raw: RawDoc, doc_id: str, title: str, id_fn) -> tuple[list[Section], dict[str, list[Block]]]:
-    """Turn headings/blocks into a section tree with breadcrumbs and line spans.
-
-    The root section (level 0) holds text before the first heading. A first
-    level-1 heading with no text before it is folded into the root and names it,
-    when it is the document's only level-1 heading or repeats its title (a PDF's
-    chapters stay chapters).
-    """
-    root = Section(id_fn(doc_id, "0"), doc_id, None, title, 0, title, 0, 1, max(1, raw.line_count))
-    sections = [root]
-    blocks: dict[str, list[Block]] = {root.id: []}
-    stack = [root]
-    first_heading = True
-    level_one = sum(1 for i in raw.items if isinstance(i, RawHeading) and i.level == 1)
-    for item in raw.items:
-        if isinstance(item, Block):
-            blocks[stack[-1].id].append(item)
-            continue
-        if first_heading and item.level == 1 and not blocks[root.id] and (level_one == 1 or item.text == title):
-            # the document's own H1 names the root (it is usually the title)
-            first_heading = False
-            root.heading = root.breadcrumb = item.text
-            continue
-        first_heading = False
-        while len(stack) > 1 and stack[-1].level >= item.level:
-            stack.pop()
-        parent = stack[-1]
-        sec = Section(
-            id=id_fn(doc_id, str(len(sections))),
-            document_id=doc_id,
-            parent_id=parent.id,
-            heading=item.text,
-            level=item.level,
-            breadcrumb=f"{parent.breadcrumb} > {item.text}",
-            order=len(sections),
-            line_start=item.line,
-            line_end=raw.line_count,
-        )
-        sections.append(sec)
-        blocks[sec.id] = []
-        stack.append(sec)
-    # a section ends where the next heading at its level or above starts
-    for i, sec in enumerate(sections[1:], start=1):
-        for later in sections[i + 1 :]:
-            if later.level <= sec.level:
-                sec.line_end = max(sec.line_start, later.line_start - 1)
-                break
-    return sections, blocks
-
-
-def infer_title(raw: RawDoc, fallback: str) -> str:
-    if raw.title:
-        return raw.title
-    for item in raw.items:
-        if isinstance(item, RawHeading):
-            return item.text if item.level == 1 else fallback
-    return fallback
+def format_for(path: str) -> Format:
+    """The format of a file by its suffix (an unknown suffix reads as plain text)."""
+    return PARSERS.get(PurePosixPath(path).suffix.lower(), TEXT)

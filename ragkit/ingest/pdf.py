@@ -1,7 +1,7 @@
 """PDF → the format-independent ``RawDoc``, with the page of every line.
 
 Text comes from PDFium's text layer (pypdfium2): on generated PDFs it gives the same words as pypdf at 4.5×
-its speed, on real ones 12× (``scripts/bench_pdf.py``). Lines are numbered through the document (1-based,
+its speed, on real ones 12× (``scripts/bench_ingest.py pdf``). Lines are numbered through the document (1-based,
 across pages); ``RawDoc.page_starts`` holds the first line of each page, so that every chunk and passage
 knows its pages.
 
@@ -24,7 +24,7 @@ import statistics
 from collections import Counter
 from dataclasses import dataclass
 
-from ragkit.ingest.parse import ParseError, RawDoc, RawHeading
+from ragkit.ingest.raw import ParseError, RawDoc, RawHeading
 from ragkit.records import Block
 
 HEADING_RATIO = 1.15  # a line at least this much larger than the body size is a heading

@@ -1,4 +1,9 @@
-"""One indexing run: discover → diff → parse → chunk → embed → write → commit.
+"""One indexing run (``run_index``), phase by phase, each a method of ``IndexRun`` that hands the work to
+its stage: discover (ingest/discover.py) → open the committed run → diff the sources (``diff_sources``) →
+load the model → parse and chunk (``source.parse_sources``; on Ray: ingest/ray_engine.py) → extract (rules
+while parsing, or an LLM: extract/llm.py) → embed → write the chunks (a new LanceDB version) → stage the
+run in the store (``store.commit.stage_run``: one DuckDB transaction of ``RunChanges``, the derived
+graphs, the manifest kept) → [LLM summaries] → publish (replacing the manifest commits the run).
 
 Nothing is written until every new document is parsed, chunked and embedded;
 then LanceDB gets a new version, one DuckDB transaction writes the run into a
@@ -17,71 +22,34 @@ import os
 import resource
 import shutil
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ragkit.config import IndexConfig
 from ragkit.embed import AUTO, Embedder, model_for
 from ragkit.errors import BadInput, EmbedderMismatch
 from ragkit.events import Reporter
 from ragkit.extract import llm as llm_extract
-from ragkit.ingest.discover import SourceFile, Undecodable, Unreadable, content_hash, discover, read_source
-from ragkit.ingest.parse import ParseError
-from ragkit.ingest.source import SourceParser, corpus_language
-from ragkit.records import Chunk, Document, EntityRows, ParsedDocument
+from ragkit.extract.communities import summarize
+from ragkit.extract.summaries import llm_summarize, rewrite_with, unit
+from ragkit.generate import load_generator
+from ragkit.ingest import ray_engine
+from ragkit.ingest.config import IndexConfig
+from ragkit.ingest.discover import SourceDiff, SourceFile, diff_sources, discover
+from ragkit.ingest.source import ParsedRun, SourceParser, corpus_language, parse_sources
+from ragkit.records import Chunk, EntityRows, IndexSummary, ParsedDocument, RunChanges, SummaryNode
 from ragkit.store import layout, remote
+from ragkit.store.commit import StagedRun, stage_run
 from ragkit.store.duck import DuckStore
 from ragkit.store.lance import ChunkWriter, FtsSettings, chunk_rows
 from ragkit.store.layout import DUCK_NAME, GRAPH_DIR, LANCE_DIR
 from ragkit.store.manifest import FORMAT_VERSION, manifest_format, read_manifest, write_manifest
 from ragkit.store.manifest import NAME as MANIFEST
-from ragkit.store.reader import write_derived
 from ragkit.store.terms import CACHE, TermVectors
-
-
-@dataclass
-class IndexSummary:
-    index_dir: str
-    new: int = 0
-    changed: int = 0
-    unchanged: int = 0
-    removed: int = 0
-    skipped: int = 0
-    pages_without_text: int = 0  # PDF pages without a text layer (scans), not indexed
-    documents: int = 0  # documents written by this run
-    chunks: int = 0  # chunks embedded by this run
-    total_documents: int = 0
-    total_chunks: int = 0
-    seconds: dict[str, float] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
-    extract: dict[str, int] = field(default_factory=dict)  # LLM extraction: chunks, invalid outputs, dropped names
-    knowledge: dict[str, int] = field(default_factory=dict)  # entities, relations, communities recomputed
-    tree: dict[str, int] = field(default_factory=dict)  # summary-tree nodes written by this run
-    written: dict[str, int] = field(default_factory=dict)  # --summaries llm: nodes and reports an LLM wrote
-    peak_rss_mb: float = 0.0  # the process's peak resident memory so far (with --engine ray: the driver's)
-
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
-
-def _spans(numbers: list[int]) -> str:
-    """``1-3, 7`` for [1, 2, 3, 7]."""
-    out, start = [], None
-    for i, n in enumerate(numbers):
-        start = n if start is None else start
-        if i + 1 == len(numbers) or numbers[i + 1] != n + 1:
-            out.append(f"{start}-{n}" if n != start else str(n))
-            start = None
-    return ", ".join(out)
-
-
-def _under(path: str, roots: list[Path]) -> bool:
-    return any(path == str(r) or path.startswith(str(r) + os.sep) for r in roots)
-
 
 FTS_LANGUAGES = {"de": "German", "sv": "Swedish", "en": "English"}
 
@@ -101,8 +69,6 @@ def _fts_language(cfg: IndexConfig, previous: dict | None, parsed: list[ParsedDo
 
 
 def _default_generator(cfg: IndexConfig):
-    from ragkit.generate import load_generator
-
     return load_generator(cfg.llm_model)
 
 
@@ -126,10 +92,6 @@ def _write_llm_summaries(duck_path: Path, generator, embedder: Embedder, chunk_v
     summaries of the tree nodes and community reports that are still extractive; a node's written text is
     embedded and averaged into its vector. A run killed here leaves the extractive ones, which the next run
     that commits writes."""
-    from ragkit.extract.communities import summarize
-    from ragkit.extract.summaries import llm_summarize, rewrite_with, unit
-    from ragkit.records import SummaryNode
-
     with DuckStore(duck_path, read_only=True) as store:
         rows, reports = store.pending_summaries()
     nodes, texts = [], {}
@@ -185,354 +147,351 @@ def run_index(
     confirm: Callable[[str], bool] | None = None,
     wait: bool = False,
 ) -> IndexSummary:
-    """One indexing run. ``generator_factory`` loads the GGUF model for ``extract = "llm"`` /
-    ``summaries = "llm"``; ``confirm(message)`` approves LLM extraction after its estimate (default: yes);
-    ``wait``: when another run holds the index, wait for it (with a warning) instead of raising ``IndexBusy``."""
-    rep = reporter or Reporter()
-    t0 = time.perf_counter()
-    summary = IndexSummary(index_dir=remote.display(index_dir))
-
-    def warn(msg: str) -> None:
-        summary.warnings.append(msg)
-        rep.warn(msg)
-
-    if cfg.extract not in ("rules", "llm", "none"):
-        raise BadInput(f"unknown extractor {cfg.extract!r}", hint="Choose rules, llm or none")
-    if cfg.summaries not in ("extractive", "llm"):
-        raise BadInput(f"unknown summary kind {cfg.summaries!r}", hint="Choose extractive or llm")
-    not_followed: list[tuple[str, str]] = []
-    files = discover(paths, cfg.include, cfg.exclude, cfg.include_hidden, not_followed)
-    for rel, reason in not_followed:
-        warn(f"skipped {rel}: {reason}")
-        summary.skipped += 1
-    if not files:
-        raise BadInput(
-            f"nothing indexable under {', '.join(str(p) for p in paths)}",
-            hint=f"ragkit reads {', '.join(cfg.include)}; use --include to add patterns.",
-        )
-    roots = [Path(p).expanduser().resolve() for p in paths]
-
+    """One indexing run, phase by phase (see the module docstring). ``generator_factory`` loads the GGUF model
+    for ``extract = "llm"`` / ``summaries = "llm"``; ``confirm(message)`` approves LLM extraction after its
+    estimate (default: yes); ``wait``: when another run holds the index, wait for it (with a warning) instead
+    of raising ``IndexBusy``."""
+    run = IndexRun(index_dir, cfg, reporter or Reporter(), full)
+    files = run.discover(paths)
     # one writer at a time; an index on object storage: its lease, its committed files in the mirror, and the
     # bucket this run commits through
-    with remote.writing(index_dir, wait, on_wait=rep.warn) as bucket:
-        previous = None
+    with remote.writing(index_dir, wait, on_wait=run.rep.warn) as bucket:
+        run.open(bucket)
+        diff = run.diff(files, paths)
+        if run.nothing_changed(diff):
+            return run.finish()  # no model load, no write
+        embedder = run.load_model(diff, embedder_factory)
+        got = run.parse(diff, embedder, version_of)
+        generator = run.extract(got, generator_factory, confirm)
+        run.check_something_left(got, diff, paths)
+        vectors = run.embed(got, embedder)
+        version = run.write_chunks(got, vectors, diff, embedder)
+        staged, manifest = run.stage(got, diff, version, embedder)
+        if run.cfg.summaries == "llm":  # models run before the commit, never inside a transaction
+            run.write_summaries(staged, got, vectors, generator, embedder)
+        run.publish(manifest)
+        if run.cfg.expand:
+            run.embed_vocabulary(staged, embedder)
+    return run.finish()
+
+
+class IndexRun:
+    """The state of one indexing run between its phases: the config, the committed run it starts from, the
+    LanceDB writer, the summary it fills and the reporter it tells."""
+
+    def __init__(self, index_dir: Path, cfg: IndexConfig, rep: Reporter, full: bool):
+        self.index_dir, self.cfg, self.rep, self.full = index_dir, cfg, rep, full
+        self.t0 = time.perf_counter()
+        self.summary = IndexSummary(index_dir=remote.display(index_dir))
+        self.previous: dict[str, Any] | None = None  # the committed manifest
+        self.committed: dict[str, Any] | None = None  # the committed run's row
+        self.states: dict[str, dict[str, Any]] = {}  # the committed sources ({} for a full run)
+        self.bucket = None
+        self.writer: ChunkWriter | None = None
+        self.prepared = None  # --engine ray: every file parsed, chunked, embedded and written by Ray workers
+        self.fts_changed = False  # an explicitly configured BM25 language differs from the index's
+        self.duck_path: Path = layout.store_path(index_dir, {})  # the committed store
+        self.table = "chunks"  # the LanceDB table the run writes
+        self.fts_language = "English"  # the BM25 index's language, known once the chunks are
+        self.removed_ids: list[str] = []  # documents whose chunks the run deletes
+        self._commit_started = self.t0
+
+    def warn(self, msg: str) -> None:
+        self.summary.warnings.append(msg)
+        self.rep.warn(msg)
+
+    @contextmanager
+    def timed(self, phase: str) -> Iterator[None]:
+        t = time.perf_counter()
+        yield
+        self.summary.seconds[phase] = round(time.perf_counter() - t, 3)
+
+    def discover(self, paths: list[Path]) -> list[SourceFile]:
+        """The files under ``paths`` that the include/exclude globs select (links not followed are skipped)."""
+        not_followed: list[tuple[str, str]] = []
+        files = discover(paths, self.cfg.include, self.cfg.exclude, self.cfg.include_hidden, not_followed)
+        for rel, reason in not_followed:
+            self.warn(f"skipped {rel}: {reason}")
+            self.summary.skipped += 1
+        if not files:
+            raise BadInput(
+                f"nothing indexable under {', '.join(str(p) for p in paths)}",
+                hint=f"ragkit reads {', '.join(self.cfg.include)}; use --include to add patterns.",
+            )
+        return files
+
+    def open(self, bucket) -> None:
+        """The committed run this one starts from (an index in an older format is rebuilt), and what an
+        unfinished run left removed (never read: the manifest does not name it)."""
+        self.bucket = bucket
+        index_dir, cfg = self.index_dir, self.cfg
         old_format = manifest_format(index_dir)
         if old_format not in (None, FORMAT_VERSION):  # (on object storage: the mirror; the old table is dropped
             # by the writer, the old run's objects by remove_leftovers below, the manifest replaced by the commit)
-            warn(f"{index_dir} is in index format {old_format}; rebuilding it in format {FORMAT_VERSION}")
+            self.warn(f"{index_dir} is in index format {old_format}; rebuilding it in format {FORMAT_VERSION}")
             _clear_index(index_dir)
-        if (index_dir / "manifest.json").exists():
-            previous = read_manifest(index_dir)
-            if cfg.embed_model == AUTO and not full:  # the model the index was built with
-                cfg = replace(cfg, embed_model=previous["index_config"]["embed_model"])
-            if not full and previous["index_config"]["embed_model"] != cfg.embed_model:
-                raise EmbedderMismatch(
-                    f"index {index_dir} was built with {previous['index_config']['embed_model']}, not {cfg.embed_model}"
-                )
-        # what an unfinished run left (never read: the manifest does not name it)
-        layout.remove(layout.leftovers(index_dir, previous))
+        if (index_dir / MANIFEST).exists():
+            self.previous = read_manifest(index_dir)
+            built_with = self.previous["index_config"]["embed_model"]
+            if cfg.embed_model == AUTO and not self.full:  # the model the index was built with
+                self.cfg = cfg = replace(cfg, embed_model=built_with)
+            if not self.full and built_with != cfg.embed_model:
+                raise EmbedderMismatch(f"index {index_dir} was built with {built_with}, not {cfg.embed_model}")
+        layout.remove(layout.leftovers(index_dir, self.previous))
         if bucket is not None:
-            bucket.remove_leftovers(previous)
-        duck_path = layout.store_path(index_dir, previous or {})
-        states: dict[str, dict[str, Any]] = {}
-        committed = None
-        if previous is not None and duck_path.exists():
-            with DuckStore(duck_path, read_only=True) as store:
-                states = store.sources()
-                committed = store.last_run()
-        if full:
-            states_for_diff: dict[str, dict[str, Any]] = {}
-        else:
-            states_for_diff = states
+            bucket.remove_leftovers(self.previous)
+        self.duck_path = layout.store_path(index_dir, self.previous or {})
+        if self.previous is not None and self.duck_path.exists():
+            with DuckStore(self.duck_path, read_only=True) as store:
+                self.states = {} if self.full else store.sources()
+                self.committed = store.last_run()
 
-        # ---- diff
-        todo: list[tuple[SourceFile, bytes, str, bool]] = []  # file, bytes, hash, is_changed
-        unchanged_sources: list[dict[str, Any]] = []
-        seen = set()
-        for f in files:
-            key = str(f.path)
-            seen.add(key)
-            old = states_for_diff.get(key)
-            if old and old["size"] == f.size and old["mtime_ns"] == f.mtime_ns:
-                summary.unchanged += 1
-                continue
-            if f.size > cfg.max_file_size_mb * 1e6:  # not read at all (what it held before stays)
-                warn(f"skipped {f.rel}: {f.size / 1e6:,.1f} MB is over --max-file-size {cfg.max_file_size_mb:g} MB")
-                summary.skipped += 1
-                continue
-            try:
-                data = read_source(f)
-            except Unreadable as exc:
-                warn(f"skipped {f.rel}: {exc}")
-                summary.skipped += 1
-                if exc.vanished:  # as if the run had not found it: what it held goes
-                    seen.discard(key)
-                continue
-            h = content_hash(data)
-            if old and old["hash"] == h:
-                summary.unchanged += 1
-                unchanged_sources.append(
-                    {"source_path": key, "rel": f.rel, "hash": h, "size": f.size, "mtime_ns": f.mtime_ns}
-                )
-                continue
-            todo.append((f, data, h, old is not None))
-        gone = [p for p in states_for_diff if p not in seen and _under(p, roots)]
-        summary.removed = sum(len(states_for_diff[p]["doc_ids"]) for p in gone)
-
+    def diff(self, files: list[SourceFile], paths: list[Path]) -> SourceDiff:
+        """What changed since the committed run (``discover.diff_sources``)."""
+        roots = [Path(p).expanduser().resolve() for p in paths]
+        diff = diff_sources(files, self.states, roots, self.cfg.max_file_size_mb, self.warn)
+        self.summary.unchanged += diff.unchanged
+        self.summary.skipped += diff.skipped
+        self.summary.removed = sum(len(self.states[p]["doc_ids"]) for p in diff.gone)
         # an explicitly configured BM25 language other than the index's: the full-text index is rebuilt
-        fts_changed = bool(
-            previous
-            and not full
-            and cfg.fts_language != "auto"
-            and previous.get("fts_language", cfg.fts_language) != cfg.fts_language
-        )
-        nothing_changed = not todo and not gone and not unchanged_sources and not full and not fts_changed
-        if nothing_changed and committed is not None and previous is not None:
-            summary.total_documents = previous["counts"]["documents"]
-            summary.total_chunks = previous["counts"]["chunks"]
-            summary.seconds["total"] = round(time.perf_counter() - t0, 3)
-            return summary  # no model load, no write
+        prev, lang = self.previous, self.cfg.fts_language
+        self.fts_changed = bool(prev and not self.full and lang != "auto" and prev.get("fts_language", lang) != lang)
+        return diff
 
-        # ---- parse and chunk
-        if cfg.embed_model == AUTO:  # a new index (or --full): the model for its documents' language
-            cfg = replace(cfg, embed_model=model_for(corpus_language([(f, data) for f, data, _, _ in todo])))
-        t1 = time.perf_counter()
-        rep.start("model")
-        embedder = embedder_factory(cfg)
-        rep.finish("model")
-        if previous and not full and previous["embedder"]["fingerprint"] != embedder.fingerprint:
+    def nothing_changed(self, diff: SourceDiff) -> bool:
+        if diff.nothing_changed() and not self.full and not self.fts_changed and self.committed and self.previous:
+            self.summary.total_documents = self.previous["counts"]["documents"]
+            self.summary.total_chunks = self.previous["counts"]["chunks"]
+            return True
+        return False
+
+    def load_model(self, diff: SourceDiff, embedder_factory: Callable[[IndexConfig], Embedder]) -> Embedder:
+        """The embedding model (a new index: the one for its documents' language), checked against the index's,
+        and the LanceDB writer at the committed version (what an unfinished run wrote after it is undone)."""
+        if self.cfg.embed_model == AUTO:  # a new index (or --full): the model for its documents' language
+            language = corpus_language([(f, data) for f, data, _, _ in diff.todo])
+            self.cfg = replace(self.cfg, embed_model=model_for(language))
+        with self.timed("load_model"):
+            self.rep.start("model")
+            embedder = embedder_factory(self.cfg)
+            self.rep.finish("model")
+        prev = self.previous
+        if prev and not self.full and prev["embedder"]["fingerprint"] != embedder.fingerprint:
             raise EmbedderMismatch(
-                f"the embedding model changed since {index_dir} was built "
-                f"({previous['embedder']['fingerprint']} → {embedder.fingerprint})"
+                f"the embedding model changed since {self.index_dir} was built "
+                f"({prev['embedder']['fingerprint']} → {embedder.fingerprint})"
             )
-        summary.seconds["load_model"] = round(time.perf_counter() - t1, 3)
-        table = committed["lance_table"] if committed else "chunks"
-        if full and previous and previous["embedder"]["dimension"] != embedder.dimension:
-            table = f"chunks_{int(time.time())}"  # a new schema needs a new table
-        # the table at the committed version (what an unfinished run wrote after it is undone); the BM25
-        # settings are known once the run's chunks are
-        writer = ChunkWriter(
-            remote.lance_location(index_dir),
-            table,
-            committed["lance_version"] if committed and committed["lance_table"] == table else None,
+        self.table = self.committed["lance_table"] if self.committed else "chunks"
+        if self.full and prev and prev["embedder"]["dimension"] != embedder.dimension:
+            self.table = f"chunks_{int(time.time())}"  # a new schema needs a new table
+        at = self.committed["lance_version"] if self.committed and self.committed["lance_table"] == self.table else None
+        self.writer = ChunkWriter(  # the BM25 settings are known once the run's chunks are
+            remote.lance_location(self.index_dir),
+            self.table,
+            at,
             embedder.dimension,
             FtsSettings(),
-            cfg.vector_index_min_rows,
-            rebuild_fts=fts_changed,
-            guard=bucket.guard if bucket else None,
+            self.cfg.vector_index_min_rows,
+            rebuild_fts=self.fts_changed,
+            guard=self.bucket.guard if self.bucket else None,
         )
-        t1 = time.perf_counter()
-        parser = SourceParser(cfg, embedder, version_of)
-        prepared = None  # --engine ray: every file parsed, chunked, embedded and written by Ray workers first
-        if cfg.engine == "ray" and todo:
-            from ragkit.ingest import ray_engine
+        return embedder
 
-            rep.start("ray", len(todo))
-            writer.ensure_table()
-            prepared = ray_engine.prepare(todo, cfg, version_of, writer.uri, progress=lambda n: rep.advance("ray", n))
-            summary.seconds.update(prepared.seconds)
-            rep.finish("ray")
-        elif cfg.engine not in ("local", "ray"):
-            raise BadInput(f"unknown engine {cfg.engine!r}", hint="Choose local or ray")
-        docs: dict[str, Document] = {}
-        parsed: list[ParsedDocument] = []
-        chunks: list[Chunk] = []
-        new_sources: list[dict[str, Any]] = []
-        replaced_ids: list[str] = []
-        rep.start("parse", len(todo))
-        for n, (f, data, h, is_changed) in enumerate(todo):
-            if is_changed:  # its old documents go, whether or not the new bytes parse
-                replaced_ids.extend(states_for_diff[str(f.path)]["doc_ids"])
-            try:
-                results = parser.parse(f, data, h) if prepared is None else prepared.results(n)
-            except (Undecodable, ParseError) as exc:
-                warn(f"skipped {f.rel}: {exc}")
-                summary.skipped += 1
-                rep.advance("parse")
-                continue
-            kept = 0
-            for pd, doc_chunks in results:
-                for problem in pd.warnings:
-                    warn(f"{pd.document.path}: {problem}")
-                blank = pd.document.metadata.get("pages_without_text") or []
-                if blank:
-                    summary.pages_without_text += len(blank)
-                    warn(
-                        f"{pd.document.path}: {len(blank)} of {pd.document.metadata.get('pages')} page(s) have no "
-                        f"text layer (scanned? OCR them first): page(s) {_spans(blank)}"
-                    )
-                if pd.document.id in docs:
-                    warn(f"skipped a duplicate of {pd.document.path}")
-                    continue
-                if not doc_chunks:
-                    warn(f"skipped {pd.document.path}: no text")
-                    continue
-                docs[pd.document.id] = pd.document
-                parsed.append(pd)
-                chunks.extend(doc_chunks)
-                kept += 1
-            if kept == 0 and results == []:
-                warn(f"skipped {f.rel}: no documents in it")
-            if kept == 0:
-                summary.skipped += 1
-            else:
-                summary.changed += is_changed
-                summary.new += not is_changed
-            new_sources.append(
-                {"source_path": str(f.path), "rel": f.rel, "hash": h, "size": f.size, "mtime_ns": f.mtime_ns}
+    def parse(self, diff: SourceDiff, embedder: Embedder, version_of: str | None) -> ParsedRun:
+        """Parse and chunk the files to index, in process or on Ray workers (``source.parse_sources``)."""
+        with self.timed("parse_chunk"):
+            if self.cfg.engine == "ray" and diff.todo:
+                self.rep.start("ray", len(diff.todo))
+                self.writer.ensure_table()
+                self.prepared = ray_engine.prepare(
+                    diff.todo, self.cfg, version_of, self.writer.uri, progress=lambda n: self.rep.advance("ray", n)
+                )
+                self.summary.seconds.update(self.prepared.seconds)
+                self.rep.finish("ray")
+            parser = SourceParser(self.cfg, embedder, version_of)
+            prepared = self.prepared
+
+            def parse_one(n: int, f: SourceFile, data: bytes, h: str):
+                return parser.parse(f, data, h) if prepared is None else prepared.results(n)
+
+            self.rep.start("parse", len(diff.todo))
+            got = parse_sources(
+                diff, parse_one, self.states, self.summary, self.warn, lambda: self.rep.advance("parse")
             )
-            rep.advance("parse")
-        rep.finish("parse")
-        summary.seconds["parse_chunk"] = round(time.perf_counter() - t1, 3)
+            self.rep.finish("parse")
+        return got
 
-        generator = None
-        if (cfg.extract == "llm" and chunks) or cfg.summaries == "llm":
-            generator = (generator_factory or _default_generator)(cfg)
-        if cfg.extract == "llm" and chunks:
-            t1 = time.perf_counter()
-            stats = llm_extract.run(parsed, chunks, generator, confirm or (lambda message: True), rep)
-            summary.extract = {
+    def extract(self, got: ParsedRun, generator_factory, confirm) -> Any:
+        """``extract = "llm"``: a GGUF model extracts the entities and relations (the rules did it while
+        parsing otherwise); returns the model when this run needs one (LLM extraction or summaries)."""
+        cfg = self.cfg
+        if not ((cfg.extract == "llm" and got.chunks) or cfg.summaries == "llm"):
+            return None
+        generator = (generator_factory or _default_generator)(cfg)
+        if cfg.extract == "llm" and got.chunks:
+            with self.timed("extract_llm"):
+                stats = llm_extract.run(got.parsed, got.chunks, generator, confirm or (lambda message: True), self.rep)
+            self.summary.extract = {
                 "chunks": stats.chunks,
                 "invalid": stats.invalid,
                 "salvaged": stats.salvaged,
                 "dropped_entities": stats.dropped_entities,
             }
             if stats.invalid:
-                warn(f"LLM extraction: {stats.invalid} of {stats.chunks} chunk(s) gave no valid JSON (skipped)")
-            summary.seconds["extract_llm"] = round(time.perf_counter() - t1, 3)
+                self.warn(f"LLM extraction: {stats.invalid} of {stats.chunks} chunk(s) gave no valid JSON (skipped)")
+        return generator
 
-        remaining = sum(len(s["doc_ids"]) for p, s in states_for_diff.items() if p in seen) - len(replaced_ids)
-        if not docs and remaining <= 0:
+    def check_something_left(self, got: ParsedRun, diff: SourceDiff, paths: list[Path]) -> None:
+        """``BadInput`` when the run would leave an index with no document at all."""
+        remaining = sum(len(s["doc_ids"]) for p, s in self.states.items() if p in diff.seen) - len(got.replaced_ids)
+        if not got.docs and remaining <= 0:
             raise BadInput(
-                f"nothing indexable under {', '.join(str(p) for p in paths)} ({summary.skipped} file(s) skipped)",
+                f"nothing indexable under {', '.join(str(p) for p in paths)} ({self.summary.skipped} file(s) skipped)",
                 hint="See the warnings above; binary and empty files are not indexed.",
             )
 
-        # ---- embed
-        t1 = time.perf_counter()
-        rep.start("embed", len(chunks))
-        vectors = None  # (on Ray the workers wrote them)
-        if prepared is None:
-            vectors = (
-                embedder.encode([c.embed_text for c in chunks], progress=lambda n: rep.advance("embed", n))
-                if chunks
-                else np.zeros((0, embedder.dimension), dtype=np.float32)
-            )
-        rep.finish("embed")
-        summary.seconds["embed"] = round(time.perf_counter() - t1, 3)
-        summary.documents, summary.chunks = len(docs), len(chunks)
+    def embed(self, got: ParsedRun, embedder: Embedder) -> np.ndarray | None:
+        """The chunks' vectors (None on Ray: the workers wrote them with the chunks)."""
+        vectors = None
+        with self.timed("embed"):
+            self.rep.start("embed", len(got.chunks))
+            if self.prepared is None:
+                vectors = (
+                    embedder.encode([c.embed_text for c in got.chunks], progress=lambda n: self.rep.advance("embed", n))
+                    if got.chunks
+                    else np.zeros((0, embedder.dimension), dtype=np.float32)
+                )
+            self.rep.finish("embed")
+        self.summary.documents, self.summary.chunks = len(got.docs), len(got.chunks)
+        return vectors
 
-        # ---- write LanceDB (new version), then commit in DuckDB
-        fts_language = _fts_language(cfg, None if full else previous, parsed, chunks)
-        writer.fts = FtsSettings(fts_language, cfg.fts_stem, cfg.fts_remove_stop_words)
-        t1 = time.perf_counter()
-        rep.start("write")
-        removed_ids = [d for p in gone for d in states_for_diff[p]["doc_ids"]] + replaced_ids
-        if full:
-            writer.delete_all()
-        else:
-            writer.delete_documents(removed_ids)
-        if prepared is not None:  # the workers' fragments, one Append
-            writer.append_fragments(prepared.fragments)
-            unwanted = prepared.unwanted({c.id for c in chunks})
-            if unwanted:  # rows of a file that failed in another part, or twice of one document: the kept
-                writer.delete_ids(sorted(unwanted))  # ones written again from here (rare)
-                redo = [c for c in chunks if c.id in unwanted]
-                if redo:
-                    writer.add(chunk_rows(redo, docs, embedder.encode([c.embed_text for c in redo])))
-        elif chunks:
-            writer.add(chunk_rows(chunks, docs, vectors))
-        version = writer.finish()
-        summary.seconds["write_lance"] = round(time.perf_counter() - t1, 3)
+    def write_chunks(self, got: ParsedRun, vectors, diff: SourceDiff, embedder: Embedder) -> int:
+        """A new LanceDB version: the removed documents' chunks deleted, the new ones added (on Ray: the
+        workers' fragments in one Append); returns the version."""
+        self.fts_language = _fts_language(self.cfg, None if self.full else self.previous, got.parsed, got.chunks)
+        writer, cfg = self.writer, self.cfg
+        writer.fts = FtsSettings(self.fts_language, cfg.fts_stem, cfg.fts_remove_stop_words)
+        self.rep.start("write")
+        with self.timed("write_lance"):
+            self.removed_ids = [d for p in diff.gone for d in self.states[p]["doc_ids"]] + got.replaced_ids
+            if self.full:
+                writer.delete_all()
+            else:
+                writer.delete_documents(self.removed_ids)
+            if self.prepared is not None:  # the workers' fragments, one Append
+                writer.append_fragments(self.prepared.fragments)
+                unwanted = self.prepared.unwanted({c.id for c in got.chunks})
+                if unwanted:  # rows of a file that failed in another part, or twice of one document: the kept
+                    writer.delete_ids(sorted(unwanted))  # ones written again from here (rare)
+                    redo = [c for c in got.chunks if c.id in unwanted]
+                    if redo:
+                        writer.add(chunk_rows(redo, got.docs, embedder.encode([c.embed_text for c in redo])))
+            elif got.chunks:
+                writer.add(chunk_rows(got.chunks, got.docs, vectors))
+            return writer.finish()
 
-        t1 = time.perf_counter()
+    def stage(self, got: ParsedRun, diff: SourceDiff, version: int, embedder: Embedder):
+        """The run's changes into a copy of the committed store, its graphs beside it, and the manifest that
+        will commit them with the LanceDB version (``store.commit.stage_run``)."""
+        t = time.perf_counter()
         run = {
-            "started_at": time.time() - (time.perf_counter() - t0),
+            "started_at": time.time() - (time.perf_counter() - self.t0),
             "finished_at": time.time(),
-            "lance_table": table,
+            "lance_table": self.table,
             "lance_version": version,
-            "summary": {k: v for k, v in summary.to_dict().items() if k not in ("warnings",)},
+            "summary": {k: v for k, v in self.summary.to_dict().items() if k not in ("warnings",)},
         }
-        # the run goes into a copy of the committed store, its graphs into a folder of their own; the
-        # manifest's rename commits them with the LanceDB version (ragkit/store/layout.py)
-        run_id = (committed["id"] if committed else 0) + 1
-        # on object storage the names carry a token of this writer's (writers on two machines)
-        store_name, graph_name = layout.run_names(run_id, os.urandom(3).hex() if bucket else "")
-        new_store, graph_dir = index_dir / store_name, index_dir / graph_name
-        layout.remove([new_store, graph_dir])
-        if committed is not None:  # (a --full run keeps only the run numbers of it)
-            shutil.copyfile(duck_path, new_store)
-            if Path(f"{duck_path}.wal").exists():
-                shutil.copyfile(f"{duck_path}.wal", f"{new_store}.wal")
-        with DuckStore(new_store, read_only=False) as store:
-            store.commit_run(
-                run_id,
-                removed_doc_ids=removed_ids,
-                removed_sources=gone + [str(f.path) for f, *_ in todo] + [s["source_path"] for s in unchanged_sources],
-                sources=new_sources + unchanged_sources,
-                documents=list(docs.values()),
-                sections=[s for pd in parsed for s in pd.sections],
-                chunks=chunks,
-                refs=[r for pd in parsed for r in pd.refs],
-                run=run,
-                full=full,
-                entities=functools.reduce(lambda acc, pd: acc.extend(pd.entities), parsed, EntityRows()),
-                tree=cfg.tree,
-            )
-            summary.knowledge = run["summary"].get("knowledge", {})
-            summary.tree = run["summary"].get("tree", {})
-            counts, facts = store.counts(), store.planning_facts()
-            t2 = time.perf_counter()
-            write_derived(store, graph_dir, run_id)
-            summary.seconds["graph"] = round(time.perf_counter() - t2, 3)
-            manifest = {
-                "index_config": cfg.to_dict(),
-                "embedder": {
-                    "name": embedder.name,
-                    "spec": cfg.embed_model,
-                    "dimension": embedder.dimension,
-                    "fingerprint": embedder.fingerprint,
-                    "max_tokens": embedder.max_tokens,
-                    "encoder": getattr(embedder, "encoder", cfg.encoder),
-                },
-                "counts": counts,
-                "facts": facts,
-                "fts_language": fts_language,
-                "store": store_name,
-                "graph": graph_name,
-                "last_run": {
-                    "id": run_id,
-                    "lance_table": table,
-                    "lance_version": version,
-                    "finished_at": run["finished_at"],
-                    "summary": {k: getattr(summary, k) for k in ("new", "changed", "unchanged", "removed", "skipped")},
-                },
-            }
-            store.keep_manifest(manifest)  # ``check --repair`` can restore a lost manifest from it
-            store.con.execute("CHECKPOINT")  # the committed store is one file, no write-ahead log
-        summary.total_documents, summary.total_chunks = counts["documents"], counts["chunks"]
-        rep.finish("write")
-        # the models that write summaries run before the commit too (no model inside a DuckDB transaction)
-        if cfg.summaries == "llm":
-            t2 = time.perf_counter()
-            fresh = {} if vectors is None else {c.id: v for c, v in zip(chunks, vectors)}
-            chunk_vectors = writer.vectors_lookup(fresh)
-            summary.written = _write_llm_summaries(new_store, generator, embedder, chunk_vectors, rep)
-            summary.seconds["llm_summaries"] = round(time.perf_counter() - t2, 3)
+        changes = RunChanges(
+            removed_doc_ids=self.removed_ids,
+            removed_sources=diff.gone
+            + [str(f.path) for f, *_ in diff.todo]
+            + [s["source_path"] for s in diff.unchanged_sources],
+            sources=got.sources + diff.unchanged_sources,
+            documents=list(got.docs.values()),
+            sections=[s for pd in got.parsed for s in pd.sections],
+            chunks=got.chunks,
+            refs=[r for pd in got.parsed for r in pd.refs],
+            entities=functools.reduce(lambda acc, pd: acc.extend(pd.entities), got.parsed, EntityRows()),
+            full=self.full,
+            tree=self.cfg.tree,
+        )
+        run_id = (self.committed["id"] if self.committed else 0) + 1
+        staged, manifest = stage_run(
+            self.index_dir,
+            self.duck_path if self.committed is not None else None,  # (a --full run keeps only its run numbers)
+            run_id,
+            changes,
+            run,
+            lambda s: self._manifest(s, run, version, embedder),
+            token=os.urandom(3).hex() if self.bucket else "",  # writers on two machines never share a name
+            timings=self.summary.seconds,
+        )
+        self.summary.knowledge = run["summary"].get("knowledge", {})
+        self.summary.tree = run["summary"].get("tree", {})
+        self.summary.total_documents, self.summary.total_chunks = staged.counts["documents"], staged.counts["chunks"]
+        self.rep.finish("write")
+        self._commit_started = t
+        return staged, manifest
+
+    def _manifest(self, staged: StagedRun, run: dict[str, Any], version: int, embedder: Embedder) -> dict[str, Any]:
+        """The manifest that commits ``staged``: the config, the embedder's identity, counts, facts, the run."""
+        cfg = self.cfg
+        return {
+            "index_config": cfg.to_dict(),
+            "embedder": {
+                "name": embedder.name,
+                "spec": cfg.embed_model,
+                "dimension": embedder.dimension,
+                "fingerprint": embedder.fingerprint,
+                "max_tokens": embedder.max_tokens,
+                "encoder": getattr(embedder, "encoder", cfg.encoder),
+            },
+            "counts": staged.counts,
+            "facts": staged.facts,
+            "fts_language": self.fts_language,
+            "store": staged.store_name,
+            "graph": staged.graph_name,
+            "last_run": {
+                "id": staged.run_id,
+                "lance_table": self.table,
+                "lance_version": version,
+                "finished_at": run["finished_at"],
+                "summary": {k: getattr(self.summary, k) for k in ("new", "changed", "unchanged", "removed", "skipped")},
+            },
+        }
+
+    def write_summaries(self, staged: StagedRun, got: ParsedRun, vectors, generator, embedder: Embedder) -> None:
+        """``--summaries llm`` (``_write_llm_summaries``), into the staged store before the commit."""
+        with self.timed("llm_summaries"):
+            fresh = {} if vectors is None else {c.id: v for c, v in zip(got.chunks, vectors)}
+            chunk_vectors = self.writer.vectors_lookup(fresh)
+            self.summary.written = _write_llm_summaries(staged.store_path, generator, embedder, chunk_vectors, self.rep)
+
+    def publish(self, manifest: dict[str, Any]) -> None:
+        """The commit: the run's files go up first (object storage), then the manifest replaces the old one;
+        the replaced run's files are removed after."""
+        bucket = self.bucket
         if bucket is not None:  # the run's files go up before the manifest that names them
             bucket.guard()
             bucket.push_run(manifest)
-        write_manifest(index_dir, manifest, bucket)  # the commit
-        layout.remove(layout.leftovers(index_dir, manifest))  # the replaced run's store and graphs
+        write_manifest(self.index_dir, manifest, bucket)  # the commit
+        layout.remove(layout.leftovers(self.index_dir, manifest))  # the replaced run's store and graphs
         if bucket is not None:
             bucket.remove_leftovers(manifest)
-        summary.seconds["commit"] = round(time.perf_counter() - t1, 3)
-        if cfg.expand:
-            t2 = time.perf_counter()
+        self.summary.seconds["commit"] = round(time.perf_counter() - self._commit_started, 3)
+
+    def embed_vocabulary(self, staged: StagedRun, embedder: Embedder) -> None:
+        """``expand = true``: the vocabulary's vectors for ``--expand``, after the commit."""
+        with self.timed("term_vectors"):
             TermVectors(
-                index_dir, run_id, lambda: DuckStore(new_store, read_only=True), embedder.encode, embedder.fingerprint
+                self.index_dir,
+                staged.run_id,
+                lambda: DuckStore(staged.store_path, read_only=True),
+                embedder.encode,
+                embedder.fingerprint,
             ).load()
-            summary.seconds["term_vectors"] = round(time.perf_counter() - t2, 3)
-        summary.seconds["total"] = round(time.perf_counter() - t0, 3)
-        summary.peak_rss_mb = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
-        return summary
+
+    def finish(self) -> IndexSummary:
+        self.summary.seconds["total"] = round(time.perf_counter() - self.t0, 3)
+        self.summary.peak_rss_mb = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+        return self.summary

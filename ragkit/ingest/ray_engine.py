@@ -26,9 +26,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ragkit.config import IndexConfig
+from ragkit.embed import load_embedder
 from ragkit.errors import BadInput, RagkitError
-from ragkit.ingest.discover import SourceFile
+from ragkit.ingest.config import IndexConfig
+from ragkit.ingest.discover import SourceFile, Undecodable
+from ragkit.ingest.parse import ParseError
+from ragkit.ingest.source import SourceParser
+from ragkit.store.lance import write_fragment
 
 # a work item (and the fragment its chunks become) holds about 1/ITEMS_PER_WORKER of a worker's share of the
 # run's source bytes, at least ITEM_BYTES (~350 chunks) and at most ITEM_BYTES_MAX (~45,000 chunks): small runs
@@ -44,16 +48,11 @@ class _Worker:
 
     def __init__(self, cfg: IndexConfig, version_of: str | None, table_uri: str):
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        from ragkit.embed import load_embedder
-        from ragkit.ingest.source import SourceParser
-
         self.embedder = load_embedder(cfg.embed_model, cfg.embed_batch_size, cfg.encoder)
         self.parser = SourceParser(cfg, self.embedder, version_of)
         self.table_uri = table_uri
 
     def __call__(self, batch: dict[str, Any]) -> dict[str, list]:
-        from ragkit.store.lance import write_fragment
-
         out = []
         for payload in batch["payload"]:
             outcomes, docs, chunks = [], {}, []
@@ -71,9 +70,6 @@ class _Worker:
         return {"out": out}
 
     def _parse(self, src: SourceFile, data: bytes, digest: str, first_line: int) -> tuple[list, str | None]:
-        from ragkit.ingest.discover import Undecodable
-        from ragkit.ingest.parse import ParseError
-
         # (a part of a JSONL corpus parses as the whole file would: its documents' ids come from the whole
         # file's hash and their own ids, their lines are counted from the part's first line in the file)
         try:
@@ -138,8 +134,6 @@ class Prepared:
     seconds: dict[str, float] = field(default_factory=dict)  # ray_start (joining or starting Ray), ray_work
 
     def results(self, n: int) -> list:
-        from ragkit.ingest.parse import ParseError
-
         results, failure = self.outcomes[n]
         if failure is not None:
             raise ParseError(failure)

@@ -4,20 +4,34 @@ on Ray workers)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from ragkit.config import IndexConfig
 from ragkit.embed import AUTO, Embedder, model_for
 from ragkit.extract.entities import entity_rows
 from ragkit.extract.german import document_law
+from ragkit.extract.refs import find_refs
+from ragkit.extract.resolve import ref_rows
 from ragkit.ingest.chunk import chunk_document
-from ragkit.ingest.discover import SourceFile, Undecodable, decode, discover, read_source, stable_id
+from ragkit.ingest.config import IndexConfig
+from ragkit.ingest.discover import (
+    SourceDiff,
+    SourceFile,
+    Undecodable,
+    decode,
+    discover,
+    read_source,
+    source_row,
+    stable_id,
+)
 from ragkit.ingest.doctype import infer_doc_type
-from ragkit.ingest.parse import ParseError, binary_parser_for, build_sections, infer_title, parse_beir_jsonl, parser_for
+from ragkit.ingest.parse import format_for
 from ragkit.ingest.pdf import page_of
-from ragkit.ingest.refs import find_refs
-from ragkit.ingest.resolve import ref_rows
-from ragkit.records import Block, Chunk, Document, EntityRows, ParsedDocument
+from ragkit.ingest.raw import ParseError
+from ragkit.ingest.sections import build_sections, infer_title
+from ragkit.records import Block, Chunk, Document, EntityRows, IndexSummary, ParsedDocument
 from ragkit.text import PROSE_MIN, REPEAT_MAX, detect_language, repetition, word_share
 
 
@@ -47,15 +61,15 @@ def corpus_language(files: list[tuple[SourceFile, bytes]]) -> str:
     files spread over the list, or when there are none the first two PDF/Word files), for the choice of an
     index's embedding model."""
     texts: list[str] = []
-    for _src, data in _spread([f for f in files if binary_parser_for(f[0].path.name) is None]):
+    for _src, data in _spread([f for f in files if not format_for(f[0].path.name).binary]):
         try:
             texts.append(decode(data)[:SAMPLE_CHARS])
         except Undecodable:
             continue
     if not texts:
-        for src, data in [f for f in files if binary_parser_for(f[0].path.name)][:2]:
+        for src, data in [f for f in files if format_for(f[0].path.name).binary][:2]:
             try:
-                raw = binary_parser_for(src.path.name)(data)
+                raw = format_for(src.path.name).parse(data)
             except ParseError:
                 continue
             texts.append(" ".join(i.text for i in raw.items if isinstance(i, Block))[:SAMPLE_CHARS])
@@ -88,18 +102,18 @@ class SourceParser:
         self, src: SourceFile, data: bytes, source_hash: str, first_line: int = 1
     ) -> list[tuple[ParsedDocument, list[Chunk]]]:
         """``first_line``: for a part of a JSONL corpus, the number of its first line in the file."""
-        binary = binary_parser_for(src.path.name)
-        text = None if binary else decode(data)
+        fmt = format_for(src.path.name)
+        text = None if fmt.binary else decode(data)
         mtime = src.mtime_ns / 1e9
         out = []
-        if binary:
-            raw = binary(data)
+        if fmt.binary:
+            raw = fmt.parse(data)
             doc_id = stable_id(str(src.path), source_hash)
             # a PDF without a title in its metadata: the file name (its first heading is rarely the title)
             title = raw.title or (src.path.stem if raw.page_starts is not None else infer_title(raw, src.path.stem))
             out.append(self._finish(src, source_hash, doc_id, src.rel, src.rel, title, raw, mtime))
-        elif src.path.suffix.lower() == ".jsonl":
-            for rec in parse_beir_jsonl(text, first_line):
+        elif fmt.corpus:
+            for rec in fmt.parse(text, first_line):
                 doc_id = stable_id(source_hash, rec.external_id)
                 title = rec.title or rec.external_id
                 out.append(
@@ -108,7 +122,7 @@ class SourceParser:
                     )
                 )
         else:
-            raw = parser_for(src.path.name)(text)
+            raw = fmt.parse(text)
             _check_prose(raw)
             doc_id = stable_id(str(src.path), source_hash)
             title = infer_title(raw, src.path.stem)
@@ -144,3 +158,84 @@ class SourceParser:
             own_law = document_law(title, meta) if doc.language == "de" else None
             entities = entity_rows(chunks, doc_id, doc.language, own_law)
         return ParsedDocument(doc, sections, blocks, refs, entities, warnings=list(raw.warnings)), chunks
+
+
+@dataclass
+class ParsedRun:
+    """What the parse-and-chunk phase made of the files to index: documents (by id), their parsed form, their
+    chunks, the sources read, and the ids of the older documents the changed files replace."""
+
+    docs: dict[str, Document] = field(default_factory=dict)
+    parsed: list[ParsedDocument] = field(default_factory=list)
+    chunks: list[Chunk] = field(default_factory=list)
+    sources: list[dict[str, Any]] = field(default_factory=list)
+    replaced_ids: list[str] = field(default_factory=list)
+
+
+def parse_sources(
+    diff: SourceDiff,
+    parse: Callable[[int, SourceFile, bytes, str], list[tuple[ParsedDocument, list[Chunk]]]],
+    states: dict[str, dict[str, Any]],
+    summary: IndexSummary,
+    warn: Callable[[str], None],
+    advance: Callable[[], None],
+) -> ParsedRun:
+    """Parse and chunk every file of ``diff.todo`` (``parse(n, file, bytes, hash)``: in process or the Ray
+    workers' results), counting new, changed and skipped files and blank PDF pages in ``summary``. A changed
+    file's old documents go whether or not its new bytes parse; a file that fails is skipped with a warning."""
+    out = ParsedRun()
+    for n, (f, data, h, is_changed) in enumerate(diff.todo):
+        if is_changed:  # its old documents go, whether or not the new bytes parse
+            out.replaced_ids.extend(states[str(f.path)]["doc_ids"])
+        try:
+            results = parse(n, f, data, h)
+        except (Undecodable, ParseError) as exc:
+            warn(f"skipped {f.rel}: {exc}")
+            summary.skipped += 1
+            advance()
+            continue
+        kept = sum(_keep(pd, doc_chunks, out, summary, warn) for pd, doc_chunks in results)
+        if kept == 0 and results == []:
+            warn(f"skipped {f.rel}: no documents in it")
+        if kept == 0:
+            summary.skipped += 1
+        else:
+            summary.changed += is_changed
+            summary.new += not is_changed
+        out.sources.append(source_row(f, h))
+        advance()
+    return out
+
+
+def _keep(pd: ParsedDocument, chunks: list[Chunk], out: ParsedRun, summary: IndexSummary, warn) -> bool:
+    """Add one parsed document to the run unless it is a duplicate or has no text (said in a warning)."""
+    for problem in pd.warnings:
+        warn(f"{pd.document.path}: {problem}")
+    blank = pd.document.metadata.get("pages_without_text") or []
+    if blank:
+        summary.pages_without_text += len(blank)
+        warn(
+            f"{pd.document.path}: {len(blank)} of {pd.document.metadata.get('pages')} page(s) have no "
+            f"text layer (scanned? OCR them first): page(s) {_spans(blank)}"
+        )
+    if pd.document.id in out.docs:
+        warn(f"skipped a duplicate of {pd.document.path}")
+        return False
+    if not chunks:
+        warn(f"skipped {pd.document.path}: no text")
+        return False
+    out.docs[pd.document.id] = pd.document
+    out.parsed.append(pd)
+    out.chunks.extend(chunks)
+    return True
+
+
+def _spans(numbers: list[int]) -> str:
+    """``1-3, 7`` for [1, 2, 3, 7]."""
+    out, start = [], None
+    for i, n in enumerate(numbers):
+        start = n if start is None else start
+        if i + 1 == len(numbers) or numbers[i + 1] != n + 1:
+            out.append(f"{start}-{n}" if n != start else str(n))
+            start = None
+    return ", ".join(out)

@@ -14,7 +14,7 @@ import io
 import re
 import zipfile
 
-from ragkit.ingest.parse import ParseError, RawDoc, RawHeading
+from ragkit.ingest.raw import ParseError, RawDoc, RawHeading
 from ragkit.records import Block
 
 _HEADING = re.compile(r"(?:heading|überschrift|rubrik)\s*(\d)", re.IGNORECASE)  # English, German, Swedish Word

@@ -25,7 +25,7 @@ FEATURES = (
     "reference_match",
 )
 
-# balanced was tuned on scifact-train (scripts/tune_features.py): on flat abstracts the breadcrumb is the
+# balanced was tuned on scifact-train (scripts/bench_quality.py features): on flat abstracts the breadcrumb is the
 # title and every section is the whole document, so heading overlap and sibling relevance only repeat the
 # text signal (nDCG@10 0.6954 with 0.1/0.15, 0.7254 without). precision keeps them for structured folders.
 DEFAULT_WEIGHTS: dict[str, dict[str, float]] = {

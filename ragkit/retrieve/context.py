@@ -7,9 +7,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from ragkit.config import QueryConfig
+from ragkit.extract.entities import query_entities
 from ragkit.records import Hit, Scope
+from ragkit.retrieve.config import QueryConfig
 from ragkit.retrieve.filters import NO_MATCH
+from ragkit.retrieve.fusion import convex, weighted_rrf, with_graph
 from ragkit.retrieve.query_syntax import ParsedQuery
 from ragkit.store.reader import IndexReader
 from ragkit.text import compound_parts
@@ -105,8 +107,6 @@ class SearchContext:
         ``vector_seeds``: also up to this many nearest entities by their (derived) vectors whose
         similarity reaches ``VECTOR_SEED_MIN``, weighted by similarity × IDF.
         """
-        from ragkit.extract.entities import query_entities
-
         graph = self.reader.entity_graph
         with self.timed("entities"):
             seeds = graph.seeds([k for k, _ in query_entities(self.query.text)])
@@ -150,8 +150,6 @@ class SearchContext:
         """A graph ranking (``weight``) fused with the text ranking (the rest): by default its scores added to
         the convex fusion of dense and BM25 (``fusion.with_graph``); with ``fusion = "rrf"`` weighted RRF of the
         three lists, dense and BM25 sharing the rest by alpha."""
-        from ragkit.retrieve.fusion import convex, weighted_rrf, with_graph
-
         dense = self.dense(fetch)
         lexical = self.lexical(fetch)
         rest = 1 - weight

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ragkit.retrieve.query_syntax import ParsedQuery
-from ragkit.store.lance import in_list, sql_str
+from ragkit.store.expr import in_list, sql_str
 
 DIRECT = {"doc_type", "collection"}  # columns of the chunks table itself
 NO_MATCH = "false"

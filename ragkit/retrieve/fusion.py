@@ -49,7 +49,7 @@ def convex(dense: list[Hit], lexical: list[Hit], alpha: float, query_vector) -> 
     Measured (nDCG@10, hybrid as queries run it: reranking, title links, retry): scifact-train 0.736 vs weighted
     RRF's 0.723, hotpotqa-100 0.913 vs 0.897, rust-book-queries 0.941 vs 0.928; the reranker's text relevance is
     the fused score, and a score keeps how far apart two chunks are where a rank does not. On the bare lists
-    (no reranking, scripts/tune_fusion.py) RRF ranks better: 0.721 vs 0.705 on scifact-train.
+    (no reranking, scripts/bench_quality.py fusion) RRF ranks better: 0.721 vs 0.705 on scifact-train.
     Hits are copies carrying each list's rank and raw score; ``score`` is the combination."""
     import numpy as np
 

@@ -20,6 +20,8 @@ import re
 from collections.abc import Callable, Iterable
 
 from ragkit.records import Hit
+from ragkit.store.reader import IndexReader
+from ragkit.text import is_known_word
 
 MAX_TOKENS = 8  # longer titles are not looked for (a question rarely quotes a paper title whole)
 QUERY_WEIGHT = 1.0  # fusion weight of the documents the query names (the strategy's ranking counts 1)
@@ -34,9 +36,8 @@ def title_key(title: str) -> list[str]:
     return [t.lower() for t in _TOKEN.findall(_QUALIFIER.sub("", title or ""))]
 
 
-def title_index(reader) -> TitleIndex:
+def title_index(reader: IndexReader) -> TitleIndex:
     """The index's specific titles, read once per reader; common words are English's and the index language's."""
-    from ragkit.text import is_known_word
 
     def build() -> TitleIndex:
         return TitleIndex(reader.chunks.titles(), lambda w: is_known_word(w, "en") or is_known_word(w, reader.language))

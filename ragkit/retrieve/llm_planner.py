@@ -6,7 +6,7 @@ chat template, so the prompt is a plain few-shot completion. The output is
 checked before use: the rewrite must be one line of reasonable length that
 keeps 60 % of the query's content words and does not repeat an example of the
 prompt, each sub-question likewise with 30 % (a model that drifts off the
-query is not followed; small models do: measured in the README); at most
+query is not followed; small models do: measured in scripts/README.md); at most
 ``MAX_SUB_QUERIES``. Anything unusable, a missing model or a generation error
 leaves the rule plan as it is, with a note saying why.
 """
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ragkit.errors import RagkitError
 from ragkit.text import content_words
 
 MAX_SUB_QUERIES = 4
@@ -77,8 +78,6 @@ def parse(output: str, query: str) -> tuple[str | None, list[str]]:
 def refine(plan, generator_factory: Callable[[], object]) -> None:
     """Add the model's rewrite (an expanded query) and sub-questions (replacing the rule ones, retrieved with
     ``--decompose`` like those) to ``plan``."""
-    from ragkit.errors import RagkitError
-
     plan.planner = "llm"
     try:
         generator = generator_factory()

@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from ragkit.errors import BadQuery
+from ragkit.extract.entities import extract
+from ragkit.legal import has_legal_ref
 from ragkit.retrieve.query_syntax import parse_query
 from ragkit.text import query_language
 
@@ -171,8 +173,6 @@ def plan_query(
     if correct is not None:
         plan.text, plan.corrections = correct(plan.text, plan.language)
 
-    from ragkit.legal import has_legal_ref
-
     plan.identifiers = sorted(
         {m.group(0) for m in _IDENT.finditer(plan.text) if not re.fullmatch(r"\d{4}", m.group(0))}
     )
@@ -205,7 +205,6 @@ def decompose(text: str) -> list[str]:
         return parts[:MAX_SUB_QUERIES]
     if not _COMPARE.search(text):
         return []
-    from ragkit.extract.entities import extract
 
     names = []
     for m in extract(text).mentions:

@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 
 from ragkit.legal import find_legal_refs, heading_key
 from ragkit.records import Hit
-from ragkit.store.lance import in_list
+from ragkit.store.expr import in_list
+from ragkit.store.reader import IndexReader
 
 MAX_SECTIONS = 20
 
@@ -42,7 +43,7 @@ def resolve_query_refs(query: str, resolver) -> QueryReferences:
     return out
 
 
-def inject(hits: list[Hit], refs: QueryReferences, reader, where: str | None) -> list[Hit]:
+def inject(hits: list[Hit], refs: QueryReferences, reader: IndexReader, where: str | None) -> list[Hit]:
     """Add the chunks of referenced sections that retrieval did not bring."""
     if not refs.sections:
         return hits

@@ -9,7 +9,7 @@ Rules, first match wins, and only among strategies the index can serve:
    with the lexical side boosted (alpha 0.3);
 3. a named entity the entity graph knows (a bridge question starts from one,
    a comparison names two) → ``hippo``, the best graph strategy on multi-hop
-   questions (README), relationship words noted in the reason;
+   questions (scripts/README.md), relationship words noted in the reason;
 4. otherwise ``hybrid``.
 """
 
@@ -18,7 +18,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ragkit.retrieve.planner import QueryPlan, load_rules
+from ragkit.embed import model_alpha, model_languages
+from ragkit.extract.entities import extract
+from ragkit.generate import load_generator
+from ragkit.retrieve.config import QueryConfig
+from ragkit.retrieve.llm_planner import refine
+from ragkit.retrieve.planner import QueryPlan, load_rules, plan_query
+from ragkit.retrieve.spelling import Speller
+from ragkit.store.reader import IndexReader
 
 LEXICAL_BOOST_ALPHA = 0.3
 
@@ -73,24 +80,16 @@ def route(
     return Route("hybrid", "default: no overview, identifier or multi-entity signal")
 
 
-def plan_and_route(reader, text: str, cfg):
+def plan_and_route(reader: IndexReader, text: str, cfg: QueryConfig) -> tuple[QueryPlan, QueryConfig]:
     """The plan of one query and the config to run it with (strategy, alpha, mode and filters resolved)."""
     from dataclasses import replace
 
-    from ragkit.embed import model_alpha, model_languages
-    from ragkit.extract.entities import extract
-    from ragkit.retrieve.planner import plan_query
-    from ragkit.retrieve.spelling import Speller
-
-    facts = reader.facts()
-    speller = reader.memo("speller", lambda: Speller(reader.vocabulary())) if cfg.spelling else None
+    facts = reader.facts
+    speller = reader.memo("speller", lambda: Speller(reader.vocabulary)) if cfg.spelling else None
     plan = plan_query(
         text, facts["doc_types"], cfg.planner_rules, syntax=cfg.syntax, correct=speller.correct if speller else None
     )
     if cfg.planner == "llm":
-        from ragkit.generate import load_generator
-        from ragkit.retrieve.llm_planner import refine
-
         refine(plan, lambda: load_generator(cfg.model))
     filters = {**cfg.filters, **plan.constraints.filters()}
     dated = {k: v for k, v in filters.items() if k in ("date_from", "date_to")}

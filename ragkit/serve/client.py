@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ragkit import errors
+from ragkit.render import write_json
 from ragkit.serve import PORT_FILE
 
 HEALTH_TIMEOUT = 0.2  # seconds the server has to answer its health check before a query runs in process
@@ -57,8 +58,6 @@ def remote_query(
 def emit(obj: dict[str, Any], as_json: bool) -> None:
     """Print a server's result as ``ragkit query --json`` (one object) or ``--jsonl`` (a line per passage,
     then the answer's) prints the same result in process."""
-    from ragkit.render import write_json
-
     if as_json:
         write_json(obj)
         return

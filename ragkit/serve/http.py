@@ -26,9 +26,13 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, Field
 
+from ragkit import __version__, api
+from ragkit.config import QueryConfig, load_config, override
 from ragkit.errors import BadQuery, IndexBusy, IndexNotFound, RagkitError, UnknownId
+from ragkit.render import result_dict
 from ragkit.serve import PORT_FILE
 from ragkit.serve.served import Served
+from ragkit.store import remote
 
 STATUS = {UnknownId: 404, IndexNotFound: 404, IndexBusy: 409, BadQuery: 400}
 
@@ -66,8 +70,6 @@ class QueryRequest(BaseModel):
 
 
 def create_app(served: Served):
-    from ragkit import __version__
-
     app = FastAPI(
         title="ragkit",
         version=__version__,
@@ -88,17 +90,11 @@ def create_app(served: Served):
 
     @app.get("/healthz")
     def healthz():
-        from ragkit.store import remote
-
         reader = served.reader()
         return {"status": "ok", "index": remote.display(served.index_dir), "run": reader.manifest["last_run"]["id"]}
 
     @app.post("/v1/query")
     def query(req: QueryRequest):
-        from ragkit import api
-        from ragkit.config import QueryConfig, load_config, override
-        from ragkit.render import result_dict
-
         if req.config is not None:
             try:
                 cfg = QueryConfig(**req.config)
@@ -121,8 +117,6 @@ def create_app(served: Served):
 
     @app.get("/v1/stats")
     def stats():
-        from ragkit import api
-
         with served.lock:
             return answer_json(api.stats(served.reader()))
 

@@ -9,6 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ragkit import __version__, api
+from ragkit.config import load_config, override
+from ragkit.errors import RagkitError
+from ragkit.render import result_dict
 from ragkit.serve.served import Served
 
 INSTRUCTIONS = (
@@ -41,8 +45,6 @@ def _reported(fn):
 
     from mcp.server.mcpserver.exceptions import ToolError
 
-    from ragkit.errors import RagkitError
-
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         try:
@@ -58,15 +60,9 @@ def _reported(fn):
 def build(served: Served):
     from mcp.server.mcpserver import MCPServer
 
-    from ragkit import __version__
-
     server = MCPServer(name="ragkit", version=__version__, instructions=INSTRUCTIONS)
 
     def run_query(text: str, k: int, strategy: str, filters: dict[str, str] | None, answer: bool):
-        from ragkit import api
-        from ragkit.config import load_config, override
-        from ragkit.render import result_dict
-
         _, cfg = load_config(index_dir=served.index_dir)
         cfg = override(cfg, k=k, strategy=strategy, filters={**cfg.filters, **(filters or {})}, answer=answer)
         with served.lock:
@@ -108,8 +104,6 @@ def build(served: Served):
     @_reported
     def stats() -> dict:
         """What the index holds: documents, sections, chunks, entities, doc types, size on disk."""
-        from ragkit import api
-
         with served.lock:
             return api.stats(served.reader())
 

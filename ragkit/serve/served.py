@@ -4,21 +4,20 @@ from __future__ import annotations
 
 import threading
 
+from ragkit import api
+from ragkit.errors import UnknownId
+
 
 class Served:
     """The index a server answers from, reopened when the manifest says a new run was committed."""
 
     def __init__(self, index: str | None):
-        from ragkit import api
-
         self.index_dir = api.resolve_index_dir(index)
         self.lock = threading.Lock()
         self._reader = None
 
     def reader(self):
         """The reader of the newest committed run."""
-        from ragkit import api
-
         if self._reader is None:
             self._reader = api.open_index(self.index_dir)
         else:
@@ -27,21 +26,11 @@ class Served:
 
     def warm(self) -> None:
         """Load the model and what a first query needs before the first request comes."""
-        from ragkit import api
-        from ragkit.config import QueryConfig
-
-        cfg = QueryConfig(k=1, retry=False)
         with self.lock:
-            reader = self.reader()
-            api.query(reader, "warm up", cfg)
-            if reader.facts()["entities"]:  # the graph strategies' data (a first hippo query took 1.6 s more)
-                reader.entity_graph.walk(cfg.damping)
-                reader.knowledge.matrix("entities")
+            api.warm(self.reader())
 
     def find(self, kind: str, key: str) -> dict:
         """A "document" or "section" by id (``IndexReader.document`` / ``section``); ``UnknownId`` if none."""
-        from ragkit.errors import UnknownId
-
         with self.lock:
             found = getattr(self.reader(), kind)(key)
         if found is None:

@@ -23,6 +23,12 @@ from typing import Any
 
 from ragkit.errors import IndexCorrupt, RagkitError
 from ragkit.store import layout, remote
+from ragkit.store.commit import write_derived
+from ragkit.store.duck import DuckStore
+from ragkit.store.entity_graph import EntityGraph
+from ragkit.store.graph import EvidenceGraph, load_pickled
+from ragkit.store.lance import ChunkTable
+from ragkit.store.manifest import read_manifest, write_manifest
 
 
 @dataclass
@@ -36,10 +42,32 @@ REBUILD = "ragkit index PATH --full (the folders the index was built from)"
 REPAIR = "ragkit check --repair"
 
 
+@dataclass
+class Report:
+    """What ``ragkit check`` found: the problems left (none: whole), what was checked, what was repaired."""
+
+    index: str
+    problems: list[Problem]
+    facts: dict[str, Any]
+    repaired: list[str]
+
+    @property
+    def hint(self) -> str:
+        """How to fix the problems left: repair when it can, else rebuild."""
+        return REPAIR if all(p.repair == REPAIR for p in self.problems) else REBUILD
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "ok": not self.problems,
+            **self.facts,
+            "repaired": self.repaired,
+            "problems": [{"what": p.what, "repair": p.repair, "derived": p.derived} for p in self.problems],
+        }
+
+
 def check(index_dir: Path) -> tuple[list[Problem], dict[str, Any]]:
     """The problems found (none: whole) and what was checked (counts, run, version, leftovers)."""
-    from ragkit.store.manifest import read_manifest
-
     index_dir = Path(index_dir)
     try:
         manifest = read_manifest(index_dir)
@@ -58,11 +86,6 @@ def check(index_dir: Path) -> tuple[list[Problem], dict[str, Any]]:
 
 def check_run(index_dir: Path, manifest: dict[str, Any]) -> tuple[list[Problem], dict[str, Any]]:
     """The problems of the run ``manifest`` commits (the manifest's own or one kept in a store)."""
-    from ragkit.store.duck import DuckStore
-    from ragkit.store.entity_graph import EntityGraph
-    from ragkit.store.graph import EvidenceGraph, load_pickled
-    from ragkit.store.lance import ChunkTable
-
     problems: list[Problem] = []
     run = manifest["last_run"]
     facts: dict[str, Any] = {
@@ -149,8 +172,6 @@ def _pickled(loaded):
 
 def _kept_runs(index_dir: Path) -> list[dict[str, Any]]:
     """The manifests kept in the folder's stores, newest run first."""
-    from ragkit.store.duck import DuckStore
-
     found = []
     for path in Path(index_dir).glob("store*.duckdb"):
         if not re.fullmatch(rf"store({layout.RUN})?\.duckdb", path.name):
@@ -177,10 +198,6 @@ def _newest_whole_run(index_dir: Path, but: int | None = None) -> dict[str, Any]
 def repair(index_dir: Path, bucket: remote.Remote | None = None) -> list[str]:
     """Make the index whole if it can be; what was done. ``IndexCorrupt`` when only a rebuild can. ``bucket``:
     for an index on object storage, the writer's side of it (``remote.writing``)."""
-    from ragkit.store.duck import DuckStore
-    from ragkit.store.manifest import read_manifest, write_manifest
-    from ragkit.store.reader import write_derived
-
     index_dir = Path(index_dir)
     done: list[str] = []
     try:

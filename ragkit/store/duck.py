@@ -16,7 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from ragkit.errors import IndexBusy, IndexCorrupt
-from ragkit.records import Chunk, Document, EntityRows, Section
+from ragkit.extract.entities import normalize
+from ragkit.extract.resolve import RefRow, Resolver
+from ragkit.extract.summaries import build_nodes
+from ragkit.records import Chunk, RunChanges, Section
+from ragkit.store.knowledge import sql as knowledge
+from ragkit.store.knowledge.sql import ENTITY_NAME, ENTITY_TYPE, community_reports, pair_rows, with_descriptions
+from ragkit.store.knowledge.sql import SCHEMA as KNOWLEDGE
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS sources (
@@ -54,6 +60,8 @@ CREATE TABLE IF NOT EXISTS runs (
 """
 
 
+# the tables whose rows belong to one document (deleted with it)
+DOCUMENT_TABLES = ("chunks", "refs", "mentions", "cooccur", "aliases", "sections", "summaries")
 WORD = "[a-zà-öø-ÿß]{3,}"  # a vocabulary word: three or more letters
 # DuckDB's default 256 KiB blocks give every table and column a quarter megabyte at least (an index of
 # a 36 KB folder took 5.8 MB); 16 KiB blocks keep small indexes small (fixed when the file is created)
@@ -117,8 +125,6 @@ class DuckStore:
         self.path = path
         self.con, self._attached = _connect(path, read_only, alone)
         if not read_only:
-            from ragkit.store.knowledge import SCHEMA as KNOWLEDGE
-
             self.con.execute(SCHEMA + KNOWLEDGE)
 
     def close(self) -> None:
@@ -187,6 +193,25 @@ class DuckStore:
             ).fetchall()
         )
 
+    def graph_tables(self) -> dict[str, list[dict[str, Any]]]:
+        """References detected and resolved per kind, communities per level, knowledge per collection."""
+        return {
+            "references": self.rows(
+                "SELECT kind, count(*) AS detected, count(resolved_document_id) AS resolved_document, "
+                "count(resolved_section_id) AS resolved_section FROM refs GROUP BY kind ORDER BY kind"
+            ),
+            "communities": self.rows(
+                "SELECT level, count(*) AS communities, CAST(avg(size) AS DOUBLE) AS mean_size "
+                "FROM communities GROUP BY level ORDER BY level"
+            ),
+            "knowledge": self.rows(
+                "SELECT collection, (SELECT count(*) FROM entities e WHERE e.collection = d.collection) AS entities, "
+                "(SELECT count(*) FROM relations r WHERE r.collection = d.collection) AS relations, "
+                "(SELECT count(*) FROM communities c WHERE c.collection = d.collection) AS communities "
+                "FROM (SELECT DISTINCT collection FROM documents) d ORDER BY collection"
+            ),
+        }
+
     def document_ids_matching(self, filters: dict[str, str]) -> list[str]:
         """Documents whose fields or front-matter keys match every filter.
 
@@ -223,128 +248,76 @@ class DuckStore:
 
     # ------------------------------------------------------------ write
 
-    def commit_run(
-        self,
-        run_id: int,
-        *,
-        removed_doc_ids: list[str],
-        removed_sources: list[str],
-        sources: list[dict[str, Any]],
-        documents: list[Document],
-        sections: list[Section],
-        chunks: list[Chunk],
-        run: dict[str, Any],
-        full: bool,
-        refs: list[Any] = (),
-        entities: EntityRows | None = None,
-        tree: bool = True,
-    ) -> int:
-        """Apply run ``run_id``'s changes atomically.
+    def commit_run(self, run_id: int, changes: RunChanges, run: dict[str, Any]) -> None:
+        """Apply run ``run_id``'s changes atomically and record the run (``run``: its times, LanceDB table and
+        version, summary): remove what went, insert what came, re-resolve references and versions, rebuild
+        the vocabulary, the new documents' summary tree and the touched communities.
 
         Pure data work: nothing is embedded or generated inside the transaction. The run's knowledge
-        counts (entities, relations, recomputed communities) go into its summary; ``tree`` False keeps no
-        summary tree.
+        counts (entities, relations, recomputed communities) and summary-tree counts go into its summary.
         """
-        from ragkit.store import knowledge
-
-        entities = entities or EntityRows()
-        con = self.con
+        c = changes
         with self.transaction():
-            touched: set[str] | None = None
-            collections: set[str] | None = None
-            if full:
-                for t in (
-                    "sources",
-                    "documents",
-                    "sections",
-                    "chunks",
-                    "refs",
-                    "mentions",
-                    "cooccur",
-                    "aliases",
-                    "communities",
-                    "community_members",
-                    "summaries",
-                ):
-                    con.execute(f"DELETE FROM {t}")
-            else:
-                touched = knowledge.touched_by_documents(self, removed_doc_ids)
-                touched |= {m["entity"] for m in entities.mentions}
-                collections = {d.collection for d in documents}
-            if removed_doc_ids:
-                with self.registered("gone", {"id": removed_doc_ids}):
-                    if collections is not None:
-                        collections |= {
-                            r[0]
-                            for r in con.execute(
-                                "SELECT DISTINCT collection FROM documents WHERE id IN (SELECT id FROM gone)"
-                            ).fetchall()
-                        }
-                    for t in ("chunks", "refs", "mentions", "cooccur", "aliases", "sections", "summaries"):
-                        con.execute(f"DELETE FROM {t} WHERE document_id IN (SELECT id FROM gone)")
-                    con.execute("DELETE FROM documents WHERE id IN (SELECT id FROM gone)")
-            if removed_sources:
-                with self.registered("gone_src", {"p": removed_sources}):
-                    con.execute("DELETE FROM sources WHERE source_path IN (SELECT p FROM gone_src)")
-            self._insert("sources", sources)
-            self._insert(
-                "documents",
-                [
-                    {
-                        **{k: v for k, v in asdict(d).items() if k != "metadata"},
-                        "metadata": json.dumps(d.metadata, default=str, ensure_ascii=False),
-                    }
-                    for d in documents
-                ],
-            )
-            self._insert(
-                "sections", [{**{k: v for k, v in asdict(s).items() if k != "order"}, "ord": s.order} for s in sections]
-            )
-            self._insert(
-                "chunks",
-                [
-                    {
-                        "id": c.id,
-                        "document_id": c.document_id,
-                        "section_id": c.section_id,
-                        "chunk_index": c.index,
-                        "text": c.text,
-                        "header": c.header,
-                        "token_count": c.token_count,
-                        "line_start": c.line_start,
-                        "line_end": c.line_end,
-                        "boundary_confidence": c.boundary_confidence,
-                    }
-                    for c in chunks
-                ],
-            )
-            self._insert("refs", [asdict(r) for r in refs])
-            self._insert("mentions", entities.mentions)
-            collection_of = {d.id: d.collection for d in documents}
-            self._insert(
-                "cooccur",
-                [
-                    {**r, "collection": collection_of.get(r["document_id"]), "raw_a": r["a"], "raw_b": r["b"]}
-                    for r in entities.cooccur
-                ],
-            )
-            self._insert("aliases", entities.aliases)
+            touched, collections = self._remove(c)
+            self._insert_rows(c)
             self._resolve()
             self._vocabulary()
-            run["summary"]["tree"] = self._tree(documents, sections, chunks) if tree else self._no_tree()
-            if full or removed_doc_ids or documents:
+            run["summary"]["tree"] = self._tree(c.documents, c.sections, c.chunks) if c.tree else self._no_tree()
+            if c.full or c.removed_doc_ids or c.documents:
                 run["summary"]["knowledge"] = knowledge.refresh(self, touched, collections)
-            con.execute(
+            summary = json.dumps(run["summary"])
+            self.con.execute(
                 "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?)",
-                [
-                    run_id,
-                    run["started_at"],
-                    run["finished_at"],
-                    run["lance_table"],
-                    run["lance_version"],
-                    json.dumps(run["summary"]),
-                ],
+                [run_id, run["started_at"], run["finished_at"], run["lance_table"], run["lance_version"], summary],
             )
+
+    def _remove(self, c: RunChanges) -> tuple[set[str] | None, set[str] | None]:
+        """Delete the removed documents (everything on a full run) and the sources that changed; returns the
+        entity keys and collections whose communities must be re-clustered (None: all)."""
+        touched: set[str] | None = None
+        collections: set[str] | None = None
+        if c.full:
+            for t in (*DOCUMENT_TABLES, "sources", "documents", "communities", "community_members"):
+                self.con.execute(f"DELETE FROM {t}")
+        else:
+            touched = knowledge.touched_by_documents(self, c.removed_doc_ids)
+            touched |= {m["entity"] for m in c.entities.mentions}
+            collections = {d.collection for d in c.documents}
+        if c.removed_doc_ids:
+            with self.registered("gone", {"id": c.removed_doc_ids}):
+                if collections is not None:
+                    collections |= {
+                        r[0]
+                        for r in self.con.execute(
+                            "SELECT DISTINCT collection FROM documents WHERE id IN (SELECT id FROM gone)"
+                        ).fetchall()
+                    }
+                for t in DOCUMENT_TABLES:
+                    self.con.execute(f"DELETE FROM {t} WHERE document_id IN (SELECT id FROM gone)")
+                self.con.execute("DELETE FROM documents WHERE id IN (SELECT id FROM gone)")
+        if c.removed_sources:
+            with self.registered("gone_src", {"p": c.removed_sources}):
+                self.con.execute("DELETE FROM sources WHERE source_path IN (SELECT p FROM gone_src)")
+        return touched, collections
+
+    def _insert_rows(self, c: RunChanges) -> None:
+        """The run's sources, documents, sections, chunks, references and extraction rows."""
+        self._insert("sources", c.sources)
+        metadata = [json.dumps(d.metadata, default=str, ensure_ascii=False) for d in c.documents]
+        self._insert("documents", [{**asdict(d), "metadata": m} for d, m in zip(c.documents, metadata)])
+        self._insert("sections", [{**asdict(s), "ord": s.order} for s in c.sections])
+        self._insert("chunks", [_chunk_row(ch) for ch in c.chunks])
+        self._insert("refs", [asdict(r) for r in c.refs])
+        self._insert("mentions", c.entities.mentions)
+        collection_of = {d.id: d.collection for d in c.documents}
+        self._insert(
+            "cooccur",
+            [
+                {**r, "collection": collection_of.get(r["document_id"]), "raw_a": r["a"], "raw_b": r["b"]}
+                for r in c.entities.cooccur
+            ],
+        )
+        self._insert("aliases", c.entities.aliases)
 
     def keep_manifest(self, manifest: dict[str, Any]) -> None:
         """A copy of the manifest that commits this store's run (``ragkit check --repair`` restores it)."""
@@ -375,8 +348,6 @@ class DuckStore:
 
     def _resolve(self) -> None:
         """Re-resolve every reference and version link against the whole index."""
-        from ragkit.ingest.resolve import RefRow
-
         resolver = self.resolver()
         refs = self.rows("SELECT * FROM refs")
         if refs:
@@ -406,8 +377,6 @@ class DuckStore:
         """Summary-tree nodes of this run's new documents (older documents keep theirs), extractive; their
         vectors are derived from the chunks' when a query needs them (an LLM rewrites them after the commit
         with ``--summaries llm``)."""
-        from ragkit.extract.summaries import build_nodes
-
         if not documents:
             return {"nodes": 0}
         t = time.perf_counter()
@@ -441,7 +410,6 @@ class DuckStore:
             "FROM summaries s, unnest(s.chunk_ids) AS u(cid) JOIN chunks c ON c.id = u.cid "
             "WHERE s.method = 'extractive' GROUP BY ALL ORDER BY s.id"
         )
-        from ragkit.store.knowledge import community_reports
 
         reports = community_reports(
             self,
@@ -468,7 +436,6 @@ class DuckStore:
         not the ``relations`` view keeps them (``ragkit show``, graph context of known pairs)."""
         if not pairs:
             return []
-        from ragkit.store.knowledge import pair_rows
 
         with self.registered("wanted", {"a": [a for a, _ in pairs], "b": [b for _, b in pairs]}):
             return pair_rows(self, "JOIN wanted p ON p.a = r.a AND p.b = r.b")
@@ -476,8 +443,6 @@ class DuckStore:
     def entity_rows(self, keys: list[str]) -> list[dict[str, Any]]:
         """Key, collection, name and type of these entities (every collection), with their descriptions (from
         their mentions only: the ``entities`` view aggregates every mention)."""
-        from ragkit.store.knowledge import ENTITY_NAME, ENTITY_TYPE, with_descriptions
-
         if not keys:
             return []
         with self.registered("ekeys", {"k": keys}):
@@ -501,8 +466,6 @@ class DuckStore:
 
     def resolver(self):
         """A reference/version resolver over every document and section of the store."""
-        from ragkit.ingest.resolve import Resolver
-
         docs = self.rows("SELECT id, path, source_path, external_id, title, metadata, supersedes FROM documents")
         for d in docs:
             d["metadata"] = json.loads(d["metadata"]) if d["metadata"] else {}
@@ -510,9 +473,6 @@ class DuckStore:
 
     def entity(self, name: str, limit: int = 10) -> dict[str, Any] | None:
         """One entity (by key, alias or surface): per-collection rows, strongest relations, source chunks."""
-        from ragkit.extract.entities import normalize
-        from ragkit.store.knowledge import pair_rows, with_descriptions
-
         key = normalize(name)
         found = self.first(
             "SELECT key FROM entities WHERE key = ? OR list_has_any(aliases, [?, ?]) "
@@ -597,6 +557,22 @@ class DuckStore:
         self.con.register("incoming", data)
         self.con.execute(f"INSERT INTO {table} SELECT {', '.join(cols)} FROM incoming")
         self.con.unregister("incoming")
+
+
+def _chunk_row(c: Chunk) -> dict[str, Any]:
+    """A chunk's row (built by hand: ``asdict`` costs ~10 µs a chunk, seconds on a large corpus)."""
+    return {
+        "id": c.id,
+        "document_id": c.document_id,
+        "section_id": c.section_id,
+        "chunk_index": c.index,
+        "text": c.text,
+        "header": c.header,
+        "token_count": c.token_count,
+        "line_start": c.line_start,
+        "line_end": c.line_end,
+        "boundary_confidence": c.boundary_confidence,
+    }
 
 
 def _vector_column(values: list):

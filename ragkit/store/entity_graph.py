@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from ragkit.store.graph import PickledGraph
-from ragkit.store.knowledge import ALIAS_MAP
+from ragkit.store.knowledge.sql import ALIAS_MAP
 
 FILE = "entities.pkl"
 # power iterations of personalized PageRank: 10 rank the top 40 chunks as igraph's exact PRPACK solve does (97.5 %

@@ -16,7 +16,9 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from ragkit.errors import BadInput
 from ragkit.records import Chunk, Document
+from ragkit.store.expr import in_list
 from ragkit.text import compound_parts
 
 
@@ -104,14 +106,6 @@ def write_fragment(table_uri: str, chunks: list[Chunk], docs: dict[str, Document
     return [json.dumps(f.to_json()) for f in write_fragments(rows, table_uri, schema=rows.schema)]
 
 
-def sql_str(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
-
-
-def in_list(column: str, values: list[str]) -> str:
-    return f"{column} IN ({', '.join(sql_str(v) for v in values)})"
-
-
 COMPOUND_FTS = {"German": "de", "Swedish": "sv"}  # BM25 languages whose index also holds the compounds' parts
 
 
@@ -147,7 +141,7 @@ def _rows(table: pa.Table) -> list[dict[str, Any]]:
 
 
 # at most this many chunks are searched exactly, as one in-memory matrix; above it (or once an ANN index
-# exists) Lance's vector index answers (crossover measured by scripts/bench_vectors.py, README "Query latency")
+# exists) Lance's vector index answers (crossover measured by scripts/bench_cost.py vectors, scripts/README.md "Query latency")
 EXACT_MAX_ROWS = 250_000
 ANN_REFINE = 5  # the vector index's candidates re-ranked with the stored vectors: recall@10 0.65 → 1.0 (same script)
 COMPACT_ROWS = 16_384  # fragments with fewer rows are merged at the end of a run
@@ -452,8 +446,6 @@ class ChunkWriter:
             return
         import lance
         from lance.fragment import FragmentMetadata
-
-        from ragkit.errors import BadInput
 
         self.ensure_table()
         metas = [FragmentMetadata.from_json(f) for f in fragments]

@@ -22,6 +22,7 @@ from typing import Any
 
 from ragkit.errors import IndexBusy
 
+MANIFEST = "manifest.json"  # the commit point: names the run every reader reads
 DUCK_NAME = "store.duckdb"  # an index's store before per-run stores (read as such, replaced by the next run)
 LANCE_DIR = "lance"
 GRAPH_DIR = "graph"

@@ -8,18 +8,18 @@ from pathlib import Path
 from typing import Any
 
 from ragkit.errors import IndexCorrupt, IndexNotFound
+from ragkit.store import remote
+from ragkit.store.layout import MANIFEST
 
 FORMAT_VERSION = 6  # 2: canonical entities/relations, per-collection communities; 3: summary tree;
 # 4: lean index (language-aware entities, bounded relations, derived vectors, 16 KiB DuckDB blocks);
 # 5: chunk pages (PDF); 6: compound parts (German/Swedish) in the chunks' BM25 index
-NAME = "manifest.json"
+NAME = MANIFEST
 
 
 def read_manifest(index_dir: Path) -> dict[str, Any]:
     path = index_dir / NAME
     if not path.is_file():
-        from ragkit.store import remote
-
         raise IndexNotFound(f"no index at {remote.display(index_dir)}")
     try:
         data = json.loads(path.read_text())
@@ -45,8 +45,6 @@ def write_manifest(index_dir: Path, data: dict[str, Any], bucket=None) -> None:
     """Atomic replace: a reader sees the old or the new manifest, never half. For an index on object storage
     (a mirror, ragkit/store/remote.py) the conditional upload through the writer's ``bucket`` is the commit;
     the mirror's copy follows."""
-    from ragkit.store import remote
-
     data = {"format_version": FORMAT_VERSION, **data}
     text = json.dumps(data, indent=2, sort_keys=True, default=str)
     if bucket is not None:

@@ -1,34 +1,31 @@
-"""Read side of an index: the committed LanceDB version, DuckDB on demand, the embedder."""
+"""The read side of an index (``IndexReader``): the committed LanceDB version, DuckDB on demand, the embedder,
+the graphs and everything a query reads, loaded once."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from ragkit.embed import Embedder, load_embedder, normalize_spec, query_encoder
 from ragkit.errors import EmbedderMismatch, IndexChanged, IndexCorrupt, IndexNotFound
+from ragkit.extract.resolve import Resolver
 from ragkit.records import Hit, Scope
 from ragkit.store import remote
 from ragkit.store.duck import DuckStore
-from ragkit.store.graph import load_pickled
-from ragkit.store.lance import COMPOUND_FTS, ChunkTable, sql_str
+from ragkit.store.entity_graph import EntityGraph
+from ragkit.store.expr import sql_str
+from ragkit.store.graph import EvidenceGraph, load_pickled
+from ragkit.store.knowledge.rows import KnowledgeMemory, StoreRows
+from ragkit.store.knowledge.vectors import DerivedVectors
+from ragkit.store.lance import COMPOUND_FTS, ChunkTable
 from ragkit.store.layout import VOCAB_FILE, graph_path, store_path
 from ragkit.store.manifest import NAME as MANIFEST
 from ragkit.store.manifest import read_manifest
-
-
-def write_derived(store, folder: Path, run_id: int) -> None:
-    """The files derived from the store at a commit (evidence graph, entity graph, vocabulary) for ``run_id``,
-    into the run's graph folder (the indexing run writes them; ``ragkit check --repair`` rebuilds them)."""
-    from ragkit.store.entity_graph import EntityGraph
-    from ragkit.store.graph import EvidenceGraph, save_pickled
-
-    EvidenceGraph.from_store(store, run_id).save(folder)
-    EntityGraph.from_store(store, run_id).save(folder)
-    save_pickled(folder, VOCAB_FILE, store.vocabulary(), run_id)
+from ragkit.store.terms import TermVectors
 
 
 def _stamp(index_dir: Path, max_age: float = 1.0) -> tuple[int, int] | None:
@@ -43,12 +40,27 @@ def _stamp(index_dir: Path, max_age: float = 1.0) -> tuple[int, int] | None:
 
 
 class IndexReader:
+    """The committed state of one index, for querying: what every query and every strategy reads.
+
+    Opening reads the manifest and opens the committed LanceDB version of the chunks table (``chunks``); all
+    else is loaded on first use and kept for the reader's life (``functools.cached_property``): the embedder,
+    the evidence and entity graphs, the reference resolver, the planning facts, the vocabulary, the derived
+    vectors of entities, relations, communities and tree nodes (``knowledge``), and whatever a query stage
+    builds once (``memo``). DuckDB is opened per use, read-only (``duck()``), or once per query inside
+    ``one_connection()``.
+
+    A reader follows the index: ``follow()`` reopens it when a newer run has been committed (the embedder is
+    kept), so a session or a server never answers from a replaced run. A reader is not thread-safe; a server
+    serializes its queries on one reader.
+    """
+
     def __init__(self, index_dir: Path, embedder: Embedder | None = None, embed_model: str | None = None):
         self.index_dir = Path(index_dir)
         if not self.index_dir.exists():
             raise IndexNotFound(f"no index at {self.index_dir}")
         self.stamp = _stamp(self.index_dir, max_age=0.0)
-        self.manifest = read_manifest(self.index_dir)
+        self.manifest: dict[str, Any] = read_manifest(self.index_dir)
+        self.run_id: int = self.manifest["last_run"]["id"]
         self.store_path = store_path(self.index_dir, self.manifest)
         self.graph_dir = graph_path(self.index_dir, self.manifest)
         info = self.manifest["embedder"]
@@ -56,20 +68,12 @@ class IndexReader:
             raise EmbedderMismatch(f"{self.index_dir} was built with {info['spec']}, not {embed_model}")
         if embedder is not None:
             self._check(embedder)
-        self._embedder = embedder
-        self._graph = None
-        self._resolver = None
-        self._entity_graph = None
-        self._knowledge = None
-        self._terms = None
-        self._facts = None
-        self._vocabulary: dict[str, int] | None = None
+        self._given_embedder = embedder
         self._memo: dict[str, Any] = {}
-        self._superseded: list[str] | None = None
         self._sharing = 0  # depth of one_connection() blocks
         self._shared: DuckStore | None = None
         self._queries = 0  # one_connection() blocks so far (queries answered)
-        self._memory = None
+        self._memory: KnowledgeMemory | None = None
         run = self.manifest["last_run"]
         try:
             self.chunks = ChunkTable(
@@ -91,77 +95,81 @@ class IndexReader:
 
     def _derived(self, cls):
         """A graph of the committed run: the saved one, or rebuilt from the store if it is stale."""
-        run_id = self.manifest["last_run"]["id"]
         g = cls.load(self.graph_dir)
-        if g is None or g.run_id != run_id:
+        if g is None or g.run_id != self.run_id:
             with self.duck() as store:
-                g = cls.from_store(store, run_id)
+                g = cls.from_store(store, self.run_id)
         return g
 
-    @property
-    def graph(self):
+    @cached_property
+    def embedder(self) -> Embedder:
+        """The index's own embedder (the given one, else loaded: no torch on the query path; an int8 index
+        gets int8 queries)."""
+        if self._given_embedder is not None:
+            return self._given_embedder
+        info = self.manifest["embedder"]
+        emb = load_embedder(info["spec"], encoder=query_encoder(info.get("encoder", "torch")))
+        self._check(emb)
+        return emb
+
+    @cached_property
+    def graph(self) -> EvidenceGraph:
         """The evidence graph (document/section/chunk structure, references, versions)."""
-        if self._graph is None:
-            from ragkit.store.graph import EvidenceGraph
+        return self._derived(EvidenceGraph)
 
-            self._graph = self._derived(EvidenceGraph)
-        return self._graph
-
-    @property
-    def entity_graph(self):
+    @cached_property
+    def entity_graph(self) -> EntityGraph:
         """The entity graph (entities, chunks, mentions, relations)."""
-        if self._entity_graph is None:
-            from ragkit.store.entity_graph import EntityGraph
+        return self._derived(EntityGraph)
 
-            self._entity_graph = self._derived(EntityGraph)
-        return self._entity_graph
-
-    @property
-    def knowledge(self):
+    @cached_property
+    def knowledge(self) -> DerivedVectors:
         """Vector search over the committed run's entities, relations, community reports and tree nodes
         (their vectors derived from the chunk vectors on first use)."""
-        if self._knowledge is None:
-            from ragkit.store.derived import DerivedVectors
+        return DerivedVectors(self)
 
-            self._knowledge = DerivedVectors(self)
-        return self._knowledge
-
-    def term_vectors(self):
+    @cached_property
+    def term_vectors(self) -> TermVectors:
         """The vocabulary's vectors for ``--expand`` (embedded on first use, cached in the index)."""
-        if self._terms is None:
-            from ragkit.store.terms import TermVectors
+        return TermVectors(
+            self.index_dir,
+            self.run_id,
+            self.duck,
+            lambda texts: self.embedder.encode(texts),
+            self.manifest["embedder"]["fingerprint"],
+        ).load()
 
-            self._terms = TermVectors(
-                self.index_dir,
-                self.manifest["last_run"]["id"],
-                self.duck,
-                lambda texts: self.embedder.encode(texts),
-                self.manifest["embedder"]["fingerprint"],
-            ).load()
-        return self._terms
-
-    def facts(self) -> dict:
+    @cached_property
+    def facts(self) -> dict[str, Any]:
         """What the committed run holds that planning needs: doc types, entity, community and tree-node counts
         (from the manifest; from the store for an index whose manifest lacks them)."""
-        if self._facts is None:
-            facts = self.manifest.get("facts")
-            if facts is None:
-                with self.duck() as store:
-                    facts = store.planning_facts()
-            self._facts = {**facts, "doc_types": set(facts["doc_types"])}
-        return self._facts
+        facts = self.manifest.get("facts")
+        if facts is None:
+            with self.duck() as store:
+                facts = store.planning_facts()
+        return {**facts, "doc_types": set(facts["doc_types"])}
 
+    @cached_property
     def vocabulary(self) -> dict[str, int]:
         """The index's words and their chunk frequencies: the committed run's snapshot next to its graphs,
         else (stale or missing) the store's ``vocab`` table (read once)."""
-        if self._vocabulary is None:
-            saved = load_pickled(self.graph_dir, VOCAB_FILE)
-            if saved is not None and saved[1] == self.manifest["last_run"]["id"]:
-                self._vocabulary = saved[0]
-            else:
-                with self.duck() as store:
-                    self._vocabulary = store.vocabulary()
-        return self._vocabulary
+        saved = load_pickled(self.graph_dir, VOCAB_FILE)
+        if saved is not None and saved[1] == self.run_id:
+            return saved[0]
+        with self.duck() as store:
+            return store.vocabulary()
+
+    @cached_property
+    def resolver(self) -> Resolver:
+        """Reference resolver over all documents and sections."""
+        with self.duck() as store:
+            return store.resolver()
+
+    @cached_property
+    def superseded(self) -> list[str]:
+        """The documents a newer version replaces (left out of queries unless ``all_versions``)."""
+        g = self.graph.g
+        return [v["name"] for v in g.vs.select(kind="document", is_latest=False)] if g.vcount() else []
 
     def document(self, document_id: str) -> dict[str, Any] | None:
         """A document's fields and its text, chunk by chunk with their lines (and pages), or None."""
@@ -204,9 +212,7 @@ class IndexReader:
 
     def knowledge_rows(self):
         """What the graph strategies read per query (entity, relation and community rows): from the store for
-        a reader's first query, from memory once it answers a second (ragkit/store/memory.py)."""
-        from ragkit.store.memory import KnowledgeMemory, StoreRows
-
+        a reader's first query, from memory once it answers a second (ragkit/store/knowledge/rows.py)."""
         if self._memory is None and self._queries >= 2:
             with self.duck_alone() as store:
                 self._memory = KnowledgeMemory(store)
@@ -238,29 +244,6 @@ class IndexReader:
                 }
         return Scope(set(ids), colls)
 
-    @property
-    def resolver(self):
-        """Reference resolver over all documents and sections (built once per process)."""
-        if self._resolver is None:
-            with self.duck() as store:
-                self._resolver = store.resolver()
-        return self._resolver
-
-    def superseded_documents(self) -> list[str]:
-        if self._superseded is None:
-            g = self.graph.g
-            self._superseded = [v["name"] for v in g.vs.select(kind="document", is_latest=False)] if g.vcount() else []
-        return self._superseded
-
-    @property
-    def embedder(self) -> Embedder:
-        if self._embedder is None:
-            info = self.manifest["embedder"]  # no torch on the query path; an int8 index, int8 queries
-            emb = load_embedder(info["spec"], encoder=query_encoder(info.get("encoder", "torch")))
-            self._check(emb)
-            self._embedder = emb
-        return self._embedder
-
     def duck(self) -> DuckStore | _Borrowed:
         """A short-lived read-only connection (a held one would block the indexer), to use as ``with
         reader.duck() as store``; inside ``one_connection()`` the block's shared connection."""
@@ -288,7 +271,9 @@ class IndexReader:
         """Read the newest committed run if there is one (True: reopened); the embedder is kept."""
         if not self.changed():
             return False
-        self.__init__(self.index_dir, self._embedder)
+        index_dir, embedder = self.index_dir, self.__dict__.get("embedder", self._given_embedder)
+        self.__dict__.clear()  # every cached property goes with the replaced run
+        self.__init__(index_dir, embedder)
         return True
 
     @contextmanager

@@ -31,7 +31,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from ragkit.cache import cache_root
 from ragkit.errors import IndexBusy, IndexNotFound, RagkitError
+from ragkit.store import layout
+from ragkit.store.layout import LANCE_DIR
+from ragkit.store.layout import MANIFEST as NAME
+from ragkit.store.lease import Conflict, FsObjects, Lease, S3Objects
 
 MARKER = "remote.json"
 _URI = re.compile(r"^[a-z][a-z0-9+.-]*://", re.I)
@@ -45,8 +50,6 @@ def is_uri(index: str) -> bool:
 
 def mirror_for(uri: str) -> Path:
     """The local mirror of the index at ``uri`` (made and marked on first use; no network)."""
-    from ragkit.embed.export import cache_root
-
     uri = uri.rstrip("/")
     mirror = cache_root() / "remote" / hashlib.sha256(uri.encode()).hexdigest()[:16]
     marker = mirror / MARKER
@@ -104,8 +107,6 @@ class Remote:
     def objects(self):
         """Conditional single-object reads and writes (the lease, the manifest commit)."""
         if self._objects is None:
-            from ragkit.store.lease import FsObjects, S3Objects
-
             if self.uri.lower().startswith("s3://"):
                 bucket, _, prefix = self.uri[len("s3://") :].partition("/")
                 self._objects = S3Objects(bucket, prefix, *_endpoint())
@@ -222,8 +223,6 @@ class Remote:
         """The committed manifest into the mirror and the files of its run (those not there yet); the manifest,
         or None when the URI holds no index. ``writing``: also keep the manifest's ETag, which the commit
         must still find (``commit_manifest``)."""
-        from ragkit.store.manifest import NAME
-
         if writing:
             stat = self.objects.get(NAME)
             data, self.manifest_etag = (stat.data, stat.etag) if stat else (None, None)
@@ -255,9 +254,6 @@ class Remote:
     def commit_manifest(self, data: bytes) -> None:
         """The commit: upload the manifest only if the one this writer started from is still there (a first
         run: only if there is none); else ``IndexBusy`` and nothing is committed."""
-        from ragkit.store.lease import Conflict
-        from ragkit.store.manifest import NAME
-
         self.guard()
         try:
             if self.manifest_etag is None:
@@ -291,9 +287,6 @@ def writing(
     """One writer at a time: the flock on the index folder (the mirror, for a remote index) and, for an index
     on object storage, its lease; a remote index's committed files are pulled into the mirror. Yields the
     ``Remote`` the writer commits through (None for a local index)."""
-    from ragkit.store import layout
-    from ragkit.store.lease import Lease
-
     with layout.write_lock(index_dir, wait, on_wait):
         if uri_of(index_dir) is None:
             yield None
@@ -327,7 +320,5 @@ def refresh(index_dir: Path, max_age: float = 1.0) -> None:
 
 def lance_location(index_dir: Path) -> Path | str:
     """Where the LanceDB tables of the index at ``index_dir`` live: ``<uri>/lance`` for a mirror."""
-    from ragkit.store.layout import LANCE_DIR
-
     uri = uri_of(index_dir)
     return f"{uri}/{LANCE_DIR}" if uri else Path(index_dir) / LANCE_DIR

@@ -9,6 +9,13 @@ estimated from the storage blocks its columns occupy (``pragma storage_info``), 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ragkit.store import remote
+from ragkit.store.layout import LANCE_DIR
+
+if TYPE_CHECKING:  # (reader.py imports this module)
+    from ragkit.store.reader import IndexReader
 
 # DuckDB tables → the component they belong to
 COMPONENTS = {
@@ -38,8 +45,6 @@ def folder_bytes(path: Path) -> int:
 def index_bytes(index_dir: Path, rel: str = "") -> int:
     """Bytes of the index below ``rel``: on object storage, of the objects there (a mirror holds only a copy
     of some)."""
-    from ragkit.store import remote
-
     if remote.uri_of(index_dir):
         return remote.Remote(index_dir).bytes(rel)
     return folder_bytes(Path(index_dir) / rel if rel else Path(index_dir))
@@ -75,10 +80,8 @@ def _duck(store, file_bytes: int) -> dict[str, int]:
     return out
 
 
-def component_bytes(reader) -> dict[str, int]:
+def component_bytes(reader: IndexReader) -> dict[str, int]:
     """Bytes per component of a committed index (estimates where one file holds several components)."""
-    from ragkit.store.layout import LANCE_DIR
-
     out: dict[str, int] = {}
     table = reader.manifest["last_run"]["lance_table"]
     out.update(
@@ -100,7 +103,7 @@ def component_bytes(reader) -> dict[str, int]:
     return out
 
 
-def source_bytes(reader) -> int:
+def source_bytes(reader: IndexReader) -> int:
     """Bytes of the source files the index holds."""
     with reader.duck() as store:
         return int(store.value("SELECT coalesce(sum(size), 0) FROM sources"))

@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from ragkit.text import STOPWORDS
+
 CACHE = Path("cache") / "terms.npz"
 # words embedded for query expansion: four or more letters, in at least 3 chunks, not stop words
 EXPANSION_TERMS = (
@@ -35,8 +37,6 @@ class TermVectors:
 
     def load(self) -> TermVectors:
         """The cached vectors of this run, or the cache brought up to date (new words embedded)."""
-        from ragkit.text import STOPWORDS
-
         old_terms, old = self._read()
         if old is not None and old["run"] == self.run_id:
             self.terms, self.matrix = old_terms, old["vectors"].astype(np.float32)

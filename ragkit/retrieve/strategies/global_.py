@@ -1,7 +1,7 @@
 """global: GraphRAG-style global search over community reports.
 
 Communities (their vector: the mean of their members' entity vectors, derived
-from the chunk vectors when first needed, ragkit/store/derived.py; their report
+from the chunk vectors when first needed, ragkit/store/knowledge/vectors.py; their report
 built from their relations when shown) are ranked by cosine similarity to the
 query; the best ``GLOBAL_COMMUNITIES`` within the scope are returned as
 context items with their reports, and the chunks that mention their entities
@@ -9,11 +9,17 @@ most become the hits (fused with the dense ranking so the chunks most about
 the question come first). No community → hybrid.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from ragkit.records import Hit
-from ragkit.retrieve.context import SearchContext
 from ragkit.retrieve.filters import NO_MATCH
 from ragkit.retrieve.fusion import weighted_rrf
 from ragkit.retrieve.strategies import hybrid
+
+if TYPE_CHECKING:  # a strategy is called with a context; it needs none at import
+    from ragkit.retrieve.context import SearchContext
 
 GLOBAL_COMMUNITIES = 5
 

@@ -3,15 +3,15 @@
 The tree (ragkit/extract/summaries.py) has section nodes (level 1) and
 document nodes (level 2) above the chunks, each with a summary and a
 centroid vector (the mean of its chunks' vectors, derived when first needed:
-ragkit/store/derived.py).
+ragkit/store/knowledge/vectors.py).
 
 - ``collapsed`` mode (default): nodes of every level and chunks in one cosine
   ranking (RAPTOR's collapsed tree, the better mode in the RAPTOR paper and
-  on our summary questions over the Rust book, README); a node stands for its
+  on our summary questions over the Rust book, scripts/README.md); a node stands for its
   best children at its own score.
-- ``tree`` mode: the ``tree_nodes`` nodes of each level most similar
-  to the query are expanded to their ``tree_children`` chunks most similar to
-  the query, at the node's similarity × ``tree_discount`` (the indirection
+- ``tree`` mode: the ``nodes`` nodes of each level most similar
+  to the query are expanded to their ``children`` chunks most similar to
+  the query, at the node's similarity × ``discount`` (the indirection
   discount of seed 004); direct chunk matches (dense) join at their own
   similarity; a chunk reached twice keeps its best score.
 
@@ -23,28 +23,48 @@ one-chunk documents has no tree) → hybrid.
 
 from __future__ import annotations
 
-import numpy as np
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
 
+from ragkit.errors import BadQuery
 from ragkit.records import Hit
-from ragkit.retrieve.context import SearchContext
 from ragkit.retrieve.filters import NO_MATCH
 from ragkit.retrieve.fusion import weighted_rrf
 from ragkit.retrieve.strategies import hybrid
+from ragkit.validate import between, check
+
+if TYPE_CHECKING:  # a strategy is called with a context; it needs none at import
+    import numpy as np
+
+    from ragkit.retrieve.context import SearchContext
 
 CONTEXT_NODES = 3
 
 
+@dataclass(frozen=True)
+class Settings:
+    """``[query.hierarchical]``: how the tree is searched."""
+
+    mode: Literal["collapsed", "tree"] = "collapsed"  # nodes and chunks in one ranking | levels, then children
+    nodes: int = field(default=5, metadata=between(1))  # nodes kept per level (tree), twice this over all (collapsed)
+    children: int = field(default=3, metadata=between(1))  # best children a node expands to
+    discount: float = field(default=0.8, metadata=between(0.0, 1.0))  # tree mode: a child's score = node's × this
+
+    def __post_init__(self) -> None:
+        check(self, BadQuery, "hierarchical.")
+
+
 def search(ctx: SearchContext) -> list[Hit]:
-    cfg = ctx.cfg
+    cfg, s = ctx.cfg, ctx.cfg.of(Settings)
     nodes = _nodes(ctx) if ctx.where != NO_MATCH else []
     if not nodes:
         ctx.notes["fallback"] = "no summary-tree node in scope: hybrid"
         return hybrid.search(ctx)
-    if cfg.tree_mode == "tree":
-        chosen = [n for level in (1, 2) for n in [x for x in nodes if x["level"] == level][: cfg.tree_nodes]]
-        discount = cfg.tree_discount
+    if s.mode == "tree":
+        chosen = [n for level in (1, 2) for n in [x for x in nodes if x["level"] == level][: s.nodes]]
+        discount = s.discount
     else:
-        chosen, discount = nodes[: 2 * cfg.tree_nodes], 1.0
+        chosen, discount = nodes[: 2 * s.nodes], 1.0
     fetch = ctx.limit * ctx.cfg.overfetch
     dense = ctx.dense(fetch)
     with ctx.timed("tree"):
@@ -61,8 +81,8 @@ def search(ctx: SearchContext) -> list[Hit]:
 
 def _nodes(ctx: SearchContext) -> list[dict]:
     """Summary-tree nodes most similar to the query, visible in the scope and not superseded."""
-    old = set() if ctx.cfg.all_versions else set(ctx.reader.superseded_documents())
-    rows = ctx.knowledge_search("summaries", ctx.cfg.tree_nodes * 4)
+    old = set() if ctx.cfg.all_versions else set(ctx.reader.superseded)
+    rows = ctx.knowledge_search("summaries", ctx.cfg.of(Settings).nodes * 4)
     return [r for r in rows if r["document_id"] not in old]
 
 
@@ -75,13 +95,17 @@ def expand(ctx: SearchContext, nodes: list[dict], discount: float, direct: dict[
     ids = list(dict.fromkeys(i for n in nodes for i in n["chunk_ids"] if i not in direct))
     children = {h.chunk_id: h for h in ctx.hits_for([(i, 0.0) for i in ids])}
     children.update(direct)
+    import numpy as np  # (80 ms to import: a strategy module loads nothing heavy until it runs)
+
     qv = np.asarray(ctx.query_vector(), dtype=np.float32)
     own = {i: _cosine(h.vector, qv) if h.vector is not None else 0.0 for i, h in children.items()}
     for i, h in direct.items():
         own[i] = h.score
     best: dict[str, float] = {i: own[i] for i in direct}
     for n in nodes:
-        kids = sorted((i for i in n["chunk_ids"] if i in children), key=lambda i: -own[i])[: ctx.cfg.tree_children]
+        kids = sorted((i for i in n["chunk_ids"] if i in children), key=lambda i: -own[i])[
+            : ctx.cfg.of(Settings).children
+        ]
         for i in kids:
             score = n["similarity"] * discount + 1e-3 * own[i]
             if score > best.get(i, float("-inf")):
@@ -95,6 +119,8 @@ def expand(ctx: SearchContext, nodes: list[dict], discount: float, direct: dict[
 
 
 def _cosine(v, q: np.ndarray) -> float:
+    import numpy as np
+
     v = np.asarray(v, dtype=np.float32)
     return float(v @ q / ((np.linalg.norm(v) * np.linalg.norm(q)) or 1.0))
 

@@ -8,27 +8,50 @@ are IDF-weighted too, so a walk leaving a chunk prefers its specific entities
 restarts the walk at the top dense chunks, as HippoRAG 2 does (measured: no
 gain on hotpotqa-100, so off by default). Chunks are ranked by PPR mass and
 fused with the dense and BM25 rankings (``SearchContext.fuse_with_text``: the PPR mass, divided by the
-highest, added with ``ppr_weight`` to the convex fusion of dense and BM25). Without a seed entity it falls back to hybrid.
+highest, added with ``graph_weight`` to the convex fusion of dense and BM25). Without a seed entity it falls back to hybrid.
 """
 
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from ragkit.errors import BadQuery
 from ragkit.records import Hit
-from ragkit.retrieve.context import SearchContext
 from ragkit.retrieve.filters import NO_MATCH
 from ragkit.retrieve.strategies import hybrid
+from ragkit.validate import between, check
+
+if TYPE_CHECKING:  # a strategy is called with a context; it needs none at import
+    from ragkit.retrieve.context import SearchContext
 
 PASSAGE_SEEDS = 20  # top dense chunks that also seed the walk (with passage_share of the reset mass)
 
 
+@dataclass(frozen=True)
+class Settings:
+    """``[query.hippo]``: the walk and its weight in the fusion."""
+
+    damping: float = field(default=0.85, metadata=between(0.0, 1.0))  # personalized PageRank damping
+    vector_seeds: int = field(default=3, metadata=between(0))  # nearest entity vectors added to the seeds
+    passage_share: float = field(default=0.0, metadata=between(0.0, 1.0))  # reset mass on top dense chunks
+    graph_weight: float = field(default=0.25, metadata=between(0.0, 1.0))  # the PPR list's weight in the fusion
+
+    def __post_init__(self) -> None:
+        check(self, BadQuery, "hippo.")
+
+
 def search(ctx: SearchContext) -> list[Hit]:
-    seeds = ctx.entity_seeds(vector_seeds=ctx.cfg.vector_seeds)
+    s = ctx.cfg.of(Settings)
+    seeds = ctx.entity_seeds(vector_seeds=s.vector_seeds)
     if not seeds or ctx.where == NO_MATCH:
         ctx.notes["fallback"] = "no query entity in the graph: hybrid"
         return hybrid.search(ctx)
     fetch = ctx.limit * ctx.cfg.overfetch
     dense = ctx.dense(fetch)
-    passages = {h.chunk_id: max(h.score, 0.0) for h in dense[:PASSAGE_SEEDS]} if ctx.cfg.passage_share else {}
+    passages = {h.chunk_id: max(h.score, 0.0) for h in dense[:PASSAGE_SEEDS]} if s.passage_share else {}
     with ctx.timed("ppr"):
         ranked = ctx.reader.entity_graph.ppr(
-            seeds, damping=ctx.cfg.damping, top=fetch, chunk_seeds=passages, chunk_share=ctx.cfg.passage_share
+            seeds, damping=s.damping, top=fetch, chunk_seeds=passages, chunk_share=s.passage_share
         )
-    return ctx.fuse_with_text("ppr", ctx.hits_for(ranked), fetch, ctx.cfg.ppr_weight)
+    return ctx.fuse_with_text("ppr", ctx.hits_for(ranked), fetch, s.graph_weight)

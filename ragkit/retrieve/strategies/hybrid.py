@@ -1,9 +1,15 @@
 """hybrid: dense ∪ BM25, each over-fetched, fused by a score-normalised convex combination (alpha = dense weight;
 ``fusion = "rrf"``: weighted reciprocal rank fusion instead)."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from ragkit.records import Hit
-from ragkit.retrieve.context import SearchContext
 from ragkit.retrieve.fusion import convex, weighted_rrf
+
+if TYPE_CHECKING:  # a strategy is called with a context; it needs none at import
+    from ragkit.retrieve.context import SearchContext
 
 
 def search(ctx: SearchContext) -> list[Hit]:

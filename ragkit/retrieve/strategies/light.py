@@ -3,24 +3,43 @@
 Low level: the entities most similar to the query (the mean of the chunks
 that mention it); high level: the relations most similar to it (their two
 entities and connecting sentence's chunk). The vectors are derived from the
-chunk vectors when first needed (ragkit/store/derived.py). Each side ranks the chunks its
+chunk vectors when first needed (ragkit/store/knowledge/vectors.py). Each side ranks the chunks its
 items come from (a chunk scores the similarity of every item it holds); the
 two chunk rankings are fused with ``entity_weight`` for the entity side, then
 with the dense and BM25 rankings like hippo's PPR list. The best entities and
 relations become context items. No entity or relation in scope → hybrid.
 """
 
-from collections import defaultdict
+from __future__ import annotations
 
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from ragkit.errors import BadQuery
 from ragkit.records import Hit
-from ragkit.retrieve.context import SearchContext
 from ragkit.retrieve.filters import NO_MATCH
 from ragkit.retrieve.fusion import weighted_rrf
 from ragkit.retrieve.strategies import hybrid
+from ragkit.validate import between, check
+
+if TYPE_CHECKING:  # a strategy is called with a context; it needs none at import
+    from ragkit.retrieve.context import SearchContext
 
 LIGHT_ENTITIES = 20
 LIGHT_RELATIONS = 20
 CONTEXT_ITEMS = 10
+
+
+@dataclass(frozen=True)
+class Settings:
+    """``[query.light]``: the two sides and their weight in the fusion."""
+
+    entity_weight: float = field(default=0.6, metadata=between(0.0, 1.0))  # entity side vs relation side
+    graph_weight: float = field(default=0.25, metadata=between(0.0, 1.0))  # the graph list's weight in the fusion
+
+    def __post_init__(self) -> None:
+        check(self, BadQuery, "light.")
 
 
 def _chunk_ranking(items: list[dict]) -> list[tuple[str, float]]:
@@ -40,7 +59,8 @@ def search(ctx: SearchContext) -> list[Hit]:
         ctx.notes["fallback"] = "no entity or relation in scope: hybrid"
         return hybrid.search(ctx)
     fetch = ctx.limit * ctx.cfg.overfetch
-    w = ctx.cfg.entity_weight
+    s = ctx.cfg.of(Settings)
+    w = s.entity_weight
     with ctx.timed("expand"):
         low = ctx.hits_for(_chunk_ranking(entities)[:fetch])
         high = ctx.hits_for(_chunk_ranking(relations)[:fetch])
@@ -50,4 +70,4 @@ def search(ctx: SearchContext) -> list[Hit]:
     ctx.notes["entities"] = [e["key"] for e in entities[:CONTEXT_ITEMS]]
     ctx.context_items.extend(ctx.entity_item(e, e["similarity"]) for e in entities[:CONTEXT_ITEMS])
     ctx.context_items.extend(ctx.relation_item(r, r["similarity"]) for r in relations[:CONTEXT_ITEMS])
-    return ctx.fuse_with_text("light", graph, fetch, ctx.cfg.ppr_weight)
+    return ctx.fuse_with_text("light", graph, fetch, s.graph_weight)

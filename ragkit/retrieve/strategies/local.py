@@ -11,26 +11,47 @@ hippo's PPR list) — ranked as the seed describes: entities, then relations,
 then chunks. No query entity → hybrid.
 """
 
+from __future__ import annotations
+
 import heapq
 from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
+from ragkit.errors import BadQuery
 from ragkit.records import Hit
-from ragkit.retrieve.context import SearchContext
 from ragkit.retrieve.filters import NO_MATCH
 from ragkit.retrieve.strategies import hybrid
+from ragkit.validate import between, check
+
+if TYPE_CHECKING:  # a strategy is called with a context; it needs none at import
+    from ragkit.retrieve.context import SearchContext
 
 MAX_ENTITIES = 10
 MAX_RELATIONS = 10
 
 
+@dataclass(frozen=True)
+class Settings:
+    """``[query.local]``: the neighbourhood and its weight in the fusion."""
+
+    max_hops: int = field(default=2, metadata=between(1))  # relation hops around the query entities
+    vector_seeds: int = field(default=3, metadata=between(0))  # nearest entity vectors added to the seeds
+    graph_weight: float = field(default=0.25, metadata=between(0.0, 1.0))  # the graph list's weight in the fusion
+
+    def __post_init__(self) -> None:
+        check(self, BadQuery, "local.")
+
+
 def search(ctx: SearchContext) -> list[Hit]:
+    s = ctx.cfg.of(Settings)
     graph = ctx.reader.entity_graph
-    seeds = ctx.entity_seeds(vector_seeds=ctx.cfg.vector_seeds) if ctx.where != NO_MATCH else {}
+    seeds = ctx.entity_seeds(vector_seeds=s.vector_seeds) if ctx.where != NO_MATCH else {}
     if not seeds:
         ctx.notes["fallback"] = "no query entity in the graph: hybrid"
         return hybrid.search(ctx)
     with ctx.timed("neighbourhood"):
-        entities, relations = graph.neighbourhood(seeds, hops=ctx.cfg.max_hops)
+        entities, relations = graph.neighbourhood(seeds, hops=s.max_hops)
         chunk_score: dict[str, float] = defaultdict(float)
         for key, weight in entities.items():
             for cid in graph.chunks_of(key):
@@ -56,4 +77,4 @@ def search(ctx: SearchContext) -> list[Hit]:
     )
     fetch = ctx.limit * ctx.cfg.overfetch
     ranked = heapq.nsmallest(fetch, chunk_score.items(), key=lambda kv: (-kv[1], kv[0]))
-    return ctx.fuse_with_text("local", ctx.hits_for(ranked), fetch, ctx.cfg.ppr_weight)
+    return ctx.fuse_with_text("local", ctx.hits_for(ranked), fetch, s.graph_weight)

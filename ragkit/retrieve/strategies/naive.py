@@ -1,7 +1,13 @@
 """naive: dense top-k over chunk vectors."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from ragkit.records import Hit
-from ragkit.retrieve.context import SearchContext
+
+if TYPE_CHECKING:  # a strategy is called with a context; it needs none at import
+    from ragkit.retrieve.context import SearchContext
 
 
 def search(ctx: SearchContext) -> list[Hit]:

@@ -13,7 +13,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from ragkit.ingest.refs import slug
+from ragkit.extract.refs import slug
 from ragkit.legal import heading_key, law_keys
 from ragkit.records import Ref
 

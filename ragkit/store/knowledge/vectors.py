@@ -7,15 +7,18 @@ whose summary an LLM wrote keeps the vector stored with it). They are computed w
 table's vectors the first time a query needs them, and kept for the reader's life (an interactive session or
 a server computes them once).
 
-Measured against stored vectors (name embeddings included) on hotpotqa-100: see the README ("Index cost");
+Measured against stored vectors (name embeddings included) on hotpotqa-100: see scripts/README.md ("Index cost");
 storing them cost 2.0 GiB of the 4.2 GiB German-law index the lean-index issue (13) started from.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:  # (reader.py imports this module)
+    from ragkit.store.reader import IndexReader
 
 BLOCK = 16_384  # rows gathered per step when averaging or summing (bounds the temporary matrices)
 
@@ -71,7 +74,7 @@ class DerivedVectors:
     """Read side: cosine search over entities, relations, communities, tree nodes (and ``terms``, the
     vocabulary's vectors for ``--expand``, which ragkit/store/terms.py embeds on first use)."""
 
-    def __init__(self, reader):
+    def __init__(self, reader: IndexReader):
         self.reader = reader
         self._chunks: tuple[dict[str, int], np.ndarray] | None = None
         self._kinds: dict[str, tuple[list[dict[str, Any]], np.ndarray]] = {}
@@ -143,7 +146,7 @@ class DerivedVectors:
         """Rows most similar to ``vector`` (cosine), each with ``similarity``; only ``collections`` if given.
         Entities get their description and communities their report unless ``describe`` is False."""
         if kind == "terms":
-            return self.reader.term_vectors().search(vector, limit)
+            return self.reader.term_vectors.search(vector, limit)
         rows, mat = self.matrix(kind)
         if not rows:
             return []

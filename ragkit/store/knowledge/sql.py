@@ -21,7 +21,7 @@ copied: descriptions are the sentences of the chunk text that mention an entity
 community's report is written from its members' relations when it is shown
 (``community_reports``), and the vectors of entities, relations, communities
 and tree nodes are derived from the chunk vectors when a query first needs them
-(ragkit/store/derived.py). With ``--summaries llm`` a report's written summary
+(ragkit/store/knowledge/vectors.py). With ``--summaries llm`` a report's written summary
 is stored with it after the commit (``DuckStore.write_summaries``).
 Descriptions and reports are built per collection, so a query scoped to one
 collection never sees text from another; for other filters each row names the
@@ -34,6 +34,9 @@ from __future__ import annotations
 import hashlib
 from collections import defaultdict
 from typing import Any
+
+from ragkit.extract.communities import REPORT_RELATIONS, Community, detect, report
+from ragkit.extract.entities import normalize
 
 DESCRIPTION_SENTENCES = 2
 DESCRIPTION_CHARS = 400
@@ -185,8 +188,6 @@ def mention_sentences(store, keys: list[str] | None = None) -> dict[tuple[str, s
 def describe(sentences: dict[tuple[str, str], list[tuple]]) -> dict[tuple[str, str], tuple[str, list[str]]]:
     """(key, collection) → (description, its documents): the first sentences that mention the entity,
     from the document named after it first, then in reading order (read when shown, never stored)."""
-    from ragkit.extract.entities import normalize
-
     titles: dict[str, str] = {}  # a common entity has thousands of sentences from a few hundred titles
     out = {}
     for (key, coll), found in sentences.items():
@@ -239,8 +240,6 @@ def community_reports(store, rows: list[dict[str, Any]]) -> list[dict[str, Any]]
     """Community rows (id, collection, …) with ``report`` and ``source_documents``: the extractive report
     written from the members' strongest relations (below an LLM's summary when one was written). Only each
     community's ``REPORT_RELATIONS`` strongest inner relations are read (a large community has thousands)."""
-    from ragkit.extract.communities import REPORT_RELATIONS
-
     if not rows:
         return rows
     by_id: dict[str, list[dict]] = defaultdict(list)
@@ -264,8 +263,6 @@ def community_reports(store, rows: list[dict[str, Any]]) -> list[dict[str, Any]]
 
 def write_reports(rows: list[dict[str, Any]], edges: dict[str, list[dict]]) -> list[dict[str, Any]]:
     """Community rows with their reports, from each community's strongest inner relations (``edges``)."""
-    from ragkit.extract.communities import Community, report
-
     for r in rows:
         c = Community(
             r["id"], r["level"], r["parent_id"], [], title=r["title"], top_entities=list(r["top_entities"] or [])
@@ -278,8 +275,6 @@ def write_reports(rows: list[dict[str, Any]], edges: dict[str, list[dict]]) -> l
 
 def _communities(store, collections: set[str], touched: set[str] | None) -> int:
     """Re-cluster the given collections; returns how many community reports were (re)computed."""
-    from ragkit.extract.communities import detect
-
     con = store.con
     changed = 0
     for coll in sorted(collections):

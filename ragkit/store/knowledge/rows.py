@@ -13,19 +13,24 @@ strongest inner relations (for its report) and the chunks that mention a communi
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ragkit.store.knowledge import (
+from ragkit.extract.communities import REPORT_RELATIONS
+from ragkit.store.knowledge.sql import (
     ENTITY_NAME,
     ENTITY_TYPE,
     community_reports,
     describe,
     mention_sentences,
     pair_rows,
+    with_descriptions,
     write_reports,
 )
+
+if TYPE_CHECKING:  # (reader.py imports this module)
+    from ragkit.store.reader import IndexReader
 
 ENTITY_NAMES = (
     f"SELECT m.entity AS key, d.collection, {ENTITY_NAME} AS name, {ENTITY_TYPE} AS type "
@@ -45,7 +50,7 @@ class StoreRows:
     """Per-query look-ups in the store (the reader's shared connection of the query). Entity and relation rows
     come in a fixed order (a pair seen in several collections: its strongest first), as from memory."""
 
-    def __init__(self, reader):
+    def __init__(self, reader: IndexReader):
         self.reader = reader
 
     def entity_rows(self, keys: list[str]) -> list[dict[str, Any]]:
@@ -53,8 +58,6 @@ class StoreRows:
             return sorted(store.entity_rows(keys), key=_entity_order)
 
     def describe(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        from ragkit.store.knowledge import with_descriptions
-
         with self.reader.duck() as store:
             return with_descriptions(store, rows)
 
@@ -75,8 +78,6 @@ class KnowledgeMemory:
     """Every knowledge row of the committed run a query may ask for, indexed by key (see the module)."""
 
     def __init__(self, store):
-        from ragkit.extract.communities import REPORT_RELATIONS
-
         self.report_relations = REPORT_RELATIONS
         self.sentences = mention_sentences(store)  # (key, collection) → mention sentences
         self._described: dict[tuple[str, str], tuple[str, list[str]]] = {}  # descriptions written so far

@@ -1,7 +1,7 @@
 """Reference detection in chunks: links between files and legal citations (ragkit/legal.py).
 
 Detectors return ``Ref`` records with character offsets; resolution to documents and sections happens in
-ragkit/ingest/resolve.py once all documents of the index are known.
+ragkit/extract/resolve.py once all documents of the index are known.
 """
 
 from __future__ import annotations

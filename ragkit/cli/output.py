@@ -1,0 +1,93 @@
+"""How a query's result reaches the terminal or stdout, for ``ragkit query`` and its interactive session:
+passages (rich), the answer streamed as the model writes it with its sources, JSON and JSON lines, and the
+same printing for a result that a running ``ragkit serve`` sent."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from ragkit.cli.common import console
+from ragkit.errors import RagkitError
+from ragkit.records import QueryResult
+from ragkit.render import metadata, print_result, result_dict, result_from_dict, trace_line
+from ragkit.serve import client
+
+
+def through_server(index_dir: Path, text: str, qcfg, as_json: bool, as_jsonl: bool, explain: bool) -> bool:
+    """Answer from a running ``ragkit serve`` of this index, printing what answering in process would print
+    (timings aside); False when no server answers its health check in time."""
+    info = client.server_for(index_dir)
+    if info is None:
+        return False
+    obj, failed = client.remote_query(info, text, qcfg, explain)
+    if as_json or as_jsonl:
+        client.emit(obj, as_json)
+    else:
+        emit(result_from_dict(obj), False, False, explain, batch=False)
+    if failed is not None:
+        raise failed
+    return True
+
+
+def run_query(reader, text: str, qcfg, trace: Path | None) -> QueryResult:
+    """``api.query``, appending every candidate's features to ``trace`` when given."""
+    from ragkit import api
+
+    result = api.query(reader, text, qcfg)
+    if trace is not None:
+        with trace.open("a") as fh:
+            fh.write(trace_line(result) + "\n")
+    return result
+
+
+def write_answer(result: QueryResult, qcfg, stream: bool, con=None) -> RagkitError | None:
+    """Write the answer into ``result`` (streaming it to ``con``, the terminal by default); returns the error
+    instead of raising."""
+    from ragkit import api
+
+    con = con or console
+    started = []
+
+    def show(text: str) -> None:
+        if not started:  # the header only once the model writes (a model that fails to load prints nothing)
+            con.print("[bold]Answer[/]")
+            started.append(True)
+        con.out(text, end="", highlight=False)
+
+    try:
+        failed = api.answer_into(result, qcfg, on_text=show if stream else None)
+    finally:
+        if started:
+            con.out("")
+    if stream and result.answer is not None:
+        print_sources(result.answer, con)
+    return failed
+
+
+def print_sources(a, con) -> None:
+    for c in a.citations:
+        con.print(f"  [cyan][{c.number}][/] {c.path}{c.location}  (passage {c.rank})", highlight=False)
+    if a.dropped_citations:
+        con.print(f"  [yellow]{a.dropped_citations} citation(s) named no source and were removed[/]")
+    con.print(
+        f"[dim]{a.model} · {a.prompt_tokens} prompt + {a.completion_tokens} answer tokens · "
+        f"{a.seconds:.1f} s · {a.tokens_per_second:.1f} tokens/s[/]"
+    )
+    con.rule()
+
+
+def emit(result: QueryResult, as_json: bool, as_jsonl: bool, explain: bool, batch: bool) -> None:
+    """One result as ``--json`` (one object), ``--jsonl`` (a line per passage), the packed context block, or
+    rich passages on the terminal."""
+    if result.context is not None and not (as_json or as_jsonl):
+        sys.stdout.write(result.context.text + "\n")
+    elif as_json or as_jsonl:  # the same printing as a server's result gets (ragkit/serve/client.py)
+        client.emit(result_dict(result, explain), as_json=as_json or batch)
+    else:
+        if batch:
+            console.rule(f"[bold]{result.query}")
+        if explain:
+            console.print_json(data=result.plan.to_dict())
+            console.print_json(data=metadata(result))
+        print_result(console, result, explain)

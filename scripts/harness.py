@@ -1,0 +1,326 @@
+"""The helpers the benchmark entry points in scripts/ share (not an entry point itself).
+
+The entry points are ``python scripts/bench_cost.py``, ``bench_query.py``, ``bench_quality.py``,
+``bench_answer.py``, ``bench_ingest.py`` (each ``SUBCOMMAND [options]``, ``--help`` lists them) and
+``crash_test.py``. Run them from anywhere: Python puts scripts/ on sys.path (so ``import harness`` works) and
+ragkit is installed (``pip install -e .``). The few that use the test suite's helpers (tests/quality.py,
+tests/s3.py, tests/documents.py) load them by path with ``tests_module()``, so no PYTHONPATH is needed.
+
+- paths: REPO (the checkout), SHARED (``../shared/data`` beside it), SCIFACT_QUERIES, eval_index();
+- dataset → index → reader: indexed() and load_model();
+- query settings: query_config() (the one place a QueryConfig is built; strategy settings such as damping or
+  vector_seeds go into QueryConfig's per-strategy settings) and parse_settings() ("strategy=hippo,damping=0.9");
+- child processes: ragkit_cmd(), run_seconds(), timed() (wall seconds and peak RSS);
+- output: print_table() (a rich table with notes under it, or one JSON object per table with ``--json``);
+- CLI: argparse with one subparser per subcommand, each described by its function's docstring.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import inspect
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import fields, replace
+from pathlib import Path
+from types import ModuleType
+
+from rich.console import Console
+from rich.table import Table
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED = REPO.parent / "shared" / "data"
+SCIFACT_QUERIES = SHARED / "scifact-train" / "queries.jsonl"
+MB = 1024 * 1024
+JSON = {"on": False}  # --json: print_table writes JSON objects instead of tables
+
+
+# --- paths and inputs ----------------------------------------------------------------------------------------------
+
+
+def eval_index(dataset: Path) -> Path:
+    """The index ``ragkit eval DATASET`` builds (and these scripts reuse): indexes/eval-<name of the data set>."""
+    from ragkit.config import DEFAULT_HOME
+
+    return DEFAULT_HOME / f"eval-{Path(dataset).resolve().name}"
+
+
+def query_texts(path: Path, n: int | None = None) -> list[str]:
+    """The ``text`` of each query in a BEIR queries.jsonl, the first ``n`` (all when None)."""
+    with Path(path).open() as fh:
+        return [json.loads(line)["text"] for line in fh if line.strip()][:n]
+
+
+def tests_module(name: str) -> ModuleType:
+    """tests/<name>.py of the checkout, loaded by path (tests/ is no installed package)."""
+    if f"tests.{name}" not in sys.modules:
+        spec = importlib.util.spec_from_file_location(f"tests.{name}", REPO / "tests" / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[f"tests.{name}"]
+
+
+def workdir(path: Path | None, prefix: str) -> Path:
+    """``path`` (created), or a new temporary folder."""
+    work = path or Path(tempfile.mkdtemp(prefix=f"ragkit-{prefix}-"))
+    work.mkdir(parents=True, exist_ok=True)
+    return work
+
+
+# --- dataset → index → reader --------------------------------------------------------------------------------------
+
+
+def corpus_source(corpus: Path, docs: int | None, work: Path) -> Path:
+    """What to index: a folder as it is, the corpus.jsonl of a BEIR data set folder, or the first ``docs``
+    documents of a BEIR corpus.jsonl (a copy in ``work``, rewritten only when it changes, so that an index of it
+    stays unchanged)."""
+    corpus = Path(corpus)
+    if (corpus / "corpus.jsonl").is_file():
+        corpus = corpus / "corpus.jsonl"
+    if not corpus.is_file() or docs is None:
+        return corpus
+    src = work / "data" / "corpus.jsonl"
+    with corpus.open() as fh:
+        text = "".join(line for n, line in enumerate(fh) if n < docs)
+    if not src.is_file() or src.read_text() != text:
+        src.parent.mkdir(parents=True, exist_ok=True)
+        src.write_text(text)
+    return src
+
+
+def load_model(src: Path, cfg=None):
+    """``(cfg, embedder)``: the embedding model an index run of ``src`` would choose (``cfg.embed_model`` "auto":
+    by the documents' language), loaded and warmed up, so that index timings leave its load out."""
+    from ragkit.config import IndexConfig
+    from ragkit.embed import load_embedder
+    from ragkit.ingest.source import model_for_paths
+
+    cfg = cfg or IndexConfig()
+    cfg = replace(cfg, embed_model=model_for_paths([src], cfg))
+    emb = load_embedder(cfg.embed_model, cfg.embed_batch_size, cfg.encoder)
+    emb.encode(["warm up the model"] * 8)
+    return cfg, emb
+
+
+def indexed(corpus: Path, index_dir: Path, cfg=None, *, docs: int | None = None, embedder=None, **kwargs):
+    """Dataset → index → reader: ``(reader, summary)`` after indexing ``corpus`` (a folder, a BEIR corpus.jsonl
+    or a BEIR data set folder; with ``docs`` its first N documents, copied beside the index) into ``index_dir``
+    through ragkit.api.index with ``cfg`` (default settings when None). The run is incremental: an index of an
+    unchanged corpus is reused as it is. ``embedder``: an already loaded model (load_model) for the run and the
+    reader; other keywords go to ragkit.api.index (reporter, full)."""
+    from ragkit import api
+
+    index_dir = Path(index_dir)
+    src = corpus_source(corpus, docs, index_dir.parent / f"{index_dir.name}-source")
+    factory = (lambda c: embedder) if embedder is not None else None
+    summary = api.index([src], index_dir, cfg, embedder_factory=factory, **kwargs)
+    return api.open_index(index_dir, embedder=embedder), summary
+
+
+def chunk_texts(reader) -> list[str]:
+    """Every chunk of an index as the indexer embedded it (contextual header, newline, text), in document order."""
+    with reader.duck() as store:
+        rows = store.con.execute("SELECT header, text FROM chunks ORDER BY document_id, chunk_index").fetchall()
+    return [f"{h}\n{x}" if h else x for h, x in rows]
+
+
+# --- query settings ------------------------------------------------------------------------------------------------
+
+# The strategy settings QueryConfig had as flat fields, and where each lives in the per-strategy layout
+# (QueryConfig.settings: one Settings object per strategy, ragkit/retrieve/strategies/).
+STRATEGY_SETTINGS = {
+    "damping": [("hippo", "damping")],
+    "vector_seeds": [("hippo", "vector_seeds"), ("local", "vector_seeds")],
+    "passage_share": [("hippo", "passage_share")],
+    "ppr_weight": [("hippo", "graph_weight")],
+    "max_hops": [("local", "max_hops")],
+    "entity_weight": [("light", "entity_weight")],
+    "tree_mode": [("hierarchical", "mode")],
+    "tree_nodes": [("hierarchical", "nodes")],
+    "tree_children": [("hierarchical", "children")],
+    "tree_discount": [("hierarchical", "discount")],
+}
+
+
+def query_config(**flat):
+    """A QueryConfig from flat settings: its own fields, strategy settings by their flat names (damping,
+    vector_seeds, … STRATEGY_SETTINGS) or as ``**{"hippo.damping": 0.9}``. Every script builds its QueryConfig
+    here, so that only this function follows QueryConfig's layout: flat fields where QueryConfig still has them,
+    else its per-strategy ``settings``."""
+    from ragkit.config import QueryConfig
+
+    own = {f.name for f in fields(QueryConfig)}
+    plain, settings = {}, {}
+    for key, value in flat.items():
+        if key in own:
+            plain[key] = value
+            continue
+        targets = [key.split(".", 1)] if "." in key else STRATEGY_SETTINGS.get(key)
+        if not targets:
+            raise SystemExit(f"unknown query setting {key!r}; known: {', '.join(sorted(setting_kinds()))}")
+        for strategy, name in targets:
+            settings.setdefault(strategy, {})[name] = value
+    return QueryConfig(**plain, **({"settings": settings} if settings else {}))
+
+
+def setting_kinds() -> dict[str, str]:
+    """Every query setting's name and the name of its type: QueryConfig's fields, each strategy's settings as
+    ``strategy.name`` and by their flat names (STRATEGY_SETTINGS)."""
+    from ragkit.config import QueryConfig
+
+    kinds = {f.name: str(f.type) for f in fields(QueryConfig)}
+    if "settings" in kinds:
+        from ragkit.retrieve.strategies import STRATEGIES
+
+        for name, strategy in STRATEGIES.items():
+            if strategy.settings:
+                kinds |= {f"{name}.{f.name}": str(f.type) for f in fields(strategy.settings)}
+        kinds |= {flat: kinds[".".join(where[0])] for flat, where in STRATEGY_SETTINGS.items()}
+    return kinds
+
+
+def parse_settings(spec: str) -> dict:
+    """``"strategy=hippo,vector_seeds=0,hippo.damping=0.9"`` → ``{"strategy": "hippo", "vector_seeds": 0,
+    "hippo.damping": 0.9}`` (typed as the settings are), for query_config()."""
+    kinds, out = setting_kinds(), {}
+    for item in spec.split(","):
+        key, _, raw = item.partition("=")
+        if key not in kinds:
+            raise SystemExit(f"unknown setting {key!r}; known: {', '.join(sorted(kinds))}")
+        kind = kinds[key].split(" |")[0]
+        if kind == "bool":
+            out[key] = raw.lower() in ("1", "true", "yes", "on")
+        else:
+            out[key] = int(raw) if kind == "int" else float(raw) if kind == "float" else raw
+    return out
+
+
+def ranked_documents(reader, text: str, cfg, k: int, limit: int | None = None) -> list[str]:
+    """The top ``k`` documents (their ids in the data set) of one query, from ``2 k`` chunk hits by default."""
+    from ragkit import api
+    from ragkit.evaluate import documents_of
+
+    hits, _, _ = api.retrieve(reader, text, cfg, limit=limit or 2 * k)
+    return documents_of(hits, k)
+
+
+def score(reader, ds, cfg, label: str, k: int):
+    """ragkit.evaluate's scores (nDCG@10, recall@k, p50/p95 ms) of ``cfg`` over a data set's queries."""
+    from ragkit.evaluate import score_strategy
+    from ragkit.events import Reporter
+
+    return score_strategy(label, ds, lambda text: ranked_documents(reader, text, cfg, k), Reporter())
+
+
+# --- child processes -----------------------------------------------------------------------------------------------
+
+
+def ragkit_cmd(*args: str) -> list[str]:
+    """The ``ragkit`` command line of this interpreter."""
+    return [sys.executable, "-m", "ragkit", *map(str, args)]
+
+
+def run_seconds(cmd: list[str], **kwargs) -> float:
+    """Wall seconds of one child process (output discarded unless ``kwargs`` say otherwise; fails when it does)."""
+    kwargs.setdefault("stdout", subprocess.DEVNULL)
+    kwargs.setdefault("stderr", subprocess.DEVNULL)
+    t = time.perf_counter()
+    subprocess.run(cmd, check=True, **kwargs)
+    return time.perf_counter() - t
+
+
+def timed(cmd: list[str]) -> tuple[float, float]:
+    """Wall seconds and peak RSS (MiB) of one child process (exits with its error when it fails). The peak
+    comes from ``/usr/bin/time``: the kernel's own accounting of a child forked from a big process starts at
+    that process's size."""
+    timer = shutil.which("time") or "/usr/bin/time"
+    with tempfile.NamedTemporaryFile("r", suffix=".rss") as out:
+        t = time.perf_counter()
+        proc = subprocess.run(
+            [timer, "-f", "%M", "-o", out.name, *cmd], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
+        wall = time.perf_counter() - t
+        if proc.returncode != 0:
+            sys.exit(f"{' '.join(cmd)} failed:\n{proc.stderr.decode()[-2000:]}")
+        return wall, int(out.read().split()[-1]) / 1024
+
+
+# --- output --------------------------------------------------------------------------------------------------------
+
+
+def print_table(
+    title: str,
+    columns: Iterable[str],
+    rows: Iterable[Iterable],
+    *,
+    left: Iterable[str] | None = None,
+    width: int = 160,
+    notes: Iterable[str] = (),
+) -> None:
+    """One table: ``columns`` (those in ``left`` left-aligned, by default the first), ``rows`` of cells (str()
+    of each), then ``notes`` as dim lines. With ``--json``: one JSON object (title, rows as objects by column,
+    notes) on one line instead."""
+    columns, notes = list(columns), list(notes)
+    rows = [[str(c) for c in r] for r in rows]
+    if JSON["on"]:
+        print(json.dumps({"title": title, "rows": [dict(zip(columns, r)) for r in rows], "notes": notes}))
+        return
+    lefts = set(columns[:1] if left is None else left)
+    tab = Table(title=title)
+    for col in columns:
+        tab.add_column(col, justify="left" if col in lefts else "right")
+    for r in rows:
+        tab.add_row(*r)
+    console = Console(width=width)
+    console.print(tab)
+    for line in notes:
+        console.print(f"[dim]{line}[/]", highlight=False)
+
+
+# --- entry points --------------------------------------------------------------------------------------------------
+
+
+def arg(*names: str, **kwargs) -> tuple[tuple[str, ...], dict]:
+    """One argparse argument of a subcommand: ``arg("--n", type=int, default=100)``."""
+    return names, kwargs
+
+
+class CLI:
+    """An entry point: ``cli = CLI(__doc__)``, ``@cli.command("name", arg(...), ...)`` on ``def name(args)`` (its
+    docstring is the subcommand's help), then ``cli.main()``."""
+
+    def __init__(self, doc: str):
+        self.doc = doc
+        self.commands: dict[str, tuple[Callable, tuple]] = {}
+
+    def command(self, name: str, *arguments: tuple[tuple[str, ...], dict]):
+        def register(fn: Callable) -> Callable:
+            self.commands[name] = (fn, arguments)
+            return fn
+
+        return register
+
+    def main(self, argv: list[str] | None = None) -> None:
+        raw = argparse.RawDescriptionHelpFormatter
+        ap = argparse.ArgumentParser(description=self.doc, formatter_class=raw)
+        sub = ap.add_subparsers(dest="command", required=True, metavar="SUBCOMMAND")
+        for name, (fn, arguments) in self.commands.items():
+            doc = inspect.cleandoc(fn.__doc__ or name)
+            summary = " ".join(doc.split("\n\n")[0].split())
+            p = sub.add_parser(name, help=summary, description=doc, formatter_class=raw)
+            for names, kwargs in arguments:
+                p.add_argument(*names, **kwargs)
+            p.add_argument("--json", action="store_true", help="print each table as one JSON object per line")
+            p.set_defaults(run=fn)
+        args = ap.parse_args(argv)
+        JSON["on"] = args.json
+        os.environ["HF_HUB_OFFLINE"] = "1"  # this process and its children: no model hub
+        args.run(args)

@@ -1,0 +1,242 @@
+"""The import rule, kept by walking every module's imports with ``ast``.
+
+ragkit's packages stand in layers; a module imports only from its own layer or the layers below, and never
+round in a circle:
+
+    cli → serve → api → config → retrieve | ingest → store
+        → extract | embed | rerank | assemble | answer | generate | legal | render | evaluate
+        → records | errors | text | events | validate | cache
+
+The CLI reaches the library through ``api`` (and reads settings through ``config``): it imports nothing from
+the stages or the store. Internal imports sit at module top; the few that are made inside a function are
+listed in ``LAZY`` with their reason (a heavy library behind them, or the CLI's start-up budget).
+Imports under ``if TYPE_CHECKING:`` name types only: they must point down too, but do not count as a circle.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+
+PACKAGE = REPO / "ragkit"
+
+LAYERS = [  # top to bottom; a name covers the module and everything below it
+    ["ragkit.cli", "ragkit.__main__"],
+    ["ragkit.serve"],
+    ["ragkit.api"],
+    ["ragkit.config"],
+    ["ragkit.retrieve", "ragkit.ingest"],
+    ["ragkit.store"],
+    [
+        "ragkit.extract",
+        "ragkit.embed",
+        "ragkit.rerank",
+        "ragkit.assemble",
+        "ragkit.answer",
+        "ragkit.generate",
+        "ragkit.legal",
+        "ragkit.render",
+        "ragkit.evaluate",
+    ],
+    ["ragkit.records", "ragkit.errors", "ragkit.text", "ragkit.events", "ragkit.validate", "ragkit.cache", "ragkit"],
+]
+
+CLI_MAY_IMPORT = (
+    "ragkit.cli",
+    "ragkit.api",
+    "ragkit.config",
+    "ragkit.serve",
+    "ragkit.render",
+    "ragkit.errors",
+    "ragkit.events",
+    "ragkit.records",
+)
+
+# (importing module, imported module) made inside a function, and why
+LAZY = {
+    # a CLI command loads the library when it runs: `ragkit --help` stays under 0.3 s
+    **{
+        (f"ragkit.cli.{cmd}", "ragkit.api"): "start-up"
+        for cmd in (
+            "index_cmd",
+            "query_cmd",
+            "eval_cmd",
+            "stats_cmd",
+            "check_cmd",
+            "graph_cmd",
+            "show_cmd",
+            "session",
+            "output",
+        )
+    },
+    ("ragkit.cli", "ragkit.cli.app"): "start-up: `query --json` through a running server skips typer and rich",
+    ("ragkit.cli.fast", "ragkit.config"): "start-up: only a `query --json` line reads the settings",
+    ("ragkit.cli.fast", "ragkit.serve.client"): "start-up: only a `query --json` line asks a server",
+    ("ragkit.cli.serve_cmd", "ragkit.serve.http"): "FastAPI and uvicorn (0.5 s)",
+    ("ragkit.cli.serve_cmd", "ragkit.serve.mcp_tools"): "the MCP SDK",
+}
+
+
+@dataclass(frozen=True)
+class Import:
+    source: str
+    target: str
+    line: int
+    in_function: bool
+    type_only: bool
+
+
+def modules() -> dict[str, Path]:
+    out = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(REPO).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        out[name] = path
+    return out
+
+
+def _targets(node: ast.Import | ast.ImportFrom, module: str, is_package: bool, known: dict) -> list[str]:
+    if isinstance(node, ast.Import):
+        names = [a.name for a in node.names]
+    else:
+        base = module if is_package else module.rpartition(".")[0]
+        for _ in range(node.level - 1):
+            base = base.rpartition(".")[0]
+        prefix = (f"{base}.{node.module}" if node.module else base) if node.level else node.module or ""
+        names = [f"{prefix}.{a.name}" if f"{prefix}.{a.name}" in known else prefix for a in node.names]
+    out = []
+    for name in names:
+        while name and name not in known:
+            name = name.rpartition(".")[0]
+        if name.startswith("ragkit") and name != module:
+            out.append(name)
+    return sorted(set(out))
+
+
+def imports() -> list[Import]:
+    known = modules()
+    found = []
+    for module, path in known.items():
+        tree = ast.parse(path.read_text())
+
+        def visit(node, in_function: bool, type_only: bool, module=module, path=path):
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, (ast.Import, ast.ImportFrom)):
+                    for target in _targets(child, module, path.name == "__init__.py", known):
+                        found.append(Import(module, target, child.lineno, in_function, type_only))
+                guarded = isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test)
+                visit(
+                    child,
+                    in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)),
+                    type_only or guarded,
+                )
+
+        visit(tree, False, False)
+    return found
+
+
+def layer_of(module: str) -> int:
+    best, depth = None, -1
+    for i, names in enumerate(LAYERS):
+        for name in names:
+            if (module == name or module.startswith(name + ".")) and len(name) > depth:
+                best, depth = i, len(name)
+    assert best is not None, f"{module} belongs to no layer: add it to LAYERS in tests/test_layers.py"
+    return best
+
+
+def upward(found: list[Import]) -> list[str]:
+    return [
+        f"{i.source}:{i.line} imports {i.target} (layer {layer_of(i.target)} above {layer_of(i.source)})"
+        for i in found
+        if layer_of(i.target) < layer_of(i.source)
+    ]
+
+
+def cycles(found: list[Import]) -> list[list[str]]:
+    """Strongly connected components of more than one module (runtime imports only)."""
+    graph = defaultdict(set)
+    for i in found:
+        if not i.type_only:
+            graph[i.source].add(i.target)
+    index, low, stack, on, out, counter = {}, {}, [], set(), [], [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                out.append(sorted(component))
+
+    for v in sorted(modules()):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_every_module_has_a_layer():
+    for module in modules():
+        layer_of(module)
+
+
+def test_imports_only_point_down():
+    assert upward(imports()) == []
+
+
+def test_no_module_imports_itself_round_a_circle():
+    assert cycles(imports()) == []
+
+
+def test_the_cli_goes_through_api():
+    wrong = [
+        f"{i.source}:{i.line} imports {i.target}"
+        for i in imports()
+        if i.source.startswith("ragkit.cli") and i.target != "ragkit" and not i.target.startswith(CLI_MAY_IMPORT)
+    ]
+    assert wrong == []
+
+
+def test_internal_imports_sit_at_module_top():
+    inside = {(i.source, i.target): i.line for i in imports() if i.in_function}
+    unlisted = [f"{s}:{line} imports {t} inside a function" for (s, t), line in inside.items() if (s, t) not in LAZY]
+    assert unlisted == [], "move the import to the module's top, or list it in LAZY with its reason"
+    stale = [pair for pair in LAZY if pair not in inside]
+    assert stale == [], "LAZY names imports that are no longer made inside a function"
+
+
+@pytest.mark.parametrize(
+    "source, target", [("ragkit.store.duck", "ragkit.retrieve.pipeline"), ("ragkit.records", "ragkit.api")]
+)
+def test_an_upward_import_fails(source, target):
+    """The rule has teeth: an import of a higher layer is reported, wherever it is written."""
+    added = imports() + [Import(source, target, 1, in_function=True, type_only=False)]
+    assert any(line.startswith(f"{source}:1 imports {target}") for line in upward(added))
+
+
+def test_a_circle_fails():
+    added = imports() + [
+        Import("ragkit.text", "ragkit.records", 1, False, False),
+        Import("ragkit.records", "ragkit.text", 1, False, False),
+    ]
+    assert ["ragkit.records", "ragkit.text"] in cycles(added)
