@@ -103,6 +103,7 @@ def _overlay(icfg: IndexConfig, qcfg: QueryConfig, path: Path) -> tuple[IndexCon
     except tomllib.TOMLDecodeError as exc:
         raise RagkitError(f"{path}: invalid TOML ({exc})") from exc
     try:
+        icfg, qcfg = _models(icfg, qcfg, data.get("models", {}), data.get("query", {}))
         icfg = _apply(icfg, data.get("index", {}), f"{path} [index]")
         query = dict(data.get("query", {}))
         strategy_tables = {k: query.pop(k) for k in list(query) if isinstance(query[k], dict) and k in STRATEGIES}
@@ -122,29 +123,52 @@ def _overlay(icfg: IndexConfig, qcfg: QueryConfig, path: Path) -> tuple[IndexCon
     return icfg, qcfg
 
 
-# strategy settings that used to be [query] keys, and the table they live in now
-_MOVED = {f.name: name for name, s in STRATEGIES.items() if s.settings for f in dataclasses.fields(s.settings)}
-_MOVED.update(
-    {
-        "damping": "hippo",
-        "ppr_weight": "hippo",
-        "tree_mode": "hierarchical",
-        "tree_nodes": "hierarchical",
-        "tree_children": "hierarchical",
-        "tree_discount": "hierarchical",
-    }
-)
+MODEL_ROLES = ("embed", "rerank", "generate")
+
+
+def _models(icfg: IndexConfig, qcfg: QueryConfig, table: dict[str, Any], query: dict[str, Any]):
+    """``[models]``: one spec per role (``embed``, ``rerank``, ``generate``) and ``[models.keys]``, each server
+    host's API key variable. A rerank model turns the reranker on unless ``[query] rerank`` says otherwise."""
+    unknown = sorted(set(table) - {*MODEL_ROLES, "keys"})
+    if unknown:
+        raise RagkitError(f"[models]: unknown key(s) {', '.join(unknown)}", hint="Known: embed, rerank, generate, keys")
+    keys = table.get("keys", {})
+    if not isinstance(keys, dict) or not all(isinstance(v, str) for v in keys.values()):
+        raise RagkitError(
+            "[models.keys] maps a server's host to the name of the variable with its API key",
+            hint='"api.openai.com" = "OPENAI_API_KEY"',
+        )
+    index = {"embed_model": table.get("embed"), "model": table.get("generate"), "api_keys": keys or None}
+    flags = {"rerank_model": table.get("rerank"), "model": table.get("generate"), "api_keys": keys or None}
+    if table.get("rerank") and "rerank" not in query:
+        flags["rerank"] = "cross"
+    return override(icfg, **index), override(qcfg, **flags)
+
+
+# settings that used to be [query] or [index] keys, and where they live now
+_MOVED = {
+    f.name: f"[query.{name}] {f.name}"
+    for name, s in STRATEGIES.items()
+    if s.settings
+    for f in dataclasses.fields(s.settings)
+}
+_MOVED |= {
+    "damping": "[query.hippo] damping",
+    "ppr_weight": "[query.hippo] graph_weight (and [query.local], [query.light])",
+    "tree_mode": "[query.hierarchical] mode",
+    "tree_nodes": "[query.hierarchical] nodes",
+    "tree_children": "[query.hierarchical] children",
+    "tree_discount": "[query.hierarchical] discount",
+    "cross_encoder": "[models] rerank",
+    "llm_model": "[models] generate",
+}
 
 
 def _apply(cfg, table: dict[str, Any], source: str):
     known = {f.name for f in fields(cfg)} - {"settings"}
     unknown = sorted(set(table) - known)
     if unknown:
-        moved = [k for k in unknown if k in _MOVED and isinstance(cfg, QueryConfig)]
-        hint = (
-            f"{moved[0]} is a setting of its strategy now: [query.{_MOVED[moved[0]]}]"
-            if moved
-            else f"Known: {', '.join(sorted(known))}"
-        )
+        moved = [k for k in unknown if k in _MOVED]
+        hint = f"{moved[0]} is {_MOVED[moved[0]]} now" if moved else f"Known: {', '.join(sorted(known))}"
         raise RagkitError(f"{source}: unknown setting(s) {', '.join(unknown)}", hint=hint)
     return replace(cfg, **table)

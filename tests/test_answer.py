@@ -124,7 +124,7 @@ def indexed(corpus, tmp_path, monkeypatch):
 
 
 def _use(monkeypatch, gen):
-    monkeypatch.setattr("ragkit.api.load_generator", lambda spec=None, n_ctx=2048: gen)
+    monkeypatch.setattr("ragkit.api.load_generator", lambda spec=None, n_ctx=2048, keys=None: gen)
 
 
 def test_cli_answer_streams_then_sources(indexed, monkeypatch):

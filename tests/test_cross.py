@@ -15,16 +15,16 @@ def test_no_cross_encoder_configured_falls_back(reader):
     r = api.query(reader, "overtime", QueryConfig(rerank="cross"))
     assert r.passages
     assert r.plan.rerank["requested"] == "cross" and r.plan.rerank["used"] == "features"
-    assert "no cross-encoder configured" in r.plan.rerank["reason"]
+    assert "no rerank model configured" in r.plan.rerank["reason"]
 
 
 def test_missing_and_broken_folders_fall_back(reader, tmp_path):
-    r = api.query(reader, "overtime", QueryConfig(rerank="cross", cross_encoder=str(tmp_path / "nope")))
+    r = api.query(reader, "overtime", QueryConfig(rerank="cross", rerank_model=str(tmp_path / "nope")))
     assert r.plan.rerank["used"] == "features" and "not found" in r.plan.rerank["reason"]
     broken = tmp_path / "broken"
     broken.mkdir()
     (broken / "config.json").write_text("{not json")
-    r = api.query(reader, "overtime", QueryConfig(rerank="cross", cross_encoder=str(broken)))
+    r = api.query(reader, "overtime", QueryConfig(rerank="cross", rerank_model=str(broken)))
     assert r.plan.rerank["used"] == "features" and "cannot load" in r.plan.rerank["reason"]
     assert r.passages
 
@@ -48,7 +48,7 @@ def test_tiny_cross_encoder_loads_and_scores(reader, tmp_path):
         num_labels=1,
     )
     BertForSequenceClassification(cfg).save_pretrained(model_dir)
-    r = api.query(reader, "overtime", QueryConfig(rerank="cross", cross_encoder=str(model_dir), k=3))
+    r = api.query(reader, "overtime", QueryConfig(rerank="cross", rerank_model=str(model_dir), k=3))
     assert r.plan.rerank["used"] == "cross" and r.plan.rerank["reason"] is None
     scored = [h for h in r.hits if "cross_encoder" in h.features]
     assert scored and all(isinstance(h.features["cross_encoder"], float) for h in scored)

@@ -7,6 +7,7 @@ import pytest
 
 from ragkit import api
 from ragkit.config import IndexConfig, QueryConfig
+from ragkit.embed import PROBES
 from ragkit.errors import BadQuery
 from ragkit.extract.summaries import centroid_sentences
 from ragkit.records import Hit
@@ -257,7 +258,8 @@ def test_expansion_terms_are_embedded_on_first_use_once(tmp_path, index_with, fa
         )
     summary, reader = index_with(root)
     cache = reader.index_dir / "cache" / "terms.npz"
-    assert fake.encoded == summary.chunks and not cache.exists()  # indexing embeds chunks, no words
+    # indexing embeds chunks (and the probe texts the manifest records), no words
+    assert fake.encoded == summary.chunks + len(PROBES) and not cache.exists()
     terms = reader.term_vectors
     assert {"overtime", "compensation", "workload", "workers", "staff"} <= set(terms.terms)
     assert not any(len(t) < 4 for t in terms.terms) and terms.embedded == len(terms.terms) and cache.exists()

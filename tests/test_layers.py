@@ -43,8 +43,19 @@ LAYERS = [  # top to bottom; a name covers the module and everything below it
         "ragkit.legal",
         "ragkit.render",
         "ragkit.evaluate",
+        "ragkit.gguf",
     ],
-    ["ragkit.records", "ragkit.errors", "ragkit.text", "ragkit.events", "ragkit.validate", "ragkit.cache", "ragkit"],
+    [
+        "ragkit.records",
+        "ragkit.errors",
+        "ragkit.text",
+        "ragkit.events",
+        "ragkit.validate",
+        "ragkit.cache",
+        "ragkit.modelspec",
+        "ragkit.httpjson",
+        "ragkit",
+    ],
 ]
 
 CLI_MAY_IMPORT = (
@@ -80,6 +91,8 @@ LAZY = {
     ("ragkit.cli.fast", "ragkit.serve.client"): "start-up: only a `query --json` line asks a server",
     ("ragkit.cli.serve_cmd", "ragkit.serve.http"): "FastAPI and uvicorn (0.5 s)",
     ("ragkit.cli.serve_cmd", "ragkit.serve.mcp_tools"): "the MCP SDK",
+    ("ragkit.cli.models_cmd", "ragkit.api"): "start-up",
+    ("ragkit.cli.models_cmd", "ragkit.serve.models_http"): "FastAPI and uvicorn (0.5 s)",
 }
 
 

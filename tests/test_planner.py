@@ -320,14 +320,16 @@ def test_llm_planner_adds_rewrite_and_sub_queries_and_falls_back_to_rules(monkey
         "What nationality were Scott Derrickson and Ed Wood?\nSub-questions:\n"
         "- What nationality was Scott Derrickson?\n- What nationality was Ed Wood?"
     )
-    monkeypatch.setattr(ragkit.retrieve.router, "load_generator", lambda spec=None, n_ctx=2048: gen)
+    monkeypatch.setattr(ragkit.retrieve.router, "load_generator", lambda spec=None, n_ctx=2048, keys=None: gen)
     r = api.query(reader, q, QueryConfig(strategy="hybrid", planner="llm", decompose=True))
     assert r.plan.planner == "llm" and r.plan.rewritten.startswith("What nationality were")
     assert r.plan.rewritten in r.plan.expanded_queries and len(r.plan.sub_queries) == 2
     assert any(k.startswith("sub_query_") for k in r.timings_ms)  # with --decompose the sub-questions are retrieved
     assert "Query: derrickson wood nationality\nRewritten:" in gen.prompts[0]
     for broken in (FakeGenerator(error=ModelUnavailable("no model")), FakeGenerator("Nothing to say.")):
-        monkeypatch.setattr(ragkit.retrieve.router, "load_generator", lambda spec=None, n_ctx=2048, g=broken: g)
+        monkeypatch.setattr(
+            ragkit.retrieve.router, "load_generator", lambda spec=None, n_ctx=2048, keys=None, g=broken: g
+        )
         r = api.query(reader, q, QueryConfig(strategy="hybrid", planner="llm"))
         assert r.plan.planner == "rules" and "rule plan used" in r.plan.planner_notes[-1] and r.passages
     with pytest.raises(BadQuery):

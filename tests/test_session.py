@@ -40,7 +40,7 @@ def test_session_ends_on_ctrl_d_and_answers_when_asked(corpus, index_with, monke
     _, reader = index_with(corpus)
 
     gen = FakeGenerator(pieces=["1], ten hours", " a week."])
-    monkeypatch.setattr("ragkit.api.load_generator", lambda spec=None, n_ctx=2048: gen)
+    monkeypatch.setattr("ragkit.api.load_generator", lambda spec=None, n_ctx=2048, keys=None: gen)
     out = _run(reader, ":answer on\nhow is overtime limited?\n\x04")
     assert "answer on" in out and "According to [1], ten hours a week." in out and "fake.gguf" in out
 

@@ -10,6 +10,7 @@ from ragkit.cli.common import STATE
 from ragkit.cli.eval_cmd import eval_cmd
 from ragkit.cli.graph_cmd import graph_app
 from ragkit.cli.index_cmd import index_cmd
+from ragkit.cli.models_cmd import models_app
 from ragkit.cli.query_cmd import query_cmd
 from ragkit.cli.serve_cmd import serve_cmd
 from ragkit.cli.show_cmd import show_app
@@ -57,6 +58,7 @@ app.command("serve")(serve_cmd)
 app.command("check")(check_cmd)
 app.add_typer(graph_app, name="graph")
 app.add_typer(show_app, name="show")
+app.add_typer(models_app, name="models")
 
 
 def main() -> None:

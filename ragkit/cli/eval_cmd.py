@@ -30,6 +30,13 @@ def eval_cmd(
     ] = None,
     mode: Mode = None,
     damping: Annotated[float | None, typer.Option("--damping", help="Personalized PageRank damping (hippo).")] = None,
+    embed_model: Annotated[
+        list[str] | None,
+        typer.Option("--embed-model", help="An embed model to compare (repeatable; one cached index each)."),
+    ] = None,
+    rerank_model: Annotated[
+        list[str] | None, typer.Option("--rerank-model", help="A rerank model to compare (repeatable; a row each).")
+    ] = None,
     as_json: AsJson = False,
 ):
     """Measure retrieval quality on a labelled BEIR-layout dataset, strategies side by side (the index defaults
@@ -58,6 +65,8 @@ def eval_cmd(
             reporter=reporter,
             limit=limit,
             reranks=reranks,
+            embed_models=embed_model or None,
+            rerank_models=rerank_model or None,
         )
     finally:
         reporter.close()

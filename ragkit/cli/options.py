@@ -90,7 +90,13 @@ Trace = value(Path, "--trace", help="Append every candidate's features as JSON l
 Context = flag("--context", help="Print the packed, source-labelled context block only.")
 ContextBudget = Annotated[int, typer.Option("--context-budget", help="Token budget of --context.")]
 Expand = value(bool, "--expand/--no-expand", help="Add related words from the index vocabulary (BM25, lower weight).")
-Model = value(str, "--model", help="GGUF file for --answer and --planner llm (default: the bundled model).")
+SPECS = "bundled:NAME, a folder, a .gguf file or a server http://host:port/v1#model"
+Model = value(
+    str, "--model", help=f"The generate model for --answer and --planner llm ({SPECS}; default: the bundled GGUF)."
+)
+RerankModel = value(
+    str, "--rerank-model", help=f"The rerank model after the structure features ({SPECS}); implies --rerank cross."
+)
 Answer = flag("--answer", "-a", help="Write a cited answer with the local GGUF model.")
 MaxTokens = value(int, "--max-tokens", help="Answer budget in tokens (default 512).")
 Temperature = value(float, "--temperature", help="Answer sampling temperature (default 0.3).")
@@ -109,8 +115,8 @@ Collection = value(str, "--collection", help="Collection tag for these documents
 EmbedModel = value(
     str,
     "--embed-model",
-    help="auto (by the documents' language), bundled:all-MiniLM-L6-v2, bundled:multilingual-e5-small or a local "
-    "sentence-transformers folder (a new index, or with --full).",
+    help="The embed model: auto (by the documents' language), bundled:all-MiniLM-L6-v2, bundled:multilingual-e5-small, "
+    "a sentence-transformers folder, a .gguf file or a server http://host:port/v1#model (a new index, or with --full).",
 )
 ChunkTokens = value(int, "--chunk-tokens", help="Upper bound of tokens per chunk.")
 Language = value(
@@ -124,7 +130,9 @@ Summaries = Annotated[
     typer.Option("--summaries", metavar=f"[{one_of(SUMMARIES)}]", help="Community reports and summary-tree nodes."),
 ]
 NoTree = flag("--no-tree", help="No summary tree (section/document nodes for --strategy hierarchical).")
-LlmModel = value(str, "--llm-model", help="GGUF file for --extract llm / --summaries llm.")
+IndexModel = value(
+    str, "--model", "--llm-model", help=f"The generate model for --extract llm / --summaries llm ({SPECS})."
+)
 Yes = flag("--yes", "-y", help="Do not ask before a long LLM extraction.")
 VersionOf = value(str, "--version-of", help="These documents supersede this path or id.")
 NoWait = flag("--no-wait", help="Exit 9 at once when another run holds the index (default: wait for it).")

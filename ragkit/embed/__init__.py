@@ -19,6 +19,8 @@ Heavy imports happen on first use, never at CLI start-up; nothing is fetched fro
 
 from __future__ import annotations
 
+from ragkit.embed.gguf_encoder import GgufEmbedder
+from ragkit.embed.http_encoder import HttpEmbedder
 from ragkit.embed.models import (
     AUTO,
     BUNDLED,
@@ -27,6 +29,7 @@ from ragkit.embed.models import (
     MODEL_ALPHA,
     MODEL_LANGUAGES,
     MULTILINGUAL,
+    PROBES,
     Embedder,
     bundled_model_dir,
     fingerprint,
@@ -36,13 +39,16 @@ from ragkit.embed.models import (
     model_languages,
     model_name,
     normalize_spec,
+    probe,
     prompts,
     query_encoder,
     resolve_model_dir,
+    same_model,
 )
 from ragkit.embed.onnx_encoder import OnnxEmbedder
 from ragkit.embed.torch_encoder import SentenceTransformerEmbedder
 from ragkit.errors import BadInput
+from ragkit.modelspec import parse_spec
 
 __all__ = [
     "AUTO",
@@ -50,9 +56,12 @@ __all__ = [
     "ENCODERS",
     "Embedder",
     "FULL_PRECISION",
+    "GgufEmbedder",
+    "HttpEmbedder",
     "MODEL_ALPHA",
     "MODEL_LANGUAGES",
     "MULTILINGUAL",
+    "PROBES",
     "OnnxEmbedder",
     "SentenceTransformerEmbedder",
     "bundled_model_dir",
@@ -64,29 +73,43 @@ __all__ = [
     "model_languages",
     "model_name",
     "normalize_spec",
+    "probe",
     "prompts",
     "query_encoder",
     "resolve_model_dir",
+    "same_model",
 ]
 
 _CACHE: dict[tuple[str, int, str], Embedder] = {}
 
 
-def load_embedder(spec: str = BUNDLED, batch_size: int = 32, encoder: str = "onnx") -> Embedder:
-    """One loaded encoder per process, spec and kind (sessions and eval reuse it). ``encoder``: "onnx"
-    (full precision), "onnx-int8", "torch" (indexing only) or "auto" (``FULL_PRECISION``)."""
-    if encoder not in ENCODERS:
+def load_embedder(
+    spec: str = BUNDLED, batch_size: int = 32, encoder: str = "onnx", keys: dict[str, str] | None = None
+) -> Embedder:
+    """One loaded embedder per process, spec and kind (sessions and eval reuse it).
+
+    ``spec``: a bundled model or a sentence-transformers folder (run by ``encoder``: "onnx" (full precision),
+    "onnx-int8", "torch" (indexing only) or "auto" (``FULL_PRECISION``)), a .gguf file (llama.cpp in-process)
+    or a server URL with the model after ``#`` (``keys``: host → the environment variable with its API key)."""
+    if encoder not in (*ENCODERS, "gguf", "http"):
         raise BadInput(f"unknown encoder {encoder!r}", hint=f"Choose one of: {', '.join(ENCODERS)}")
     if spec == AUTO:
         raise BadInput(
             'embed_model "auto" names no model: an indexing run chooses one by the documents\' language',
             hint="Pass a model (ragkit.ingest.source.model_for_paths chooses one for a folder).",
         )
-    if encoder == "auto":
+    parsed = parse_spec(spec, keys)
+    if parsed.kind in ("gguf", "http"):
+        encoder = parsed.kind
+    elif encoder == "auto":
         encoder = "onnx" if spec in FULL_PRECISION else "onnx-int8"
-    key = (spec, batch_size, encoder)
+    key = (parsed.raw, batch_size, encoder)
     if key not in _CACHE:
-        if encoder == "torch":
+        if encoder == "http":
+            _CACHE[key] = HttpEmbedder(parsed, batch_size)
+        elif encoder == "gguf":
+            _CACHE[key] = GgufEmbedder(parsed)
+        elif encoder == "torch":
             _CACHE[key] = SentenceTransformerEmbedder(spec, batch_size)
         else:
             _CACHE[key] = OnnxEmbedder(spec, quantized=encoder == "onnx-int8")

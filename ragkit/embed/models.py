@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from ragkit.embed import e5
 from ragkit.errors import ModelUnavailable
+from ragkit.modelspec import parse_spec
 
 if TYPE_CHECKING:
     import numpy as np
@@ -26,9 +27,11 @@ FULL_PRECISION = frozenset({MULTILINGUAL})
 
 
 def query_encoder(index_encoder: str) -> str:
-    """The encoder of an index's queries: its own int8 graph for an int8 index, else the full-precision ONNX
-    graph (a torch index's vectors, without torch). Measured on scifact-train and hotpotqa-100 (int8 index):
+    """The encoder of an index's queries: its own int8 graph for an int8 index, a GGUF or server index's own
+    kind, else the full-precision ONNX graph (a torch index's vectors, without torch). Measured on scifact-train and hotpotqa-100 (int8 index):
     int8 queries give auto nDCG@10 0.726 vs 0.728 and recall@5 0.870 vs 0.865."""
+    if index_encoder in ("gguf", "http"):
+        return index_encoder
     return "onnx-int8" if index_encoder == "onnx-int8" else "onnx"
 
 
@@ -59,8 +62,9 @@ def bundled_model_dir() -> Path:
 
 
 def normalize_spec(spec: str) -> str:
-    """The bundled name as is; a model folder as an absolute path (so specs compare)."""
-    return spec if spec in (BUNDLED, MULTILINGUAL, AUTO) else str(Path(spec).expanduser().resolve())
+    """A spec as it compares: the bundled names and "auto" as they are, a folder or a .gguf file as an
+    absolute path, a server as ``base#model``."""
+    return spec if spec in (BUNDLED, MULTILINGUAL, AUTO) else parse_spec(spec).raw
 
 
 def resolve_model_dir(spec: str) -> Path:
@@ -136,3 +140,31 @@ def prompts(spec: str) -> tuple[str, str]:
     if spec != MULTILINGUAL:
         return "", ""
     return e5.PROMPTS["query"], e5.PROMPTS["document"]
+
+
+# texts every index embeds once and records (the first PROBE_DIMS numbers of each vector): an embedder that
+# answers them differently is another model, even under the same name on the same server
+PROBES = (
+    "The quick brown fox jumps over the lazy dog.",
+    "Die tägliche Arbeitszeit darf acht Stunden nicht überschreiten.",
+    "Arbetsgivaren ska undersöka riskerna i verksamheten.",
+)
+PROBE_DIMS = 32
+PROBE_MIN_COSINE = 0.98  # servers batch and round differently; another model lands near 0
+
+
+def probe(embedder: Embedder) -> list[list[float]]:
+    """The embedder's probe vectors, as the manifest records them."""
+    return [[round(float(x), 5) for x in v[:PROBE_DIMS]] for v in embedder.encode(list(PROBES))]
+
+
+def same_model(recorded: list[list[float]], embedder: Embedder) -> bool:
+    """Does ``embedder`` answer the probes as the model that made ``recorded`` did?"""
+    import numpy as np
+
+    fresh = np.asarray(probe(embedder), dtype=np.float64)
+    old = np.asarray(recorded, dtype=np.float64)
+    if fresh.shape != old.shape:
+        return False
+    cos = (fresh * old).sum(axis=1) / np.maximum(np.linalg.norm(fresh, axis=1) * np.linalg.norm(old, axis=1), 1e-12)
+    return bool((cos >= PROBE_MIN_COSINE).all())

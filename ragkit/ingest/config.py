@@ -22,8 +22,9 @@ class IndexConfig:
     engine: Literal["local", "ray"] = "local"
     ray_address: str = ""  # --engine ray: a cluster to join ("auto", "ray://host:10001"); empty: a local Ray
     ray_workers: int = field(default=0, metadata=between(0))  # --engine ray: actors (and CPUs); 0: every CPU
-    # auto: an index's first run picks by its documents' language: English → bundled:all-MiniLM-L6-v2, German,
-    # Swedish → bundled:multilingual-e5-small (ragkit/embed: model_for); or a sentence-transformers folder
+    # the embed role's spec. auto: an index's first run picks by its documents' language: English →
+    # bundled:all-MiniLM-L6-v2, German, Swedish → bundled:multilingual-e5-small (ragkit/embed: model_for); or a
+    # sentence-transformers folder, a .gguf file, a server URL (ragkit/modelspec.py)
     embed_model: str = "auto"  # (ragkit.embed.AUTO)
     embed_batch_size: int = field(default=32, metadata=between(1))  # encoder "torch": texts per batch
     # auto: onnx-int8 (2.5× torch, the same retrieval quality with MiniLM), onnx for multilingual-e5-small
@@ -41,7 +42,8 @@ class IndexConfig:
     summaries: Literal["extractive", "llm"] = "extractive"  # community reports and summary-tree nodes
     tree: bool = True  # RAPTOR-lite summary tree (section and document nodes) for --strategy hierarchical
     expand: bool = False  # embed the vocabulary for --expand after each run (else on the first --expand query)
-    llm_model: str | None = None  # GGUF file for --extract llm / --summaries llm (None: the bundled model)
+    model: str | None = None  # the generate role's spec for --extract llm / --summaries llm (None: bundled)
+    api_keys: dict[str, str] = field(default_factory=dict)  # server host → the environment variable with its key
 
     def __post_init__(self) -> None:
         check(self, BadInput)

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from ragkit.embed import AUTO, Embedder, model_for
+from ragkit.embed import AUTO, Embedder, model_for, probe, same_model
 from ragkit.errors import BadInput, EmbedderMismatch
 from ragkit.events import Reporter
 from ragkit.extract import llm as llm_extract
@@ -41,6 +41,7 @@ from ragkit.ingest import ray_engine
 from ragkit.ingest.config import IndexConfig
 from ragkit.ingest.discover import SourceDiff, SourceFile, diff_sources, discover
 from ragkit.ingest.source import ParsedRun, SourceParser, corpus_language, parse_sources
+from ragkit.modelspec import parse_spec
 from ragkit.records import Chunk, EntityRows, IndexSummary, ParsedDocument, RunChanges, SummaryNode
 from ragkit.store import layout, remote
 from ragkit.store.commit import StagedRun, stage_run
@@ -69,7 +70,7 @@ def _fts_language(cfg: IndexConfig, previous: dict | None, parsed: list[ParsedDo
 
 
 def _default_generator(cfg: IndexConfig):
-    return load_generator(cfg.llm_model)
+    return load_generator(cfg.model, keys=cfg.api_keys)
 
 
 def _ticking(rep: Reporter, stage: str, fn: Callable[..., str]) -> Callable[..., str]:
@@ -194,6 +195,7 @@ class IndexRun:
         self.table = "chunks"  # the LanceDB table the run writes
         self.fts_language = "English"  # the BM25 index's language, known once the chunks are
         self.removed_ids: list[str] = []  # documents whose chunks the run deletes
+        self.probe: list[list[float]] = []  # the embedder's probe vectors (embed/models.py)
         self._commit_started = self.t0
 
     def warn(self, msg: str) -> None:
@@ -281,6 +283,16 @@ class IndexRun:
                 f"the embedding model changed since {self.index_dir} was built "
                 f"({prev['embedder']['fingerprint']} → {embedder.fingerprint})"
             )
+        recorded = (prev or {}).get("embedder", {}).get("probe")
+        if prev and not self.full and recorded:  # a model file keeps its fingerprint; a server is asked again
+            if parse_spec(self.cfg.embed_model).kind in ("http", "gguf") and not same_model(recorded, embedder):
+                raise EmbedderMismatch(
+                    f"{self.cfg.embed_model} no longer answers as the model {self.index_dir} was built with "
+                    "(another model under the same name?)"
+                )
+            self.probe = recorded
+        else:
+            self.probe = probe(embedder)
         self.table = self.committed["lance_table"] if self.committed else "chunks"
         if self.full and prev and prev["embedder"]["dimension"] != embedder.dimension:
             self.table = f"chunks_{int(time.time())}"  # a new schema needs a new table
@@ -445,6 +457,8 @@ class IndexRun:
                 "fingerprint": embedder.fingerprint,
                 "max_tokens": embedder.max_tokens,
                 "encoder": getattr(embedder, "encoder", cfg.encoder),
+                "kind": parse_spec(cfg.embed_model).kind,
+                "probe": self.probe,
             },
             "counts": staged.counts,
             "facts": staged.facts,

@@ -40,8 +40,8 @@ class QueryConfig:
     overfetch: int = field(default=4, metadata=between(1))
     budget: int = field(default=1024, metadata=between(1))  # tokens per assembled passage
     syntax: bool = True  # honour "phrase" and -term in the query text
-    rerank: Literal["none", "features", "cross"] = "features"  # cross: features, then a cross-encoder
-    cross_encoder: str | None = None  # local CrossEncoder folder for --rerank cross
+    rerank: Literal["none", "features", "cross"] = "features"  # cross: features, then the rerank model
+    rerank_model: str | None = None  # the rerank role's spec: a CrossEncoder folder, a .gguf file, a server URL
     mode: str = "balanced"  # precision | balanced | recall: rerank weights (MODES)
     weights: dict[str, dict[str, float]] = field(default_factory=dict)  # [rerank.<mode>] overrides
     all_versions: bool = False  # include superseded documents
@@ -54,11 +54,12 @@ class QueryConfig:
     spelling: bool = True  # correct words unknown to the index to a frequent index word one edit away
     planner: Literal["rules", "llm"] = "rules"  # llm: a GGUF model rewrites and decomposes; rules stay the fallback
     planner_rules: str | None = None  # a copy of ragkit/retrieve/planner_rules.toml to use instead
-    model: str | None = None  # GGUF file for --planner llm and --answer (None: the bundled model)
+    model: str | None = None  # the generate role's spec (--answer, --planner llm): a .gguf file or a server URL
     answer: bool = False  # write a cited answer with the GGUF model
     max_tokens: int = field(default=512, metadata=between(1))  # answer budget
     temperature: float = field(default=0.3, metadata=between(0.0, 2.0))  # answer sampling temperature
     answer_context: int = field(default=4096, metadata=between(256))  # the model's window for answers
+    api_keys: dict[str, str] = field(default_factory=dict)  # server host → the environment variable with its key
     # each strategy's own settings (ragkit/retrieve/strategies: Settings), given as objects or as dicts of
     # fields; complete after construction: one per strategy that has them
     settings: dict[str, Any] = field(default_factory=dict)

@@ -4,7 +4,7 @@
    its weights), the prefilter (filters.py), the legal references the query cites (references.py);
 2. ``candidates``: the strategy's hits (strategies/) fused with those of title links (links.py), expanded
    queries, related terms and sub-queries; then the corrective retry (corrective.py) when they look poor;
-3. ``rerank_hits``: structure features, then a cross-encoder (ragkit/rerank/);
+3. ``rerank_hits``: structure features, then the rerank model (ragkit/rerank/);
 4. the ``Plan`` record says what happened (the ``plan`` of ragkit.query/1).
 
 Passage assembly follows in ``ragkit.api.query``, which calls this inside the reader's connection."""
@@ -18,7 +18,7 @@ from typing import Any
 from ragkit.errors import BadQuery
 from ragkit.legal import has_legal_ref
 from ragkit.records import Hit, Plan
-from ragkit.rerank.cross import CrossUnavailable, cross_rerank
+from ragkit.rerank.cross import RerankUnavailable, cross_rerank
 from ragkit.rerank.features import DEFAULT_WEIGHTS, FeatureContext, rerank
 from ragkit.retrieve import corrective, expansion
 from ragkit.retrieve.config import QueryConfig
@@ -101,7 +101,7 @@ def plan(reader: IndexReader, text: str, cfg: QueryConfig, limit: int | None = N
 
 def rerank_hits(reader: IndexReader, q: Prepared, hits: list[Hit]) -> tuple[list[Hit], dict[str, Any]]:
     """The cited sections injected, the structure features (ragkit/rerank/features.py), then the
-    cross-encoder when asked for (falling back to the features' order, with the reason, when it fails)."""
+    rerank model when asked for (falling back to the features' order, with the reason, when it fails)."""
     cfg, ctx = q.cfg, q.ctx
     weights = {**DEFAULT_WEIGHTS[cfg.mode], **cfg.weights.get(cfg.mode, {})}
     note = {
@@ -122,8 +122,8 @@ def rerank_hits(reader: IndexReader, q: Prepared, hits: list[Hit]) -> tuple[list
     if cfg.rerank == "cross":
         with ctx.timed("cross_encoder"):
             try:
-                hits = cross_rerank(ctx.query.text, hits, cfg.cross_encoder)
-            except CrossUnavailable as exc:
+                hits = cross_rerank(ctx.query.text, hits, cfg.rerank_model, keys=cfg.api_keys)
+            except RerankUnavailable as exc:
                 note["used"], note["reason"] = "features", str(exc)
     return hits, note
 

@@ -90,7 +90,7 @@ def plan_and_route(reader: IndexReader, text: str, cfg: QueryConfig) -> tuple[Qu
         text, facts["doc_types"], cfg.planner_rules, syntax=cfg.syntax, correct=speller.correct if speller else None
     )
     if cfg.planner == "llm":
-        refine(plan, lambda: load_generator(cfg.model))
+        refine(plan, lambda: load_generator(cfg.model, keys=cfg.api_keys))
     filters = {**cfg.filters, **plan.constraints.filters()}
     dated = {k: v for k, v in filters.items() if k in ("date_from", "date_to")}
     if dated and not reader.doc_ids_for(dated):

@@ -62,7 +62,9 @@ class QueryRequest(BaseModel):
     filters: dict[str, str] = Field(
         default_factory=dict, description="doc_type, collection, path, date_from, date_to, metadata keys"
     )
-    answer: bool = Field(False, description="Also write a cited answer with the local GGUF model.")
+    answer: bool = Field(False, description="Also write a cited answer with the generate model.")
+    rerank_model: str | None = Field(None, description="A rerank model spec (turns --rerank cross on).")
+    model: str | None = Field(None, description="The generate model spec for the answer.")
     explain: bool = Field(False, description="Include every passage's rerank features.")
     config: dict[str, Any] | None = Field(
         None, description="A whole QueryConfig (what `ragkit query` sends); the fields above are ignored then."
@@ -98,12 +100,19 @@ def create_app(served: Served):
         if req.config is not None:
             try:
                 cfg = QueryConfig(**req.config)
-            except TypeError as exc:
+            except TypeError as exc:  # (a value out of its choices is BadQuery already)
                 raise BadQuery(f"config: {exc}") from exc
         else:
             _, cfg = load_config(index_dir=served.index_dir)
             cfg = override(
-                cfg, k=req.k, strategy=req.strategy, filters={**cfg.filters, **req.filters}, answer=req.answer or None
+                cfg,
+                k=req.k,
+                strategy=req.strategy,
+                filters={**cfg.filters, **req.filters},
+                answer=req.answer or None,
+                rerank="cross" if req.rerank_model else None,
+                rerank_model=req.rerank_model,
+                model=req.model,
             )
         failed = None
         with served.lock:

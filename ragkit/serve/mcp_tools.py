@@ -62,9 +62,26 @@ def build(served: Served):
 
     server = MCPServer(name="ragkit", version=__version__, instructions=INSTRUCTIONS)
 
-    def run_query(text: str, k: int, strategy: str, filters: dict[str, str] | None, answer: bool):
+    def run_query(
+        text: str,
+        k: int,
+        strategy: str,
+        filters: dict[str, str] | None,
+        answer: bool,
+        rerank_model: str | None = None,
+        model: str | None = None,
+    ):
         _, cfg = load_config(index_dir=served.index_dir)
-        cfg = override(cfg, k=k, strategy=strategy, filters={**cfg.filters, **(filters or {})}, answer=answer)
+        cfg = override(
+            cfg,
+            k=k,
+            strategy=strategy,
+            filters={**cfg.filters, **(filters or {})},
+            answer=answer,
+            rerank="cross" if rerank_model else None,
+            rerank_model=rerank_model,
+            model=model,
+        )
         with served.lock:
             result = api.query(served.reader(), text, cfg)
             if answer:
@@ -73,11 +90,18 @@ def build(served: Served):
 
     @server.tool()
     @_reported
-    def search(query: str, k: int = 8, strategy: str = "auto", filters: dict[str, str] | None = None) -> dict:
+    def search(
+        query: str,
+        k: int = 8,
+        strategy: str = "auto",
+        filters: dict[str, str] | None = None,
+        rerank_model: str | None = None,
+    ) -> dict:
         """The passages that best answer `query`, best first: text, source file, section breadcrumb, line span
         (and pages of a PDF). `strategy`: auto (default), hybrid, lexical, naive, hippo, local, global, light,
-        hierarchical. `filters`: doc_type, collection, path (glob), date_from, date_to, front-matter keys."""
-        out = run_query(query, k, strategy, filters, answer=False)
+        hierarchical. `filters`: doc_type, collection, path (glob), date_from, date_to, front-matter keys.
+        `rerank_model`: a rerank model spec (a folder, a .gguf file, http://host:port/v1#model)."""
+        out = run_query(query, k, strategy, filters, answer=False, rerank_model=rerank_model)
         return {"query": query, "strategy": out["strategy"], "passages": [_passage(p) for p in out["passages"]]}
 
     @server.tool()
@@ -88,10 +112,11 @@ def build(served: Served):
 
     @server.tool()
     @_reported
-    def answer(question: str, k: int = 6, strategy: str = "auto") -> dict:
-        """A short answer to `question` written by the local model from the best passages, citing them as
-        [n]; the passages are returned with it."""
-        out = run_query(question, k, strategy, None, answer=True)
+    def answer(question: str, k: int = 6, strategy: str = "auto", model: str | None = None) -> dict:
+        """A short answer to `question` written by the generate model from the best passages, citing them as
+        [n]; the passages are returned with it. `model`: a generate model spec (a .gguf file or
+        http://host:port/v1#model)."""
+        out = run_query(question, k, strategy, None, answer=True, model=model)
         return {
             "question": question,
             "answer": (out.get("answer") or {}).get("text"),

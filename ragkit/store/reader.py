@@ -10,7 +10,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from ragkit.embed import Embedder, load_embedder, normalize_spec, query_encoder
+from ragkit.embed import Embedder, load_embedder, normalize_spec, query_encoder, same_model
 from ragkit.errors import EmbedderMismatch, IndexChanged, IndexCorrupt, IndexNotFound
 from ragkit.extract.resolve import Resolver
 from ragkit.records import Hit, Scope
@@ -108,8 +108,14 @@ class IndexReader:
         if self._given_embedder is not None:
             return self._given_embedder
         info = self.manifest["embedder"]
-        emb = load_embedder(info["spec"], encoder=query_encoder(info.get("encoder", "torch")))
+        keys = self.manifest["index_config"].get("api_keys")
+        emb = load_embedder(info["spec"], encoder=query_encoder(info.get("encoder", "torch")), keys=keys)
         self._check(emb)
+        if info.get("kind") in ("http", "gguf") and info.get("probe") and not same_model(info["probe"], emb):
+            raise EmbedderMismatch(
+                f"{info['spec']} no longer answers as the model {self.index_dir} was built with "
+                "(another model under the same name?)"
+            )
         return emb
 
     @cached_property
