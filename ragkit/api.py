@@ -18,8 +18,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ragkit.answer import Answer, map_reduce
+from ragkit.answer import NOTES, Answer, Evidence, extract_answer, idf_of, map_reduce, needs_replacing
 from ragkit.answer import answer as write_answer
+from ragkit.answer import check as check_claims
 from ragkit.assemble import assemble, pack_context
 from ragkit.config import DEFAULT_HOME, IndexConfig, QueryConfig, resolve_index_dir
 from ragkit.embed import Embedder, load_embedder, normalize_spec
@@ -37,6 +38,7 @@ from ragkit.retrieve.strategies import hippo
 from ragkit.store import check as checker
 from ragkit.store import remote, sizes
 from ragkit.store.reader import IndexReader
+from ragkit.text import query_language
 
 __all__ = [
     "DEFAULT_HOME",
@@ -178,19 +180,72 @@ def warm(reader: IndexReader) -> None:
         reader.knowledge.matrix("entities")
 
 
-def answer(result: QueryResult, cfg: QueryConfig, on_text: Callable[[str], None] | None = None) -> Answer:
-    """A cited answer to ``result.query`` from its passages; ``on_text`` receives it as it is written.
+def answer(
+    result: QueryResult,
+    cfg: QueryConfig,
+    on_text: Callable[[str], None] | None = None,
+    reader: IndexReader | None = None,
+) -> Answer:
+    """An answer to ``result.query`` from its passages; ``on_text`` receives it as it is written.
 
-    Raises ``ModelUnavailable`` when llama-cpp-python or the model file is missing, ``GenerationFailed`` when
-    the model fails while writing; the result and its passages are untouched either way."""
-    generator = load_generator(cfg.model, n_ctx=cfg.answer_context, keys=cfg.api_keys)
+    ``cfg.answer_mode``: "extract" quotes the sentences that answer (no model); "generate" has the generate
+    model write one and checks every sentence against what it cites (an answer under half supported is replaced
+    by the quotes); "auto" generates only with a model other than the bundled 270M one, else extracts. Either
+    says "the documents do not say" in the question's language when the passages do not answer. ``reader``
+    (the result's index) lends its vocabulary, its encoder and the source files' paths to the checks.
+
+    Raises ``ModelUnavailable`` when the generate model cannot be loaded in "generate" mode, ``GenerationFailed``
+    when it fails while writing; the result and its passages are untouched either way."""
+    language = query_language(result.query)
+    evidence = Evidence.of(result, sources=_source_paths(reader, result))
+    idf = idf_of(reader.vocabulary, reader.manifest["counts"]["chunks"]) if reader else idf_of(None, 1000)
+    query_vector = result.plan.query_vector
+    if query_vector is None and reader is not None:
+        query_vector = reader.embedder.encode_query(result.query)
+    quotes = extract_answer(evidence, result.query, idf, language, query_vector)
+    generator = None
+    if cfg.answer_mode == "generate" or (
+        cfg.answer_mode == "auto" and cfg.model and not cfg.model.startswith("bundled")
+    ):
+        try:
+            generator = load_generator(cfg.model, n_ctx=cfg.answer_context, keys=cfg.api_keys)
+        except RagkitError:
+            if cfg.answer_mode == "generate":
+                raise
+    if generator is None:
+        if on_text:
+            on_text(quotes.text)
+        return quotes
+    written = _write(generator, result, cfg, on_text, language)
+    encode = reader.embedder.encode if reader else None
+    checked = check_claims(written, evidence, idf, language, encode)
+    if needs_replacing(checked):
+        return replace(
+            quotes,
+            replaced=True,
+            note=quotes.note if quotes.abstained else NOTES.get(language, NOTES["en"]),
+            claims=checked.claims,
+            grounded=checked.grounded,
+            model=checked.model,
+            prompt_tokens=checked.prompt_tokens,
+            completion_tokens=checked.completion_tokens,
+            seconds=checked.seconds,
+            first_token_seconds=checked.first_token_seconds,
+            llm_calls=checked.llm_calls,
+        )
+    return checked
+
+
+def _write(generator, result: QueryResult, cfg: QueryConfig, on_text, language: str) -> Answer:
     reports = [i["report"] for i in result.context_items if i.get("type") == "community"]
     try:
         if result.strategy == "global" and reports:  # map-reduce over the community reports
             return map_reduce(
-                generator, result.query, result.passages, reports, cfg.max_tokens, cfg.temperature, on_text
+                generator, result.query, result.passages, reports, cfg.max_tokens, cfg.temperature, on_text, language
             )
-        return write_answer(generator, result.query, result.passages, cfg.max_tokens, cfg.temperature, on_text)
+        return write_answer(
+            generator, result.query, result.passages, cfg.max_tokens, cfg.temperature, on_text, language=language
+        )
     except (ValueError, RuntimeError, OSError) as exc:
         raise GenerationFailed(
             f"the model failed while answering: {exc}",
@@ -198,14 +253,29 @@ def answer(result: QueryResult, cfg: QueryConfig, on_text: Callable[[str], None]
         ) from exc
 
 
-def answer_into(result: QueryResult, cfg: QueryConfig, on_text: Callable[[str], None] | None = None):
-    """Write the cited answer into ``result.answer`` (or why there is none into ``result.answer_error``);
-    returns the error instead of raising it, so that the passages are shown either way."""
-    if not result.passages:
-        result.answer_error = "no passages to answer from"
-        return None
+def _source_paths(reader: IndexReader | None, result: QueryResult) -> dict[str, str]:
+    """Document id → its source file's path (where a quote's own lines are looked up)."""
+    ids = sorted({p.document_id for p in result.passages})
+    if reader is None or not ids:
+        return {}
+    with reader.duck() as store, store.registered("answer_docs", {"id": ids}):
+        return dict(
+            store.con.execute(
+                "SELECT id, source_path FROM documents WHERE id IN (SELECT id FROM answer_docs)"
+            ).fetchall()
+        )
+
+
+def answer_into(
+    result: QueryResult,
+    cfg: QueryConfig,
+    on_text: Callable[[str], None] | None = None,
+    reader: IndexReader | None = None,
+):
+    """Write the answer into ``result.answer`` (or why there is none into ``result.answer_error``); returns the
+    error instead of raising it, so that the passages are shown either way."""
     try:
-        result.answer = answer(result, cfg, on_text=on_text)
+        result.answer = answer(result, cfg, on_text=on_text, reader=reader)
     except RagkitError as exc:
         result.answer_error = str(exc)
         return exc

@@ -166,6 +166,26 @@ def answer_dict(a) -> dict[str, Any]:
         "tokens_per_second": a.tokens_per_second,
         "llm_calls": a.llm_calls,
         "map_notes": a.map_notes,
+        "mode": a.mode,
+        "abstained": a.abstained,
+        "language": a.language,
+        "quotes": [
+            {"rank": q.rank, "path": q.path, "lines": list(q.lines), "pages": q.pages, "text": q.text} for q in a.quotes
+        ],
+        "sentences": [
+            {
+                "text": c.text,
+                "cited": c.cited,
+                "support": round(c.support, 3),
+                "supported": c.supported,
+                "missing": c.missing,
+                "repointed": c.repointed,
+            }
+            for c in a.claims
+        ],
+        "grounded": a.grounded,
+        "replaced": a.replaced,
+        "note": a.note,
     }
 
 
@@ -247,8 +267,12 @@ def print_result(console, r: QueryResult, explain: bool = False) -> None:
             (p.location, "cyan"),
             (f"  score {p.score:.4f}", "dim"),
         )
-        body = p.text if len(p.text) <= DISPLAY_CHARS else p.text[:DISPLAY_CHARS].rstrip() + " …"
+        quoted = [(q.start, q.end) for q in (r.answer.quotes if r.answer is not None else []) if q.rank == p.rank]
+        limit = max([DISPLAY_CHARS, *(end for _, end in quoted)])  # a quote is shown whole, inside its passage
+        body = p.text if len(p.text) <= limit else p.text[:limit].rstrip() + " …"
         text = Text(body)
+        for start, end in quoted:
+            text.stylize("bold green underline", start, end)
         if terms:
             text.highlight_regex(r"(?i)\b(" + "|".join(re.escape(t) for t in terms) + r")\w*", "bold yellow")
         console.print(title)

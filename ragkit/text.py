@@ -58,6 +58,7 @@ _ABBREV = {
     "ggf",
     "usw",
 }
+_ORDINAL = re.compile(r"\d{1,2}")  # "das 18. Lebensjahr", "1. Januar", "2. die Anzeige …": no sentence end
 _SENT_END = re.compile(r"[.!?…][\"'”’)\]]*\s+(?=[\"'“‘(\[]?[A-ZÄÖÜÅ0-9§])")
 
 
@@ -68,7 +69,7 @@ def split_sentences(text: str) -> list[tuple[int, int]]:
     for m in _SENT_END.finditer(text):
         before = text[start : m.start() + 1]
         word = re.search(r"([\w.]+)\.$", before)
-        if word and (word.group(1).lower() in _ABBREV or len(word.group(1)) == 1):
+        if word and (word.group(1).lower() in _ABBREV or len(word.group(1)) == 1 or _ORDINAL.fullmatch(word.group(1))):
             continue
         end = m.start() + len(m.group(0).rstrip())
         spans.append((start, end))

@@ -6,6 +6,9 @@
 Subcommands:
   answer  prompt and generation tokens/s, time to first token, end-to-end seconds per question
   eval    gold answer found with and without retrieved sources, citation validity (hotpotqa-100)
+  trust   answers you can trust, one table for English, German and Swedish: gold answer contained, abstention
+          on answerable and unanswerable questions, supported sentences, the cited page, and the answer step's
+          cost, for the answer before issue 33 (written, unchecked) and now (extract; generate + check)
 
 Every subcommand also takes ``--json`` (each table as one JSON object per line).
 """
@@ -19,10 +22,12 @@ import time
 from pathlib import Path
 
 import harness
-from harness import arg, print_table, query_config
+from harness import REPO, SHARED, arg, print_table, query_config
 
 from ragkit import api
+from ragkit.answer import Evidence, check, idf_of
 from ragkit.generate import load_generator
+from ragkit.text import query_language
 
 cli = harness.CLI(__doc__)
 MODEL = arg("--model", help="a GGUF file (default: the bundled gemma-3-270m)")
@@ -56,7 +61,7 @@ def answer(args) -> None:
     rows, figures = [], []
     for text in texts:
         t = time.perf_counter()
-        a = api.answer(api.query(reader, text, cfg), cfg)
+        a = api.answer(api.query(reader, text, cfg), cfg, reader=reader)
         total = time.perf_counter() - t
         ttft = a.first_token_seconds or a.seconds
         figures.append((a.prompt_tokens / ttft, a.tokens_per_second, ttft, total))
@@ -126,6 +131,196 @@ def evaluate(args) -> None:
     ]
     title = f"{args.dataset.name}: {n} questions, {gen.name}, hybrid top {args.k}"
     print_table(title, ("measure", "value"), rows, width=120)
+
+
+SETS = {  # name: (documents to index, answerable questions, unanswerable questions)
+    "hotpotqa": (
+        SHARED / "hotpotqa-100" / "corpus.jsonl",
+        [SHARED / "hotpotqa-100" / "queries.jsonl"],
+        REPO / "tests" / "data" / "hotpotqa_unanswerable.jsonl",
+    ),
+    "german": (
+        SHARED / "german-laws" / "laws",
+        [
+            REPO / "tests" / "data" / "german_questions.jsonl",
+            REPO / "tests" / "data" / "german_questions_heldout.jsonl",
+        ],
+        REPO / "tests" / "data" / "german_unanswerable.jsonl",
+    ),
+    "swedish": (
+        SHARED / "swedish-regulations",
+        [REPO / "tests" / "data" / "swedish_questions.jsonl"],
+        REPO / "tests" / "data" / "swedish_unanswerable.jsonl",
+    ),
+}
+# the prompt before issue 33 (its worked example leaked into answers), kept to measure "before" in the same run
+OLD_PROMPT = """Answer the question using only the numbered sources. After each fact, cite its source as [n]. \
+If the sources do not contain the answer, say that they do not.
+
+Sources:
+[1] Eiffel Tower (landmarks.md:1-3)
+The Eiffel Tower in Paris was completed in 1889 for the World's Fair.
+
+[2] Gustave Eiffel (people.md:4-6)
+Gustave Eiffel's engineering company designed and built the tower.
+
+Question: Who built the Eiffel Tower, and when was it finished?
+Answer: According to [2], Gustave Eiffel's company built the Eiffel Tower. According to [1], it was completed in 1889.
+
+Sources:
+{sources}
+{notes}
+Question: {question}
+Answer:"""
+
+
+def _questions(paths) -> list[dict]:
+    out = []
+    for path in paths:
+        with Path(path).open() as fh:
+            out += [q for q in (json.loads(line) for line in fh if line.strip())]
+    for q in out:
+        q.setdefault("query", q.get("text"))
+    return out
+
+
+def _before(gen, result, cfg):
+    """The answer as ``--answer`` wrote it before issue 33: the old prompt, English lead words, no check."""
+    from ragkit.answer import generated
+
+    prompt, prefixes = generated.PROMPT, dict(generated.PREFIXES)
+    generated.PROMPT, generated.PREFIXES = OLD_PROMPT, {k: generated.PREFIXES["en"] for k in prefixes}
+    try:
+        return generated.answer(gen, result.query, result.passages, cfg.max_tokens, cfg.temperature)
+    finally:
+        generated.PROMPT, generated.PREFIXES = prompt, prefixes
+
+
+def _page_right(q: dict, a) -> bool:
+    """Swedish: a quote or citation of the answer lies on the gold pages of the gold document."""
+    first, last = q["pages"]
+    spans = [(x.path, x.pages) for x in a.quotes] or [(c.path, c.pages) for c in a.citations]
+    return any(path.endswith(q["doc"]) and pages and pages[0] <= last and pages[1] >= first for path, pages in spans)
+
+
+@cli.command(
+    "trust",
+    arg("--sets", default="hotpotqa,german,swedish"),
+    arg("--n", type=int, default=None, help="questions per set and kind (default: all)"),
+    arg("--k", type=int, default=5),
+    arg("--modes", default="before,extract,generate", help="before (written, unchecked), extract, generate"),
+    arg("--work", type=Path, default=None),
+)
+def trust(args) -> None:
+    """Gold answer contained (and its ceiling: the gold string in the top k passages), abstention on
+    answerable questions, on questions about topics absent from the documents and on questions whose entities
+    the documents hold but not the asked fact; the share of the answer's sentences that what they cite
+    supports ("answer supported": quotes count as supported, a checked answer shows only supported sentences),
+    the share of the model's own sentences supported as cited ("model as cited", before the check), how often
+    the written answer was replaced by the quotes, the right page (Swedish), and the answer step's warm
+    milliseconds, per set and mode, in one run. Modes: "before" is the answer as ``--answer`` wrote it
+    before issue 33 (the bundled model, the old prompt, no check); "extract" quotes the sources; "generate" is
+    the bundled model's answer checked sentence by sentence (replaced by the quotes under half supported)."""
+    work = harness.workdir(args.work, "trust")
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    gen = load_generator(None, n_ctx=4096) if {"before", "generate"} & set(modes) else None
+    rows = []
+    for name in [s.strip() for s in args.sets.split(",") if s.strip()]:
+        docs, answerable, unanswerable = SETS[name]
+        reader, _ = harness.indexed(docs, work / name)
+        good = [q for q in _questions(answerable) if q.get("answer")][: args.n]
+        bad = _questions([unanswerable])[: args.n]
+        for mode in modes:
+            rows.append([name, mode, *_measure(reader, good, bad, mode, gen, args.k)])
+    print_table(
+        "answers you can trust",
+        [
+            "set",
+            "mode",
+            "contained",
+            "ceiling",
+            "abstain (answerable)",
+            "abstain (absent topic)",
+            "abstain (fact missing)",
+            "answer supported",
+            "model as cited",
+            "replaced",
+            "page right",
+            "answer ms p50",
+        ],
+        rows,
+        width=200,
+        left=["set", "mode"],
+    )
+
+
+def _measure(reader, good, bad, mode, gen, k) -> list[str]:
+    """One row: the figures of one mode over a set's answerable (``good``) and unanswerable (``bad``) questions.
+    Unanswerable questions whose entities the documents hold but not the asked fact (``entities_in_corpus``,
+    hotpotqa) are counted apart from those on topics absent from the documents."""
+    cfg = query_config(
+        strategy="auto",
+        k=k,
+        answer=True,
+        answer_mode="extract" if mode == "extract" else "generate",
+        max_tokens=96,
+        temperature=0.0,
+    )
+    idf = idf_of(reader.vocabulary, reader.manifest["counts"]["chunks"])
+    contained = ceiling = abstained_good = page_right = 0
+    absent = present = abstained_absent = abstained_present = 0
+    shown = shown_supported = written = written_as_cited = replaced = 0
+    times = []
+    for q in good + bad:
+        result = api.query(reader, q["query"], cfg)
+        t = time.perf_counter()
+        if mode == "before":
+            a = _before(gen, result, cfg)
+        else:
+            a = api.answer(result, cfg, reader=reader)
+        times.append((time.perf_counter() - t) * 1000)
+        if mode == "before":  # measured, not changed: how many of its sentences what they cite supports
+            language = query_language(result.query)
+            claims = check(a, Evidence.of(result), idf, language, reader.embedder.encode).claims
+            a.claims = claims
+        if q in bad:
+            if q.get("entities_in_corpus"):
+                present += 1
+                abstained_present += a.abstained
+            else:
+                absent += 1
+                abstained_absent += a.abstained
+            continue
+        gold = _norm(str(q["answer"]))
+        contained += gold in _norm(a.text)
+        ceiling += any(gold in _norm(p.text) for p in result.passages)
+        abstained_good += a.abstained
+        page_right += "pages" in q and _page_right(q, a)
+        replaced += a.replaced
+        as_cited = [c.supported and not c.repointed for c in a.claims]
+        written += len(as_cited)
+        written_as_cited += sum(as_cited)
+        if mode == "before":
+            shown += len(as_cited)
+            shown_supported += sum(as_cited)
+        elif not a.abstained:  # what the answer shows: the quotes, or the checked sentences it kept
+            kept = len(a.quotes) if (a.mode == "extract" or a.replaced) else sum(c.supported for c in a.claims)
+            shown += kept
+            shown_supported += kept
+    n = len(good)
+    pages = f"{page_right / n:.2f}" if n and "pages" in good[0] else "–"
+    return [
+        f"{contained / n:.2f} ({n})",
+        f"{ceiling / n:.2f}",
+        f"{abstained_good / n:.2f}",
+        f"{abstained_absent / absent:.2f} ({absent})" if absent else "–",
+        f"{abstained_present / present:.2f} ({present})" if present else "–",
+        f"{shown_supported / shown:.2f} ({shown})" if shown else "–",
+        f"{written_as_cited / written:.2f} ({written})" if written else "–",
+        f"{replaced / n:.2f}" if mode == "generate" else "–",
+        pages,
+        f"{statistics.median(times):.1f}",
+    ]
 
 
 def _norm(text: str) -> str:

@@ -97,7 +97,14 @@ Model = value(
 RerankModel = value(
     str, "--rerank-model", help=f"The rerank model after the structure features ({SPECS}); implies --rerank cross."
 )
-Answer = flag("--answer", "-a", help="Write a cited answer with the local GGUF model.")
+Answer = flag(
+    "--answer",
+    "-a",
+    help="Answer from the passages: --answer [auto|extract|generate] (auto: quoted from the sources unless a "
+    "generate model other than the bundled one is configured; generate: written by the model, every sentence "
+    "checked).",
+)
+AnswerMode = value(str, "--answer-mode", help="How --answer answers: auto | extract | generate.")
 MaxTokens = value(int, "--max-tokens", help="Answer budget in tokens (default 512).")
 Temperature = value(float, "--temperature", help="Answer sampling temperature (default 0.3).")
 NoSpelling = flag("--no-spelling", help="Do not correct words unknown to the index.")

@@ -41,39 +41,55 @@ def run_query(reader, text: str, qcfg, trace: Path | None) -> QueryResult:
     return result
 
 
-def write_answer(result: QueryResult, qcfg, stream: bool, con=None) -> RagkitError | None:
+def write_answer(result: QueryResult, qcfg, stream: bool, con=None, reader=None) -> RagkitError | None:
     """Write the answer into ``result`` (streaming it to ``con``, the terminal by default); returns the error
-    instead of raising."""
+    instead of raising. ``reader``: the result's index (its vocabulary and encoder check the answer)."""
     from ragkit import api
 
     con = con or console
     started = []
 
     def show(text: str) -> None:
-        if not started:  # the header only once the model writes (a model that fails to load prints nothing)
+        if not started:  # the header only once the answer starts (a model that fails to load prints nothing)
             con.print("[bold]Answer[/]")
             started.append(True)
         con.out(text, end="", highlight=False)
 
     try:
-        failed = api.answer_into(result, qcfg, on_text=show if stream else None)
+        failed = api.answer_into(result, qcfg, on_text=show if stream else None, reader=reader)
     finally:
         if started:
             con.out("")
     if stream and result.answer is not None:
-        print_sources(result.answer, con)
+        print_answer_notes(result.answer, con)
     return failed
 
 
-def print_sources(a, con) -> None:
+def print_answer_notes(a, con) -> None:
+    """After a streamed answer: what the checks changed, its sources, and what it cost."""
+    if a.replaced:
+        con.print(f"[yellow]{a.note}[/]", soft_wrap=True)
+        con.print(a.text, highlight=False, soft_wrap=True)
+    elif a.mode == "generate" and a.claims:
+        dropped = [c for c in a.claims if not c.supported]
+        con.print(
+            f"[dim]checked: {len(a.claims) - len(dropped)} of {len(a.claims)} sentence(s) supported by what "
+            f"they cite[/]"
+        )
+        for c in dropped:
+            missing = f" (the source lacks {', '.join(c.missing)})" if c.missing else ""
+            con.print(f"  [red]removed:[/] [dim]{c.text}{missing}[/]", soft_wrap=True)
+        if dropped:
+            con.print(a.text, highlight=False, soft_wrap=True)
     for c in a.citations:
         con.print(f"  [cyan][{c.number}][/] {c.path}{c.location}  (passage {c.rank})", highlight=False)
     if a.dropped_citations:
         con.print(f"  [yellow]{a.dropped_citations} citation(s) named no source and were removed[/]")
-    con.print(
-        f"[dim]{a.model} · {a.prompt_tokens} prompt + {a.completion_tokens} answer tokens · "
-        f"{a.seconds:.1f} s · {a.tokens_per_second:.1f} tokens/s[/]"
-    )
+    if a.mode == "generate" or a.replaced:
+        con.print(
+            f"[dim]{a.model} · {a.prompt_tokens} prompt + {a.completion_tokens} answer tokens · "
+            f"{a.seconds:.1f} s · {a.tokens_per_second:.1f} tokens/s[/]"
+        )
     con.rule()
 
 

@@ -34,6 +34,7 @@ def query_cmd(
     model: o.Model = None,
     rerank_model: o.RerankModel = None,
     answer: o.Answer = False,
+    answer_mode: o.AnswerMode = None,
     max_tokens: o.MaxTokens = None,
     temperature: o.Temperature = None,
     no_spelling: o.NoSpelling = False,
@@ -62,7 +63,8 @@ def query_cmd(
         expand=expand,
         planner=planner,
         model=model,
-        answer=answer or None,
+        answer=answer or bool(answer_mode) or None,
+        answer_mode=answer_mode,
         max_tokens=max_tokens,
         temperature=temperature,
         retry=False if no_retry else None,
@@ -101,7 +103,7 @@ def _answer_each(
     for text in texts:
         result = output.run_query(reader, text, qcfg, trace)
         if qcfg.answer:
-            failed = output.write_answer(result, qcfg, stream=not (as_json or as_jsonl)) or failed
+            failed = output.write_answer(result, qcfg, stream=not (as_json or as_jsonl), reader=reader) or failed
         output.emit(result, as_json, as_jsonl, explain, batch=batch)
     if failed is not None:  # the passages are out; now say why the answer is missing
         raise failed

@@ -86,7 +86,7 @@ class Session:
     def ask(self, text: str) -> None:
         result = output.run_query(self.reader, text, self.cfg, trace=None)
         if self.cfg.answer:
-            error = output.write_answer(result, self.cfg, stream=True, con=self.console)
+            error = output.write_answer(result, self.cfg, stream=True, con=self.console, reader=self.reader)
             if error is not None:
                 self.console.print(f"[red]no answer:[/] {error}")
         self.last = result

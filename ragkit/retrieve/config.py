@@ -55,7 +55,10 @@ class QueryConfig:
     planner: Literal["rules", "llm"] = "rules"  # llm: a GGUF model rewrites and decomposes; rules stay the fallback
     planner_rules: str | None = None  # a copy of ragkit/retrieve/planner_rules.toml to use instead
     model: str | None = None  # the generate role's spec (--answer, --planner llm): a .gguf file or a server URL
-    answer: bool = False  # write a cited answer with the GGUF model
+    answer: bool = False  # answer the question from the passages
+    # extract: quote the sentences that answer (no model); generate: the generate model writes, every sentence is
+    # checked; auto: generate only with a model other than the bundled 270M one
+    answer_mode: Literal["auto", "extract", "generate"] = "auto"
     max_tokens: int = field(default=512, metadata=between(1))  # answer budget
     temperature: float = field(default=0.3, metadata=between(0.0, 2.0))  # answer sampling temperature
     answer_context: int = field(default=4096, metadata=between(256))  # the model's window for answers

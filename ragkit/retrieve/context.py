@@ -60,6 +60,11 @@ class SearchContext:
         rows = [r for r in rows if self.visible(r["collection"], _sources(kind, r))]
         return rows[:limit]
 
+    @property
+    def made_vector(self):
+        """The query's embedding if a search made one (None after a lexical-only query)."""
+        return self._qvec
+
     def query_vector(self):
         if self._qvec is None:
             with self.timed("load_model"):

@@ -166,6 +166,7 @@ def _plan_record(q: Prepared, retry: dict | None, rerank_note: dict[str, Any]) -
         weights=weights,
         all_versions=cfg.all_versions,
         context_items=q.ctx.context_items,
+        query_vector=q.ctx.made_vector,
     )
 
 

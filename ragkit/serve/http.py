@@ -62,7 +62,8 @@ class QueryRequest(BaseModel):
     filters: dict[str, str] = Field(
         default_factory=dict, description="doc_type, collection, path, date_from, date_to, metadata keys"
     )
-    answer: bool = Field(False, description="Also write a cited answer with the generate model.")
+    answer: bool = Field(False, description="Also answer from the passages (answer_mode: auto | extract | generate).")
+    answer_mode: str | None = Field(None, description="auto (default) | extract (quotes) | generate (checked).")
     rerank_model: str | None = Field(None, description="A rerank model spec (turns --rerank cross on).")
     model: str | None = Field(None, description="The generate model spec for the answer.")
     explain: bool = Field(False, description="Include every passage's rerank features.")
@@ -110,15 +111,17 @@ def create_app(served: Served):
                 strategy=req.strategy,
                 filters={**cfg.filters, **req.filters},
                 answer=req.answer or None,
+                answer_mode=req.answer_mode,
                 rerank="cross" if req.rerank_model else None,
                 rerank_model=req.rerank_model,
                 model=req.model,
             )
         failed = None
         with served.lock:
-            result = api.query(served.reader(), req.query, cfg)
+            reader = served.reader()
+            result = api.query(reader, req.query, cfg)
             if cfg.answer:
-                failed = api.answer_into(result, cfg)
+                failed = api.answer_into(result, cfg, reader=reader)
         response = answer_json(result_dict(result, req.explain))
         if failed is not None:  # the passages are there; the client exits as `ragkit query` would
             response.headers["X-Ragkit-Answer-Error"] = json.dumps(error_body(failed)["error"])

@@ -70,6 +70,7 @@ def build(served: Served):
         answer: bool,
         rerank_model: str | None = None,
         model: str | None = None,
+        answer_mode: str | None = None,
     ):
         _, cfg = load_config(index_dir=served.index_dir)
         cfg = override(
@@ -81,11 +82,13 @@ def build(served: Served):
             rerank="cross" if rerank_model else None,
             rerank_model=rerank_model,
             model=model,
+            answer_mode=answer_mode,
         )
         with served.lock:
-            result = api.query(served.reader(), text, cfg)
+            reader = served.reader()
+            result = api.query(reader, text, cfg)
             if answer:
-                api.answer_into(result, cfg)
+                api.answer_into(result, cfg, reader=reader)
         return result_dict(result)
 
     @server.tool()
@@ -112,16 +115,20 @@ def build(served: Served):
 
     @server.tool()
     @_reported
-    def answer(question: str, k: int = 6, strategy: str = "auto", model: str | None = None) -> dict:
-        """A short answer to `question` written by the generate model from the best passages, citing them as
-        [n]; the passages are returned with it. `model`: a generate model spec (a .gguf file or
-        http://host:port/v1#model)."""
-        out = run_query(question, k, strategy, None, answer=True, model=model)
+    def answer(question: str, k: int = 6, strategy: str = "auto", mode: str = "auto", model: str | None = None) -> dict:
+        """An answer to `question` from the best passages, with the passages. `mode`: "extract" quotes the
+        sentences that answer, with their lines and pages; "generate" has the generate model write it, every
+        sentence checked against what it cites; "auto" (default) quotes unless a model other than the bundled
+        one is configured. When the passages do not answer, it says so (`abstained`). `model`: a generate
+        model spec (a .gguf file or http://host:port/v1#model)."""
+        out = run_query(question, k, strategy, None, answer=True, model=model, answer_mode=mode)
+        found = out.get("answer") or {}
+        keys = ("mode", "abstained", "quotes", "sentences", "grounded", "replaced", "note", "citations")
         return {
             "question": question,
-            "answer": (out.get("answer") or {}).get("text"),
+            "answer": found.get("text"),
             "answer_error": out.get("answer_error"),
-            "citations": (out.get("answer") or {}).get("citations", []),
+            **{key: found.get(key) for key in keys},
             "passages": [_passage(p) for p in out["passages"]],
         }
 

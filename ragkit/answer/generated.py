@@ -1,15 +1,13 @@
-"""Grounded answers: numbered sources in the prompt, citations [n] mapped back to passages.
+"""Written answers: numbered sources in the prompt, citations [n] mapped back to passages (every sentence is
+then checked against what it cites: ragkit/answer/check.py).
 
-The default model is a small base model without a chat template, so the
-prompt is plain text the model completes: instructions, one worked example,
-the numbered sources (passages in rank order while they fit the model's
-context window minus the answer budget; a passage that does not fit whole is
-cut to what fits when it is the first), the question, "Answer:". A plain
-completion model also gets the answer's first words, "According to [", so
-that it starts by naming a source: the 270M default model follows the
-example's style but hardly ever cites on its own (measured on hotpotqa-100,
-see scripts/README.md). Citations in the answer that name no source are removed
-from the text and counted.
+The prompt is plain text a model completes (or one user turn for a chat model): instructions in the question's
+language and the language to answer in, the numbered sources (passages in rank order while they fit the
+model's context window minus the answer budget; a passage that does not fit whole is cut to what fits when it
+is the first), the question, "Answer:". No worked example: a small model copied its facts into answers
+("… it was completed in 1889"). A plain completion model also gets the answer's first words ("According to [",
+"Laut [", "Enligt ["), so that it starts by naming a source in the question's language. Citations that name no
+source are removed from the text and counted.
 """
 
 from __future__ import annotations
@@ -17,30 +15,22 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
+from ragkit.answer.records import ABSTAIN, Answer, Citation
 from ragkit.records import Passage
 
-PROMPT = """Answer the question using only the numbered sources. After each fact, cite its source as [n]. \
-If the sources do not contain the answer, say that they do not.
-
-Sources:
-[1] Eiffel Tower (landmarks.md:1-3)
-The Eiffel Tower in Paris was completed in 1889 for the World's Fair.
-
-[2] Gustave Eiffel (people.md:4-6)
-Gustave Eiffel's engineering company designed and built the tower.
-
-Question: Who built the Eiffel Tower, and when was it finished?
-Answer: According to [2], Gustave Eiffel's company built the Eiffel Tower. According to [1], it was completed in 1889.
+PROMPT = """Answer the question in {language} using only the numbered sources. Write one to three short \
+sentences and cite the source of each fact as [n]. If the sources do not answer the question, write only: {abstain}
 
 Sources:
 {sources}
 {notes}
 Question: {question}
 Answer:"""
-# the answer's first words for plain completion models when there are sources (see the module docstring)
-ANSWER_PREFIX = " According to ["
+LANGUAGES = {"en": "English", "de": "German (Deutsch)", "sv": "Swedish (svenska)"}
+PREFIXES = {"en": " According to [", "de": " Laut [", "sv": " Enligt ["}
+ANSWER_PREFIX = PREFIXES["en"]  # the answer's first words for plain completion models (see the module docstring)
 STOP = ["\nQuestion:", "\nSources:", "\n\n[", "\n\n\n"]  # the model moves on: a new question, copied sources
 REPEAT_PENALTY = 1.15  # the small default model loops without it (hotpotqa-100: more gold answers, fewer bad marks)
 # GraphRAG global map step (seed 001): one call per community report
@@ -67,36 +57,6 @@ class Source:
         return f"[{self.number}] {p.section} ({p.path}{p.location})\n{text or p.text}"
 
 
-@dataclass
-class Citation:
-    number: int
-    rank: int  # the passage's rank in the result
-    path: str
-    lines: tuple[int, int]
-    pages: list[int] | None = None  # a PDF passage's first and last page
-    location: str = ""  # ":12-30" or " p. 12–13", as the passage shows it
-
-
-@dataclass
-class Answer:
-    text: str
-    citations: list[Citation]
-    dropped_citations: int
-    model: str
-    prompt_tokens: int
-    completion_tokens: int
-    seconds: float
-    first_token_seconds: float | None
-    sources: list[int] = field(default_factory=list)  # passage ranks given to the model, by source number
-    llm_calls: int = 1
-    map_notes: int = 0  # global map-reduce: reports that had something relevant
-
-    @property
-    def tokens_per_second(self) -> float:
-        gen = self.seconds - (self.first_token_seconds or 0.0)
-        return round(self.completion_tokens / gen, 2) if gen > 0 else 0.0
-
-
 def build_prompt(
     question: str,
     passages: list[Passage],
@@ -104,16 +64,18 @@ def build_prompt(
     n_ctx: int,
     answer_tokens: int,
     notes: list[str] = (),
+    language: str = "en",
 ) -> tuple[str, list[Source]]:
     """The prompt and the sources in it: passages by rank while they fit ``n_ctx - answer_tokens``.
 
     ``notes``: points from the map step of a global answer, placed after the sources (they count first).
     """
     notes_text = ("\nNotes from the community reports:\n" + "\n".join(notes) + "\n") if notes else ""
+    frame = {"language": LANGUAGES.get(language, "English"), "abstain": ABSTAIN.get(language, ABSTAIN["en"])}
     room = (
         n_ctx
         - answer_tokens
-        - count_tokens(PROMPT.format(sources="", notes=notes_text, question=question))
+        - count_tokens(PROMPT.format(sources="", notes=notes_text, question=question, **frame))
         - MARGIN_TOKENS
     )
     sources: list[Source] = []
@@ -132,7 +94,7 @@ def build_prompt(
         sources.append(src)
         blocks.append(block)
         room -= cost
-    return PROMPT.format(sources="\n\n".join(blocks), notes=notes_text, question=question), sources
+    return PROMPT.format(sources="\n\n".join(blocks), notes=notes_text, question=question, **frame), sources
 
 
 def _cut_to(src: Source, room: int, count_tokens: Callable[[str], int]) -> str | None:
@@ -148,6 +110,11 @@ def _cut_to(src: Source, room: int, count_tokens: Callable[[str], int]) -> str |
     return best
 
 
+def citation_for(number: int, p: Passage) -> Citation:
+    """Source ``number`` of an answer: passage ``p``'s rank and place."""
+    return Citation(number, p.rank, p.path, (p.line_start, p.line_end), p.pages, p.location)
+
+
 def cite(text: str, sources: list[Source]) -> tuple[str, list[Citation], int]:
     """``text`` without citations to no source, the valid citations (first use first), and the dropped count."""
     by_number = {s.number: s for s in sources}
@@ -160,8 +127,7 @@ def cite(text: str, sources: list[Source]) -> tuple[str, list[Citation], int]:
         good = [n for n in nums if n in by_number]
         dropped += len(nums) - len(good)
         for n in good:
-            p = by_number[n].passage
-            found.setdefault(n, Citation(n, p.rank, p.path, (p.line_start, p.line_end), p.pages, p.location))
+            found.setdefault(n, citation_for(n, by_number[n].passage))
         return "[" + ", ".join(str(n) for n in good) + "]" if good else ""
 
     cleaned = _CITE.sub(keep, text)
@@ -176,10 +142,13 @@ def answer(
     temperature: float = 0.3,
     on_text: Callable[[str], None] | None = None,
     notes: list[str] = (),
+    language: str = "en",
 ) -> Answer:
-    """Generate a cited answer from ``passages``; ``on_text`` receives the text as it streams."""
-    prompt, sources = build_prompt(question, passages, generator.count_tokens, generator.n_ctx, max_tokens, notes)
-    prefix = ANSWER_PREFIX if sources and getattr(generator, "chat", None) is None else ""
+    """Generate a cited answer from ``passages`` in ``language``; ``on_text`` receives the text as it streams."""
+    prompt, sources = build_prompt(
+        question, passages, generator.count_tokens, generator.n_ctx, max_tokens, notes, language
+    )
+    prefix = PREFIXES.get(language, ANSWER_PREFIX) if sources and getattr(generator, "chat", None) is None else ""
     lead = prefix.lstrip()  # the prompt's words that begin the answer's text
     if on_text and lead:
         on_text(lead)
@@ -218,6 +187,7 @@ def map_reduce(
     max_tokens: int = 512,
     temperature: float = 0.3,
     on_text: Callable[[str], None] | None = None,
+    language: str = "en",
 ) -> Answer:
     """GraphRAG global answer (seed 001): map each community report to the points relevant to the question
     (or "no relevant information"), then reduce: one cited answer from the passages and the kept points."""
@@ -232,7 +202,7 @@ def map_reduce(
         points = [ln.strip() for ln in out.split("\n") if ln.strip().startswith("-")]
         if points and NO_INFO not in out.lower():
             notes.extend(points)
-    a = answer(generator, question, passages, max_tokens, temperature, on_text, notes)
+    a = answer(generator, question, passages, max_tokens, temperature, on_text, notes, language)
     a.llm_calls = len(reports) + 1
     a.map_notes = len(notes)
     return a
