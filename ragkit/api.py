@@ -209,16 +209,20 @@ def answer(
     ):
         try:
             generator = load_generator(cfg.model, n_ctx=cfg.answer_context, keys=cfg.api_keys)
-        except RagkitError:
+        except RagkitError as exc:
             if cfg.answer_mode == "generate":
                 raise
+            why = f"{exc}: quoted from the passages instead"
+            quotes = replace(quotes, note=f"{why} ({quotes.note})" if quotes.note else why)
     if generator is None:
         if on_text:
             on_text(quotes.text)
         return quotes
     written = _write(generator, result, cfg, on_text, language)
     encode = reader.embedder.encode if reader else None
+    t = time.perf_counter()
     checked = check_claims(written, evidence, idf, language, encode)
+    checked.check_ms = round((time.perf_counter() - t) * 1000, 2)
     if needs_replacing(checked):
         return replace(
             quotes,
@@ -232,6 +236,7 @@ def answer(
             seconds=checked.seconds,
             first_token_seconds=checked.first_token_seconds,
             llm_calls=checked.llm_calls,
+            check_ms=checked.check_ms,
         )
     return checked
 

@@ -18,13 +18,14 @@ from typing import Any
 
 from ragkit.errors import BadQuery, RagkitError
 from ragkit.ingest.config import IndexConfig
-from ragkit.ingest.parse import PARSERS
-from ragkit.retrieve.config import MODES, PLANNERS, RERANKERS, STRATEGY_NAMES, QueryConfig
+from ragkit.ingest.formats import FORMATS
+from ragkit.retrieve.config import ANSWER_MODES, MODES, PLANNERS, RERANKERS, STRATEGY_NAMES, QueryConfig
 from ragkit.retrieve.strategies import STRATEGIES, hierarchical
-from ragkit.store import remote
+from ragkit.store import mirror
 from ragkit.validate import choices
 
 __all__ = [
+    "ANSWER_MODES",
     "DEFAULT_HOME",
     "EXTRACTORS",
     "FILE_FORMATS",
@@ -46,7 +47,7 @@ DEFAULT_HOME = Path("indexes")
 TREE_MODES = choices(hierarchical.Settings, "mode")
 EXTRACTORS = choices(IndexConfig, "extract")
 SUMMARIES = choices(IndexConfig, "summaries")
-FILE_FORMATS = {suffix: fmt.name for suffix, fmt in PARSERS.items()}  # what ragkit index reads, by suffix
+FILE_FORMATS = {suffix: fmt.name for suffix, fmt in FORMATS.items()}  # what ragkit index reads, by suffix
 
 
 def resolve_index_dir(index: str | Path | None) -> Path:
@@ -55,8 +56,8 @@ def resolve_index_dir(index: str | Path | None) -> Path:
     if index is None:
         return DEFAULT_HOME / "default"
     s = str(index)
-    if remote.is_uri(s):
-        return remote.mirror_for(s)
+    if mirror.is_uri(s):
+        return mirror.mirror_for(s)
     if "/" not in s and "\\" not in s and s not in (".", ".."):
         return DEFAULT_HOME / s
     return Path(s).expanduser()

@@ -20,6 +20,18 @@ def write_json(obj: Any) -> None:
     sys.stdout.flush()
 
 
+def emit_json(obj: dict[str, Any], as_json: bool) -> None:
+    """A ``ragkit.query/1`` object as ``ragkit query --json`` prints it (one object) or ``--jsonl`` (a line per
+    passage, then the answer's), whether a server or this process answered."""
+    if as_json:
+        write_json(obj)
+        return
+    for p in obj["passages"]:
+        write_json({"query": obj["query"], **p})
+    if "answer" in obj or "answer_error" in obj:
+        write_json({"query": obj["query"], "answer": obj.get("answer"), "answer_error": obj.get("answer_error")})
+
+
 def passage_dict(p: Passage, explain: bool = False) -> dict[str, Any]:
     d = {
         "rank": p.rank,
@@ -184,6 +196,7 @@ def answer_dict(a) -> dict[str, Any]:
             for c in a.claims
         ],
         "grounded": a.grounded,
+        "check_ms": a.check_ms,
         "replaced": a.replaced,
         "note": a.note,
     }

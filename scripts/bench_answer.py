@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 import harness
-from harness import REPO, SHARED, arg, print_table, query_config
+from harness import arg, print_table, query_config
 
 from ragkit import api
 from ragkit.answer import Evidence, check, idf_of
@@ -30,6 +30,7 @@ from ragkit.generate import load_generator
 from ragkit.text import query_language
 
 cli = harness.CLI(__doc__)
+quality = harness.tests_module("quality")  # the answer sets and their measures, shared with the quality gate
 MODEL = arg("--model", help="a GGUF file (default: the bundled gemma-3-270m)")
 
 
@@ -111,14 +112,14 @@ def evaluate(args) -> None:
     hit_ctx = hit_none = dropped = 0
     checks: list[bool] = []
     for q in queries:
-        gold = _norm(str(q["answer"]))
+        gold = quality.norm(str(q["answer"]))
         result = api.query(reader, q["text"], cfg)
         a = write(gen, q["text"], result.passages, cfg.max_tokens, cfg.temperature)
-        hit_ctx += gold in _norm(a.text)
+        hit_ctx += gold in quality.norm(a.text)
         checks += citation_checks(a, result.passages)
         dropped += a.dropped_citations
         bare = write(gen, q["text"], [], cfg.max_tokens, cfg.temperature)
-        hit_none += gold in _norm(bare.text)
+        hit_none += gold in quality.norm(bare.text)
     n = len(queries)
     rows = [
         ("gold answer in the answer, with retrieved sources", f"{hit_ctx / n:.1%} ({hit_ctx})"),
@@ -133,26 +134,6 @@ def evaluate(args) -> None:
     print_table(title, ("measure", "value"), rows, width=120)
 
 
-SETS = {  # name: (documents to index, answerable questions, unanswerable questions)
-    "hotpotqa": (
-        SHARED / "hotpotqa-100" / "corpus.jsonl",
-        [SHARED / "hotpotqa-100" / "queries.jsonl"],
-        REPO / "tests" / "data" / "hotpotqa_unanswerable.jsonl",
-    ),
-    "german": (
-        SHARED / "german-laws" / "laws",
-        [
-            REPO / "tests" / "data" / "german_questions.jsonl",
-            REPO / "tests" / "data" / "german_questions_heldout.jsonl",
-        ],
-        REPO / "tests" / "data" / "german_unanswerable.jsonl",
-    ),
-    "swedish": (
-        SHARED / "swedish-regulations",
-        [REPO / "tests" / "data" / "swedish_questions.jsonl"],
-        REPO / "tests" / "data" / "swedish_unanswerable.jsonl",
-    ),
-}
 # the prompt before issue 33 (its worked example leaked into answers), kept to measure "before" in the same run
 OLD_PROMPT = """Answer the question using only the numbered sources. After each fact, cite its source as [n]. \
 If the sources do not contain the answer, say that they do not.
@@ -174,16 +155,6 @@ Question: {question}
 Answer:"""
 
 
-def _questions(paths) -> list[dict]:
-    out = []
-    for path in paths:
-        with Path(path).open() as fh:
-            out += [q for q in (json.loads(line) for line in fh if line.strip())]
-    for q in out:
-        q.setdefault("query", q.get("text"))
-    return out
-
-
 def _before(gen, result, cfg):
     """The answer as ``--answer`` wrote it before issue 33: the old prompt, English lead words, no check."""
     from ragkit.answer import generated
@@ -194,13 +165,6 @@ def _before(gen, result, cfg):
         return generated.answer(gen, result.query, result.passages, cfg.max_tokens, cfg.temperature)
     finally:
         generated.PROMPT, generated.PREFIXES = prompt, prefixes
-
-
-def _page_right(q: dict, a) -> bool:
-    """Swedish: a quote or citation of the answer lies on the gold pages of the gold document."""
-    first, last = q["pages"]
-    spans = [(x.path, x.pages) for x in a.quotes] or [(c.path, c.pages) for c in a.citations]
-    return any(path.endswith(q["doc"]) and pages and pages[0] <= last and pages[1] >= first for path, pages in spans)
 
 
 @cli.command(
@@ -218,7 +182,7 @@ def trust(args) -> None:
     supports ("answer supported": quotes count as supported, a checked answer shows only supported sentences),
     the share of the model's own sentences supported as cited ("model as cited", before the check), how often
     the written answer was replaced by the quotes, the right page (Swedish), and the answer step's warm
-    milliseconds, per set and mode, in one run. Modes: "before" is the answer as ``--answer`` wrote it
+    milliseconds (and of the check alone), per set and mode, in one run. Modes: "before" is the answer as ``--answer`` wrote it
     before issue 33 (the bundled model, the old prompt, no check); "extract" quotes the sources; "generate" is
     the bundled model's answer checked sentence by sentence (replaced by the quotes under half supported)."""
     work = harness.workdir(args.work, "trust")
@@ -226,10 +190,9 @@ def trust(args) -> None:
     gen = load_generator(None, n_ctx=4096) if {"before", "generate"} & set(modes) else None
     rows = []
     for name in [s.strip() for s in args.sets.split(",") if s.strip()]:
-        docs, answerable, unanswerable = SETS[name]
-        reader, _ = harness.indexed(docs, work / name)
-        good = [q for q in _questions(answerable) if q.get("answer")][: args.n]
-        bad = _questions([unanswerable])[: args.n]
+        reader, _ = harness.indexed(quality.ANSWER_SETS[name][0], work / name)
+        good, bad = quality.answer_questions(name)
+        good, bad = good[: args.n], bad[: args.n]
         for mode in modes:
             rows.append([name, mode, *_measure(reader, good, bad, mode, gen, args.k)])
     print_table(
@@ -247,6 +210,7 @@ def trust(args) -> None:
             "replaced",
             "page right",
             "answer ms p50",
+            "check ms p50",
         ],
         rows,
         width=200,
@@ -270,7 +234,7 @@ def _measure(reader, good, bad, mode, gen, k) -> list[str]:
     contained = ceiling = abstained_good = page_right = 0
     absent = present = abstained_absent = abstained_present = 0
     shown = shown_supported = written = written_as_cited = replaced = 0
-    times = []
+    times, checks = [], []
     for q in good + bad:
         result = api.query(reader, q["query"], cfg)
         t = time.perf_counter()
@@ -279,6 +243,8 @@ def _measure(reader, good, bad, mode, gen, k) -> list[str]:
         else:
             a = api.answer(result, cfg, reader=reader)
         times.append((time.perf_counter() - t) * 1000)
+        if a.check_ms is not None:
+            checks.append(a.check_ms)
         if mode == "before":  # measured, not changed: how many of its sentences what they cite supports
             language = query_language(result.query)
             claims = check(a, Evidence.of(result), idf, language, reader.embedder.encode).claims
@@ -291,11 +257,11 @@ def _measure(reader, good, bad, mode, gen, k) -> list[str]:
                 absent += 1
                 abstained_absent += a.abstained
             continue
-        gold = _norm(str(q["answer"]))
-        contained += gold in _norm(a.text)
-        ceiling += any(gold in _norm(p.text) for p in result.passages)
+        gold = quality.norm(str(q["answer"]))
+        contained += gold in quality.norm(a.text)
+        ceiling += any(gold in quality.norm(p.text) for p in result.passages)
         abstained_good += a.abstained
-        page_right += "pages" in q and _page_right(q, a)
+        page_right += "pages" in q and quality.page_right(q, a)
         replaced += a.replaced
         as_cited = [c.supported and not c.repointed for c in a.claims]
         written += len(as_cited)
@@ -320,11 +286,8 @@ def _measure(reader, good, bad, mode, gen, k) -> list[str]:
         f"{replaced / n:.2f}" if mode == "generate" else "–",
         pages,
         f"{statistics.median(times):.1f}",
+        f"{statistics.median(checks):.1f}" if checks else "–",
     ]
-
-
-def _norm(text: str) -> str:
-    return " ".join(re.findall(r"\w+", text.lower()))
 
 
 def citation_checks(a, passages) -> list[bool]:

@@ -96,8 +96,17 @@ def index_with(tmp_path: Path, fake: FakeEmbedder):
     return run
 
 
+def shared_marks(name: str) -> list:
+    """The marks of a test (or a parameter) that needs ``../shared/data/NAME``: ``data``, and a skip saying why
+    when it is absent."""
+    path = SHARED_DATA / name
+    return [
+        pytest.mark.data,
+        pytest.mark.skipif(not path.exists(), reason=f"{path} is absent (shared evaluation data)"),
+    ]
+
+
 def needs_shared(name: str):
     """Marks a test ``data`` and skips it, saying why, when ``../shared/data/NAME`` is absent."""
-    path = SHARED_DATA / name
-    skip = pytest.mark.skipif(not path.exists(), reason=f"{path} is absent (shared evaluation data)")
-    return lambda test: pytest.mark.data(skip(test))
+    data, skip = shared_marks(name)
+    return lambda test: data(skip(test))

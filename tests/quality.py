@@ -8,6 +8,7 @@ real bundled models, and the tolerance a run may lose before the gate fails.
 from __future__ import annotations
 
 import json
+import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -141,3 +142,75 @@ def router_checks(recorded: dict) -> list[Check]:
         Check(f"router accuracy {name}", round(acc[name][1] / acc[name][0], 4), value, 0)
         for name, value in recorded.items()
     ]
+
+
+# ---------------------------------------------------------------- answers (issue 33)
+
+DATA = REPO / "tests" / "data"
+SWEDISH_REGULATIONS = SHARED_DATA / "swedish-regulations"
+ANSWER_SETS = {  # name: (documents to index, answerable questions with gold answers, unanswerable questions)
+    "hotpotqa": (HOTPOTQA / "corpus.jsonl", [HOTPOTQA / "queries.jsonl"], DATA / "hotpotqa_unanswerable.jsonl"),
+    "german": (GERMAN_LAWS, [GERMAN_QUESTIONS, GERMAN_HELD_OUT], DATA / "german_unanswerable.jsonl"),
+    "swedish": (SWEDISH_REGULATIONS, [DATA / "swedish_questions.jsonl"], DATA / "swedish_unanswerable.jsonl"),
+}
+
+
+def answer_questions(name: str) -> tuple[list[dict], list[dict]]:
+    """A set's answerable questions that carry a short gold ``answer`` and its unanswerable ones, each with
+    its text under ``query``."""
+    _, answerable, unanswerable = ANSWER_SETS[name]
+    good = [q for path in answerable for q in _jsonl(path) if q.get("answer")]
+    bad = _jsonl(unanswerable)
+    for q in good + bad:
+        q.setdefault("query", q.get("text"))
+    return good, bad
+
+
+def norm(text: str) -> str:
+    """Lower-case words joined by single spaces: "Walt Disney Pictures." and "walt disney pictures" meet."""
+    return " ".join(re.findall(r"\w+", str(text).lower()))
+
+
+def page_right(q: dict, a) -> bool:
+    """A quote (or a citation) of the answer lies on the gold pages of the gold document (Swedish PDFs)."""
+    first, last = q["pages"]
+    spans = [(x.path, x.pages) for x in a.quotes] or [(c.path, c.pages) for c in a.citations]
+    return any(path.endswith(q["doc"]) and pages and pages[0] <= last and pages[1] >= first for path, pages in spans)
+
+
+def answer_eval(reader, good: list[dict], bad: list[dict], k: int = 5) -> dict[str, float]:
+    """Extractive answers (no model; strategy auto, top k passages): the share of answerable questions whose
+    gold answer the answer contains (``contained``; ``ceiling``: the gold answer anywhere in the passages), that
+    are answered rather than abstained on (``answered``), whose quote lies on the gold page (``page_right``,
+    where pages are labelled), and the share of unanswerable ones abstained on: on topics absent from the
+    documents (``abstain_absent``) and, where labelled, on facts missing about entities the documents hold
+    (``abstain_missing_fact``)."""
+    cfg = QueryConfig(strategy="auto", k=k, answer=True, answer_mode="extract")
+    counts = dict.fromkeys(("contained", "ceiling", "answered", "page_right", "absent", "missing"), 0)
+    absent = missing = 0
+    for q in good + bad:
+        result = api.query(reader, q["query"], cfg)
+        a = api.answer(result, cfg, reader=reader)
+        if q in bad:
+            key = "missing" if q.get("entities_in_corpus") else "absent"
+            counts[key] += a.abstained
+            absent, missing = absent + (key == "absent"), missing + (key == "missing")
+            continue
+        gold = norm(q["answer"])
+        counts["contained"] += gold in norm(a.text)
+        counts["ceiling"] += any(gold in norm(p.text) for p in result.passages)
+        counts["answered"] += not a.abstained
+        counts["page_right"] += "pages" in q and page_right(q, a)
+    n = len(good)
+    out = {key: round(counts[key] / n, 4) for key in ("contained", "ceiling", "answered")}
+    if any("pages" in q for q in good):
+        out["page_right"] = round(counts["page_right"] / n, 4)
+    out["abstain_absent"] = round(counts["absent"] / absent, 4)
+    if missing:
+        out["abstain_missing_fact"] = round(counts["missing"] / missing, 4)
+    return out
+
+
+def answer_checks(measured: dict[str, float], recorded: dict[str, float], name: str, tolerance: float) -> list[Check]:
+    """One check per figure the floors file records for a set's answers (``[answers.NAME]``)."""
+    return [Check(f"{name} answers {key}", measured[key], value, tolerance) for key, value in recorded.items()]

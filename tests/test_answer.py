@@ -1,11 +1,13 @@
-"""Prompt building within the context budget, citation parsing and mapping, streaming answers."""
+"""Written answers: prompt building within the context budget, citation parsing and mapping, streaming; through
+the CLI with ``--answer generate`` (checked) and its degradation paths."""
 
 import json
 
 import pytest
 from typer.testing import CliRunner
 
-from ragkit.answer import PROMPT, answer, build_prompt, cite
+from ragkit.answer.generated import PROMPT, answer, build_prompt, cite
+from ragkit.cli import answer_modes
 from ragkit.cli.app import app
 from ragkit.records import Passage
 from tests.fakes import FakeEmbedder, FakeGenerator
@@ -41,7 +43,7 @@ def test_prompt_numbers_sources_by_rank_and_stays_within_the_budget():
     assert [s.number for s in sources] == [1, 2, 3]
     assert words(prompt) <= n_ctx - answer_tokens
     assert prompt.endswith("Question: why?\nAnswer:") and "[3] T > S4 (a.md:40-43)" in prompt
-    assert PROMPT.split("{sources}")[0].strip() in prompt
+    assert PROMPT.split("{language}")[0] in prompt and "in English using only the numbered sources" in prompt
 
 
 def test_a_first_passage_too_long_for_the_window_is_cut_not_dropped():
@@ -129,16 +131,17 @@ def _use(monkeypatch, gen):
 
 def test_cli_answer_streams_then_sources(indexed, monkeypatch):
     _use(monkeypatch, FakeGenerator(pieces=["1], overtime is limited", " to ten hours", " [4]."]))
-    r = runner.invoke(app, ["query", "how is overtime limited?", "--index", indexed, "--answer", "-k", "2"])
+    args = answer_modes(["query", "how is overtime limited?", "--index", indexed, "--answer", "generate", "-k", "2"])
+    r = runner.invoke(app, args)
     assert r.exit_code == 0, r.output
     out = r.output
-    assert (
-        out.index("Answer") < out.index("According to [1], overtime is limited to ten hours [4].") < out.index("[1] ")
-    )
+    assert out.index("Answer") < out.index("According to [1], overtime is limited to ten hours") < out.index("[1] ")
     assert "1 citation(s) named no source" in out and "fake.gguf" in out
-    r = runner.invoke(app, ["query", "how is overtime limited?", "--index", indexed, "--answer", "-k", "2", "--json"])
+    r = runner.invoke(app, [*args, "--json"])
     a = json.loads(r.output)["answer"]
     assert a["text"] == "According to [1], overtime is limited to ten hours." and a["dropped_citations"] == 1
+    assert a["mode"] == "generate" and a["grounded"] == 1.0 and not a["abstained"] and not a["replaced"]
+    assert a["sentences"][0]["supported"] and a["sentences"][0]["cited"] == [1]
     assert a["citations"][0]["rank"] == 1 and a["citations"][0]["path"].endswith(".md")
     assert {"prompt_tokens", "completion_tokens", "seconds", "tokens_per_second", "model"} <= set(a)
     meta = json.loads(r.output)["metadata"]
@@ -149,11 +152,10 @@ def test_cli_answer_streams_then_sources(indexed, monkeypatch):
 def test_cli_answer_degrades_with_passages_kept(indexed, monkeypatch, tmp_path):
     import ragkit.generate as generate
 
-    r = runner.invoke(app, ["query", "overtime", "--index", indexed, "--answer", "--model", str(tmp_path / "no.gguf")])
+    missing = ["--answer", "--answer-mode", "generate", "--model", str(tmp_path / "no.gguf")]
+    r = runner.invoke(app, ["query", "overtime", "--index", indexed, *missing])
     assert r.exit_code == 5 and "Overtime Policy" in r.output and "GGUF model not found" in r.output
-    r = runner.invoke(
-        app, ["query", "overtime", "--index", indexed, "--answer", "--json", "--model", str(tmp_path / "no.gguf")]
-    )
+    r = runner.invoke(app, ["query", "overtime", "--index", indexed, *missing, "--json"])
     d = json.loads(r.stdout if hasattr(r, "stdout") else r.output.split("\nerror")[0])
     assert r.exit_code == 5 and d["passages"] and "GGUF model not found" in d["answer_error"]
 
@@ -161,17 +163,19 @@ def test_cli_answer_degrades_with_passages_kept(indexed, monkeypatch, tmp_path):
     model.write_bytes(b"GGUF")
     monkeypatch.setattr(generate, "_CACHE", {})
     monkeypatch.setitem(__import__("sys").modules, "llama_cpp", None)  # llama-cpp-python not installed
-    r = runner.invoke(app, ["query", "overtime", "--index", indexed, "--answer", "--model", str(model)])
+    r = runner.invoke(
+        app, ["query", "overtime", "--index", indexed, "--answer-mode", "generate", "--answer", "--model", str(model)]
+    )
     assert r.exit_code == 5 and "llama-cpp-python is not installed" in r.output and "CMAKE_ARGS" in r.output
     assert "Overtime Policy" in r.output
 
     _use(monkeypatch, FakeGenerator(error=RuntimeError("llama_decode returned -3")))
-    r = runner.invoke(app, ["query", "overtime", "--index", indexed, "--answer"])
+    r = runner.invoke(app, answer_modes(["query", "overtime", "--index", indexed, "--answer", "generate"]))
     assert r.exit_code == 11 and "failed while answering" in r.output and "Overtime Policy" in r.output
 
 
 def test_global_answer_maps_reports_then_reduces():
-    from ragkit.answer import map_reduce
+    from ragkit.answer.generated import map_reduce
 
     def model(prompt: str) -> str:
         if prompt.endswith("According to ["):  # the reduce step
@@ -213,7 +217,7 @@ def test_api_answer_uses_map_reduce_for_global(tmp_path, index_with, monkeypatch
 
     gen = FakeGenerator("- Nirvana was formed in Aberdeen.")
     _use(monkeypatch, gen)
-    a = api.answer(r, QueryConfig(answer=True))
+    a = api.answer(r, QueryConfig(answer=True, answer_mode="generate"))
     reports = sum(i["type"] == "community" for i in r.context_items)
     assert a.llm_calls == len(gen.prompts) == reports + 1  # one map call per report, one reduce
     assert a.map_notes == reports  # every report gave a point

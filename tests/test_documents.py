@@ -7,7 +7,8 @@ import json
 import pytest
 
 from ragkit import api
-from ragkit.answer import Citation, Source
+from ragkit.answer import Citation
+from ragkit.answer.generated import Source
 from ragkit.config import QueryConfig
 from ragkit.ingest.pdf import page_of, parse_pdf
 from ragkit.ingest.raw import RawHeading

@@ -1,5 +1,7 @@
 """The GGUF generator: chat templates from the model file, one shared instance per model, unreadable files."""
 
+import json
+
 import pytest
 from typer.testing import CliRunner
 
@@ -69,7 +71,9 @@ def test_an_unreadable_model_file_is_named_and_the_passages_stay(tmp_path, monke
     monkeypatch.setattr(generate, "_CACHE", {})
     _, reader = index_with(corpus)
     monkeypatch.setattr("ragkit.store.reader.load_embedder", lambda spec, *a, **kw: fake)
-    r = CliRunner().invoke(
-        app, ["query", "overtime", "--index", str(reader.index_dir), "--answer", "--model", str(bad)]
-    )
+    query = ["query", "overtime", "--index", str(reader.index_dir), "--model", str(bad)]
+    r = CliRunner().invoke(app, [*query, "--answer", "--answer-mode", "generate"])
     assert r.exit_code == 5 and "broken.gguf" in r.output and "Overtime Policy" in r.output
+    r = CliRunner().invoke(app, [*query, "--answer", "--json"])  # auto: the quotes, and why
+    a = json.loads(r.output)["answer"]
+    assert r.exit_code == 0 and a["mode"] == "extract" and a["quotes"] and "broken.gguf" in a["note"]

@@ -98,7 +98,8 @@ def _default_sigint() -> None:
 
 
 def test_interactive_session_in_a_pseudo_terminal(sample_index):
-    """The real session on a terminal: warm queries, commands, Ctrl-C cancels the answer, Ctrl-D leaves."""
+    """The real session on a terminal: warm queries, commands, quoted and written answers, Ctrl-C cancels the
+    written answer, Ctrl-D leaves."""
     _, reader = sample_index
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "NO_COLOR": "1", "COLUMNS": "120", "TERM": "dumb"}
     child = pexpect.spawn(
@@ -120,7 +121,13 @@ def test_interactive_session_in_a_pseudo_terminal(sample_index):
         child.expect("k 1")
         child.expect("ragkit> ")
         child.sendline(":answer on")
-        child.expect("answer on")
+        child.expect("answer auto")
+        child.expect("ragkit> ")
+        child.sendline("how are overtime hours limited?")
+        child.expect("“[^”]*[Oo]vertime[^”]*” \\[1\\]")  # no model asked: quoted from the passages
+        child.expect("ragkit> ")
+        child.sendline(":answer generate")
+        child.expect("answer generate")
         child.expect("ragkit> ")
         child.sendline("how are overtime hours limited?")
         child.expect_exact("According to [")  # the answer's forced first words (sent before the model runs) ...

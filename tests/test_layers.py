@@ -88,6 +88,8 @@ LAZY = {
     },
     ("ragkit.cli", "ragkit.cli.app"): "start-up: `query --json` through a running server skips typer and rich",
     ("ragkit.cli.fast", "ragkit.config"): "start-up: only a `query --json` line reads the settings",
+    ("ragkit.cli.fast", "ragkit.render"): "start-up: only a `query --json` line answered by a server prints JSON",
+    ("ragkit.cli.output", "ragkit.serve.client"): "start-up: `ragkit --help` does not load http.client",
     ("ragkit.cli.fast", "ragkit.serve.client"): "start-up: only a `query --json` line asks a server",
     ("ragkit.cli.serve_cmd", "ragkit.serve.http"): "FastAPI and uvicorn (0.5 s)",
     ("ragkit.cli.serve_cmd", "ragkit.serve.mcp_tools"): "the MCP SDK",

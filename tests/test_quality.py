@@ -1,7 +1,8 @@
 """The quality gate: retrieval quality with the real bundled models on the shared data, held at the floors recorded
 in tests/data/quality_floors.toml (re-measure with `scripts/bench_quality.py report`).
 
-hotpotqa-100 and the German laws are indexed once per session; every strategy runs on all 100 questions.
+hotpotqa-100, the German laws and the Swedish regulations are indexed once per session; every strategy runs on
+all 100 hotpotqa questions, and the extractive answers on every set's answerable and unanswerable questions.
 """
 
 import pytest
@@ -11,7 +12,7 @@ from ragkit.config import IndexConfig, QueryConfig
 from ragkit.embed import BUNDLED
 from ragkit.retrieve.strategies import STRATEGIES
 from tests import quality
-from tests.conftest import needs_shared
+from tests.conftest import needs_shared, shared_marks
 
 pytestmark = [pytest.mark.quality, pytest.mark.integration]
 
@@ -33,6 +34,13 @@ def hotpotqa_results(hotpotqa_index):
 def laws_reader(tmp_path_factory):
     idx = tmp_path_factory.mktemp("quality") / "laws"
     api.index([quality.GERMAN_LAWS], idx)
+    return api.open_index(idx)
+
+
+@pytest.fixture(scope="session")
+def swedish_reader(tmp_path_factory):
+    idx = tmp_path_factory.mktemp("quality") / "swedish"
+    api.index([quality.SWEDISH_REGULATIONS], idx)
     return api.open_index(idx)
 
 
@@ -95,3 +103,26 @@ def test_german_questions_find_their_section(laws_reader, held_out):
     assert len(questions) >= 30
     low = {k: (hits[k], floor[key + k]) for k in ("top1", "top3") if hits[k] < floor[key + k] - FLOORS["tolerance"]}
     assert not low, f"German questions below the floor in tests/data/quality_floors.toml (measured, recorded): {low}"
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param("hotpotqa", marks=shared_marks("hotpotqa-100")),
+        pytest.param("german", marks=shared_marks("german-laws")),
+        pytest.param("swedish", marks=shared_marks("swedish-regulations")),
+    ],
+)
+def test_answers_quote_the_gold_answer_and_abstain_when_the_documents_are_silent(name, request):
+    """Extractive answers (no model) hold their floors: the gold answer contained, answerable questions
+    answered, unanswerable ones abstained on (and the quote's page, Swedish)."""
+    if name == "hotpotqa":
+        request.getfixturevalue("hotpotqa_results")  # builds the index
+        reader = api.open_index(request.getfixturevalue("hotpotqa_index"))
+    else:
+        reader = request.getfixturevalue("laws_reader" if name == "german" else "swedish_reader")
+    good, bad = quality.answer_questions(name)
+    assert len(good) >= 30 and sum(not q.get("entities_in_corpus") for q in bad) >= 20
+    measured = quality.answer_eval(reader, good, bad)
+    checks = quality.answer_checks(measured, FLOORS["answers"][name], name, FLOORS["tolerance"])
+    assert not failures(checks), f"below the floor in tests/data/quality_floors.toml:\n{failures(checks)}"

@@ -130,6 +130,21 @@ def test_query_through_the_server_prints_what_in_process_prints(server):
     assert json.loads(through[0].stdout)["timings_ms"]["load_model"] < 50
 
 
+def test_the_server_answers_with_quotes_or_says_the_documents_do_not_say(server):
+    """``POST /v1/query {"answer": true}``: the same answer structure as the CLI's JSON (quotes with their
+    places, ``abstained``), and the passages either way."""
+    url = server["url"]
+    status, r = call(f"{url}/v1/query", {"query": "How is approved overtime compensated?", "answer": True, "k": 3})
+    a = r["answer"]
+    assert status == 200 and a["mode"] == "extract" and a["abstained"] is False and r["passages"]
+    quote = next(q for q in a["quotes"] if "125%" in q["text"])
+    assert quote["path"].endswith("working-time.md") and quote["lines"] == [34, 35]
+    status, r = call(f"{url}/v1/query", {"query": "What is the dress code for client visits?", "answer": True})
+    assert status == 200 and r["answer"]["abstained"] is True and r["answer"]["quotes"] == [] and r["passages"]
+    status, r = call(f"{url}/v1/query", {"query": "x", "answer": True, "answer_mode": "nope"})
+    assert status == 400 and "answer_mode" in r["error"]["message"]
+
+
 def test_a_stale_port_file_falls_back_to_the_process(server, tmp_path):
     from ragkit.serve.client import server_for
 
@@ -184,9 +199,22 @@ def test_mcp_session_through_the_sdks_stdio_client(server):
                 )
                 bad = await s.call_tool("get_section", {"section_id": "nope"})
                 stats = json.loads((await s.call_tool("stats", {})).content[0].text)
-                return tools, found, section, bad, stats
+                quoted = json.loads(
+                    (await s.call_tool("answer", {"question": "How is approved overtime compensated?", "k": 3}))
+                    .content[0]
+                    .text
+                )
+                silent = json.loads(
+                    (await s.call_tool("answer", {"question": "What is the dress code for client visits?"}))
+                    .content[0]
+                    .text
+                )
+                return tools, found, section, bad, stats, quoted, silent
 
-    tools, found, section, bad, stats = anyio.run(session)
+    tools, found, section, bad, stats, quoted, silent = anyio.run(session)
+    assert quoted["mode"] == "extract" and quoted["abstained"] is False and quoted["passages"]
+    assert any("125%" in q["text"] and q["lines"] == [34, 35] for q in quoted["quotes"])
+    assert silent["abstained"] is True and silent["answer"].startswith("The documents do not say")
     assert tools == ["answer", "get_section", "search", "stats"]
     top = found["passages"][0]
     assert top["section"] == "Working Time Policy > Overtime > Limits on overtime" and top["source"].endswith(".md")

@@ -41,8 +41,10 @@ def test_session_ends_on_ctrl_d_and_answers_when_asked(corpus, index_with, monke
 
     gen = FakeGenerator(pieces=["1], ten hours", " a week."])
     monkeypatch.setattr("ragkit.api.load_generator", lambda spec=None, n_ctx=2048, keys=None: gen)
-    out = _run(reader, ":answer on\nhow is overtime limited?\n\x04")
-    assert "answer on" in out and "According to [1], ten hours a week." in out and "fake.gguf" in out
+    out = _run(reader, ":answer on\nhow is overtime limited?\n:answer generate\nhow is overtime limited?\n\x04")
+    quoted, written = out.split("answer generate", 1)
+    assert "answer auto" in quoted and "“Overtime is limited to ten hours per week.” [1]" in quoted  # no model: quotes
+    assert len(gen.prompts) == 1 and "According to [1], ten hours a week." in written and "fake.gguf" in written
 
 
 def test_session_survives_a_cancelled_query(corpus, index_with, monkeypatch):

@@ -65,23 +65,34 @@ def check(
         good = [r for r, (s, miss) in scored.items() if s >= MIN_SUPPORT and not miss]
         if best_own is not None and best_own in good:
             claims.append(Claim(plain, [best_own], scored[best_own][0], True))
-            kept.append((plain, best_own))
+            kept.append((piece, best_own))
         elif good:  # re-pointed to the passage that does support it
             rank = max(good, key=lambda r: scored[r][0])
             claims.append(Claim(plain, [rank], scored[rank][0], True, repointed=True))
-            kept.append((plain, rank))
-        else:
+            kept.append((piece, rank))
+        elif scored:
             rank = best_own or max(scored, key=lambda r: scored[r][0])
             claims.append(Claim(plain, cited, scored[rank][0], False, scored[rank][1]))
+        else:  # no passage to check it against
+            claims.append(Claim(plain, cited, 0.0, False))
     grounded = sum(c.supported for c in claims) / len(claims) if claims else 0.0
-    for rank, _ in kept:
+    for _, rank in kept:
         number_of_rank.setdefault(rank, len(number_of_rank) + 1)
-    text = " ".join(f"{plain} [{number_of_rank[rank]}]" for plain, rank in kept)
+    text = " ".join(_cited_as(piece, number_of_rank[rank]) for piece, rank in kept)
     ranks = {rank for _, rank in kept}
     citations = [citation_for(number_of_rank[r], passages[r]) for r in sorted(ranks, key=number_of_rank.get)]
     return replace(
         answer, text=text, citations=citations, claims=claims, grounded=round(grounded, 3), language=language
     )
+
+
+def _cited_as(piece: str, number: int) -> str:
+    """The model's sentence in its own words, its citations naming source ``number`` (the one that supports
+    it), or that citation added at its end when it named none."""
+    if _MARK.search(piece):
+        return _MARK.sub(lambda m: m.group(0)[: m.group(0).index("[")] + f"[{number}]", piece)
+    end = len(piece.rstrip(" .!?"))
+    return f"{piece[:end]} [{number}]{piece[end:].strip()}"
 
 
 def _sentence_vectors(pieces: list[str], encode) -> np.ndarray | None:

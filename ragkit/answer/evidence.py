@@ -30,12 +30,32 @@ dass weil aber noch schon nur sehr mehr viel viele welche welcher welches welche
 einen eines also bis dann doch gibt geht etwa gegen ohne sowie soweit dieser diese dieses jeder jede jedes alle
 gar dazu davon darauf dafür damit daran darüber hierzu überhaupt einfach eigentlich trotzdem erst mal jetzt immer
 your you yes have has had any all some many much more most such other also only very just being into onto
+according laut
 """.split()
 )
 STOP = STOPWORDS | EXTRA_STOP
 NEGATIONS = frozenset(
     "not no never none nothing nicht kein keine keinen keiner keinem nie niemals inte ej aldrig ingen inget inga".split()
 )
+_VALUES = {  # spelled-out numbers of the three languages: a claim must find them as words or as digits
+    **dict.fromkeys(("one", "eins"), 1),
+    **dict.fromkeys(("two", "zwei", "två"), 2),
+    **dict.fromkeys(("three", "drei", "tre"), 3),
+    **dict.fromkeys(("four", "vier", "fyra"), 4),
+    **dict.fromkeys(("five", "fünf", "fem"), 5),
+    **dict.fromkeys(("six", "sechs"), 6),
+    **dict.fromkeys(("seven", "sieben", "sju"), 7),
+    **dict.fromkeys(("eight", "acht", "åtta"), 8),
+    **dict.fromkeys(("nine", "neun", "nio"), 9),
+    **dict.fromkeys(("ten", "zehn", "tio"), 10),
+    **dict.fromkeys(("eleven", "elf", "elva"), 11),
+    **dict.fromkeys(("twelve", "zwölf", "tolv"), 12),
+    **dict.fromkeys(("twenty", "zwanzig", "tjugo"), 20),
+    **dict.fromkeys(("thirty", "dreißig", "trettio"), 30),
+    **dict.fromkeys(("hundred", "hundert", "hundra"), 100),
+    **dict.fromkeys(("thousand", "tausend", "tusen"), 1000),
+}
+NUMBER_WORDS = frozenset(_VALUES)  # "five days" is not "three days"
 _WORDS = re.compile(r"[^\W_]+(?:[-'’][^\W_]+)*")
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 _NAME = re.compile(r"(?<![.!?]\s)(?<=\s)[A-ZÄÖÜÅ][\wäöüßåé'’.-]*(?:\s+(?:[A-ZÄÖÜÅ][\wäöüßåé'’.-]*|of|de|van|von))*")
@@ -113,7 +133,7 @@ def idf_of(vocabulary: dict[str, int] | None, chunks: int):
 def needs(text: str, language: str = "en") -> list[str]:
     """What a claim must find in its source word for word: numbers and years, names (capitalised words not
     opening the sentence; not in German, where every noun is capitalised), negations."""
-    out = [m.group(0) for m in _NUMBER.finditer(text)]
+    out = [m.group(0) for m in _NUMBER.finditer(text)] + [w for w in words(text) if w in NUMBER_WORDS]
     if language != "de":
         for m in _NAME.finditer(text):
             name = m.group(0).strip(" .")
@@ -132,6 +152,8 @@ def lacks(needed: list[str], source: str) -> list[str]:
     for item in needed:
         if _NUMBER.fullmatch(item):
             ok = re.sub(r"[.,]", "", item) in digits
+        elif item.lower() in NUMBER_WORDS:
+            ok = item.lower() in source_words or str(_VALUES[item.lower()]) in digits
         elif item.lower() in NEGATIONS:
             ok = item.lower() in source_words
         else:
@@ -295,8 +317,9 @@ def _pages(first: Hit | None, last: Hit | None, p: Passage) -> list[int] | None:
 _FILES: dict[str, list[str]] = {}
 
 
-def _lines(first: Hit | None, last: Hit | None, p: Passage, sentence: str,
-           sources: dict[str, str] | None) -> tuple[int, int]:
+def _lines(
+    first: Hit | None, last: Hit | None, p: Passage, sentence: str, sources: dict[str, str] | None
+) -> tuple[int, int]:
     """The sentence's own lines in its source file when it can be read there (text formats), else its chunks'."""
     if first is None or last is None:
         begin, end = p.line_start, p.line_end

@@ -43,8 +43,9 @@ def _context(s: Sentence) -> set[str]:
     return s.words | set(words(s.passage.title)) | set(words(s.passage.section))
 
 
-def choose(evidence: Evidence, question: str, idf, language: str,
-           query_vector: np.ndarray | None = None) -> tuple[list[Sentence], str | None]:
+def choose(
+    evidence: Evidence, question: str, idf, language: str, query_vector: np.ndarray | None = None
+) -> tuple[list[Sentence], str | None]:
     """The sentences to quote (best first), or ``[]`` and why none answers."""
     q = Terms.of(question, idf, language)
     kind = question_type(question, language)
@@ -138,13 +139,15 @@ def _is_cited(s: Sentence, refs: list[Ref]) -> bool:
         for n in ref.numbers:
             number = rf"{n[:-1]}\s?{n[-1]}" if n[-1].isalpha() else n
             opening = s.text[:80]  # (a PDF's heading may come first: "Mätning av aska 4 a § Aska ska …")
-            if re.search(rf"(?:^|\s)(?:{number}\s*§|§\s*{number}\b)", opening) or re.search(rf"§\s*{number}\b", heading):
+            if re.search(rf"(?:^|\s)(?:{number}\s*§|§\s*{number}\b)", opening) or re.search(
+                rf"§\s*{number}\b", heading
+            ):
                 return True
     return False
 
 
 def _digits(text: str) -> str:
-    """"AFS 2023:4", "AFS-2023-4.pdf" → "2023 4"-style: numbers joined by single spaces, to compare codes."""
+    """ "AFS 2023:4", "AFS-2023-4.pdf" → "2023 4"-style: numbers joined by single spaces, to compare codes."""
     return " ".join(re.findall(r"\d+", text))
 
 
@@ -185,14 +188,27 @@ def _similarities(evidence: Evidence, query_vector: np.ndarray | None) -> dict[i
     return {id(s): float(np.dot(np.asarray(s.vector, dtype=np.float32), q)) for s in evidence.sentences}
 
 
-def extract_answer(evidence: Evidence, question: str, idf, language: str,
-                   query_vector: np.ndarray | None = None) -> Answer:
+def extract_answer(
+    evidence: Evidence, question: str, idf, language: str, query_vector: np.ndarray | None = None
+) -> Answer:
     """The extractive answer (``mode`` "extract"): quotes with their citations, or an abstention."""
     chosen, why = choose(evidence, question, idf, language, query_vector)
     if not chosen:
-        return Answer(text=ABSTAIN.get(language, ABSTAIN["en"]), citations=[], dropped_citations=0, model="extractive",
-                      prompt_tokens=0, completion_tokens=0, seconds=0.0, first_token_seconds=None, llm_calls=0,
-                      mode="extract", abstained=True, language=language, note=why)
+        return Answer(
+            text=ABSTAIN.get(language, ABSTAIN["en"]),
+            citations=[],
+            dropped_citations=0,
+            model="extractive",
+            prompt_tokens=0,
+            completion_tokens=0,
+            seconds=0.0,
+            first_token_seconds=None,
+            llm_calls=0,
+            mode="extract",
+            abstained=True,
+            language=language,
+            note=why,
+        )
     chosen.sort(key=lambda s: (s.passage.rank, s.start))  # in reading order
     quotes = [Quote(s.passage.rank, s.text, s.passage.path, s.lines, s.pages, s.start, s.end) for s in chosen]
     numbers: dict[int, int] = {}
@@ -201,6 +217,18 @@ def extract_answer(evidence: Evidence, question: str, idf, language: str,
     text = " ".join(f"“{q.text}” [{numbers[q.rank]}]" for q in quotes)
     passages = {s.passage.rank: s.passage for s in chosen}
     citations = [citation_for(n, passages[rank]) for rank, n in numbers.items()]
-    return Answer(text=text, citations=citations, dropped_citations=0, model="extractive", prompt_tokens=0,
-                  completion_tokens=0, seconds=0.0, first_token_seconds=None, sources=list(numbers), llm_calls=0,
-                  mode="extract", quotes=quotes, language=language)
+    return Answer(
+        text=text,
+        citations=citations,
+        dropped_citations=0,
+        model="extractive",
+        prompt_tokens=0,
+        completion_tokens=0,
+        seconds=0.0,
+        first_token_seconds=None,
+        sources=list(numbers),
+        llm_calls=0,
+        mode="extract",
+        quotes=quotes,
+        language=language,
+    )

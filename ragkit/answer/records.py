@@ -68,6 +68,7 @@ class Answer:
     grounded: float | None = None  # share of a written answer's sentences its sources support
     replaced: bool = False  # the written answer was not supported enough: the extractive answer stands instead
     language: str = "en"  # the question's language (what an abstention and a note are written in)
+    check_ms: float | None = None  # how long checking a written answer's sentences took
     note: str | None = None
 
     @property

@@ -4,7 +4,7 @@ import sys
 
 from ragkit.cli.fast import try_query
 
-ANSWER_MODES = ("auto", "extract", "generate")
+ANSWER_MODES = ("auto", "extract", "generate")  # ragkit.config.ANSWER_MODES, spelled out: the fast path imports little
 
 
 def answer_modes(argv: list[str]) -> list[str]:

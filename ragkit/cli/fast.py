@@ -57,7 +57,8 @@ def try_query(argv: list[str]) -> int | None:
     if opts is None:
         return None
     from ragkit.config import load_config, override, parse_filters, resolve_index_dir
-    from ragkit.serve.client import emit, remote_query, server_for
+    from ragkit.render import emit_json
+    from ragkit.serve.client import remote_query, server_for
 
     index_dir = resolve_index_dir(opts.get("index"))
     info = server_for(index_dir)
@@ -74,7 +75,7 @@ def try_query(argv: list[str]) -> int | None:
         obj, failed = remote_query(info, opts["text"][0], qcfg)
     except (RagkitError, OSError):
         return None  # the full CLI reports it as it always does
-    emit(obj, opts["mode"] == flags.JSON)
+    emit_json(obj, opts["mode"] == flags.JSON)
     if failed is None:
         return 0
     sys.stderr.write(f"error: {failed.message}\n" + (f"hint: {failed.hint}\n" if failed.hint else ""))

@@ -10,19 +10,20 @@ from pathlib import Path
 from ragkit.cli.common import console
 from ragkit.errors import RagkitError
 from ragkit.records import QueryResult
-from ragkit.render import metadata, print_result, result_dict, result_from_dict, trace_line
-from ragkit.serve import client
+from ragkit.render import emit_json, metadata, print_result, result_dict, result_from_dict, trace_line
 
 
 def through_server(index_dir: Path, text: str, qcfg, as_json: bool, as_jsonl: bool, explain: bool) -> bool:
     """Answer from a running ``ragkit serve`` of this index, printing what answering in process would print
     (timings aside); False when no server answers its health check in time."""
+    from ragkit.serve import client
+
     info = client.server_for(index_dir)
     if info is None:
         return False
     obj, failed = client.remote_query(info, text, qcfg, explain)
     if as_json or as_jsonl:
-        client.emit(obj, as_json)
+        emit_json(obj, as_json)
     else:
         emit(result_from_dict(obj), False, False, explain, batch=False)
     if failed is not None:
@@ -98,8 +99,8 @@ def emit(result: QueryResult, as_json: bool, as_jsonl: bool, explain: bool, batc
     rich passages on the terminal."""
     if result.context is not None and not (as_json or as_jsonl):
         sys.stdout.write(result.context.text + "\n")
-    elif as_json or as_jsonl:  # the same printing as a server's result gets (ragkit/serve/client.py)
-        client.emit(result_dict(result, explain), as_json=as_json or batch)
+    elif as_json or as_jsonl:  # the same printing as a server's result gets (render.emit_json)
+        emit_json(result_dict(result, explain), as_json=as_json or batch)
     else:
         if batch:
             console.rule(f"[bold]{result.query}")

@@ -12,14 +12,14 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ragkit.cli import output
-from ragkit.config import STRATEGY_NAMES, parse_filters
+from ragkit.config import ANSWER_MODES, STRATEGY_NAMES, parse_filters
 from ragkit.errors import BadQuery, RagkitError
 from ragkit.render import print_result, result_dict
 
 HELP = f"""Commands:
   :strategy NAME        {", ".join(STRATEGY_NAMES)}
   :k N                  passages per query
-  :answer on|off        write a cited answer with the GGUF model
+  :answer on|off|MODE   answer too: auto (on), extract (quotes from the passages), generate (the model's, checked)
   :explain on|off       show the plan and scoring details
   :filter KEY=VALUE     add a filter (doc_type, collection, path=GLOB, front-matter keys); :filter clear
   :open N               the full section of passage N of the last result
@@ -47,11 +47,11 @@ class Session:
             self.cfg = replace(self.cfg, strategy=arg)  # (a config checks itself: an unknown name is BadQuery)
         elif name == "k" and arg.isdigit() and int(arg) > 0:
             self.cfg = replace(self.cfg, k=int(arg))
-        elif name in ("answer", "explain") and arg in ("on", "off"):
-            if name == "answer":
-                self.cfg = replace(self.cfg, answer=arg == "on")
-            else:
-                self.explain = arg == "on"
+        elif name == "answer" and arg in ("on", "off", *ANSWER_MODES):
+            mode = arg if arg in ANSWER_MODES else self.cfg.answer_mode
+            self.cfg = replace(self.cfg, answer=arg != "off", answer_mode=mode)
+        elif name == "explain" and arg in ("on", "off"):
+            self.explain = arg == "on"
         elif name == "filter" and arg == "clear":
             self.cfg = replace(self.cfg, filters={})
         elif name == "filter" and arg:
@@ -65,7 +65,7 @@ class Session:
             raise BadQuery(f"unknown or incomplete command {line!r}", hint="Type :help for the commands")
         self.console.print(
             f"[dim]strategy {self.cfg.strategy} · k {self.cfg.k} · answer "
-            f"{'on' if self.cfg.answer else 'off'} · filters {self.cfg.filters or 'none'}[/]"
+            f"{self.cfg.answer_mode if self.cfg.answer else 'off'} · filters {self.cfg.filters or 'none'}[/]"
         )
         return True
 

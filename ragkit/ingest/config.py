@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ragkit.errors import BadInput
-from ragkit.ingest.parse import DEFAULT_INCLUDE
+from ragkit.ingest.formats import DEFAULT_INCLUDE
 from ragkit.validate import between, check
 
 

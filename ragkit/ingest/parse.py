@@ -17,6 +17,7 @@ from html.parser import HTMLParser
 from pathlib import PurePosixPath
 from typing import Any
 
+from ragkit.ingest.formats import FORMATS
 from ragkit.ingest.pdf import parse_pdf
 from ragkit.ingest.raw import ParseError, RawDoc, RawHeading, paragraphs
 from ragkit.ingest.word import parse_docx
@@ -343,7 +344,7 @@ def parse_beir_jsonl(text: str, first_line: int = 1) -> Iterator[JsonlRecord]:
 
 @dataclass(frozen=True)
 class Format:
-    """How the files of one suffix become documents."""
+    """How the files of one suffix become documents: a format of ragkit/ingest/formats.py and its parser."""
 
     name: str
     parse: Callable[..., Any]  # the file's text (or bytes) → a RawDoc, or JsonlRecords for a corpus
@@ -351,22 +352,19 @@ class Format:
     corpus: bool = False  # one document per line (BEIR corpus.jsonl)
 
 
-MARKDOWN, HTML, TEXT = Format("Markdown", parse_markdown), Format("HTML", parse_html), Format("plain text", parse_text)
-# every format ragkit reads, by file suffix: a new format is a parser and one line here (the default
-# include globs are these suffixes)
-PARSERS: dict[str, Format] = {
-    ".md": MARKDOWN,
-    ".markdown": MARKDOWN,
-    ".txt": TEXT,
-    ".text": TEXT,
-    ".rst": Format("reStructuredText", parse_rst),
-    ".html": HTML,
-    ".htm": HTML,
-    ".jsonl": Format("BEIR jsonl", parse_beir_jsonl, corpus=True),
-    ".pdf": Format("PDF", parse_pdf, binary=True),
-    ".docx": Format("DOCX", parse_docx, binary=True),
+_PARSE = {  # each format's parser, by its name in FORMATS
+    "Markdown": parse_markdown,
+    "HTML": parse_html,
+    "plain text": parse_text,
+    "reStructuredText": parse_rst,
+    "BEIR jsonl": parse_beir_jsonl,
+    "PDF": parse_pdf,
+    "DOCX": parse_docx,
 }
-DEFAULT_INCLUDE = [f"*{suffix}" for suffix in PARSERS]
+PARSERS: dict[str, Format] = {
+    suffix: Format(f.name, _PARSE[f.name], f.binary, f.corpus) for suffix, f in FORMATS.items()
+}
+TEXT = PARSERS[".txt"]
 
 
 def format_for(path: str) -> Format:

@@ -141,3 +141,4 @@ def _complete(given: dict[str, Any]) -> dict[str, Any]:
 
 RERANKERS = choices(QueryConfig, "rerank")
 PLANNERS = choices(QueryConfig, "planner")
+ANSWER_MODES = choices(QueryConfig, "answer_mode")

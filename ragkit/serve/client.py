@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 from ragkit import errors
-from ragkit.render import write_json
 from ragkit.serve import PORT_FILE
 
 HEALTH_TIMEOUT = 0.2  # seconds the server has to answer its health check before a query runs in process
@@ -53,18 +52,6 @@ def remote_query(
         raise rebuild_error(obj.get("error") or {"message": data.decode(errors="replace")})
     failed = rebuild_error(json.loads(answer_error)) if answer_error else None
     return obj, failed
-
-
-def emit(obj: dict[str, Any], as_json: bool) -> None:
-    """Print a server's result as ``ragkit query --json`` (one object) or ``--jsonl`` (a line per passage,
-    then the answer's) prints the same result in process."""
-    if as_json:
-        write_json(obj)
-        return
-    for p in obj["passages"]:
-        write_json({"query": obj["query"], **p})
-    if "answer" in obj or "answer_error" in obj:
-        write_json({"query": obj["query"], "answer": obj.get("answer"), "answer_error": obj.get("answer_error")})
 
 
 def rebuild_error(err: dict[str, Any]) -> errors.RagkitError:

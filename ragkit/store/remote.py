@@ -21,7 +21,6 @@ sets ``AWS_ALLOW_HTTP``), never the command line.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -31,32 +30,15 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ragkit.cache import cache_root
 from ragkit.errors import IndexBusy, IndexNotFound, RagkitError
 from ragkit.store import layout
 from ragkit.store.layout import LANCE_DIR
 from ragkit.store.layout import MANIFEST as NAME
 from ragkit.store.lease import Conflict, FsObjects, Lease, S3Objects
+from ragkit.store.mirror import MARKER
 
-MARKER = "remote.json"
-_URI = re.compile(r"^[a-z][a-z0-9+.-]*://", re.I)
 _RUN_OBJECT = re.compile(r"^(store\.\d+(?:-[0-9a-f]+)?\.duckdb|graph\.\d+(?:-[0-9a-f]+)?)$")
 _checked: dict[str, float] = {}  # mirror → when the remote manifest was last looked at
-
-
-def is_uri(index: str) -> bool:
-    return bool(_URI.match(index)) and not index.lower().startswith("file://")
-
-
-def mirror_for(uri: str) -> Path:
-    """The local mirror of the index at ``uri`` (made and marked on first use; no network)."""
-    uri = uri.rstrip("/")
-    mirror = cache_root() / "remote" / hashlib.sha256(uri.encode()).hexdigest()[:16]
-    marker = mirror / MARKER
-    if not marker.is_file():
-        mirror.mkdir(parents=True, exist_ok=True)
-        marker.write_text(json.dumps({"uri": uri}))
-    return mirror
 
 
 def uri_of(index_dir: Path) -> str | None:
