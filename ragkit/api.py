@@ -224,20 +224,10 @@ def answer(
     checked = check_claims(written, evidence, idf, language, encode)
     checked.check_ms = round((time.perf_counter() - t) * 1000, 2)
     if needs_replacing(checked):
-        return replace(
-            quotes,
-            replaced=True,
-            note=quotes.note if quotes.abstained else NOTES.get(language, NOTES["en"]),
-            claims=checked.claims,
-            grounded=checked.grounded,
-            model=checked.model,
-            prompt_tokens=checked.prompt_tokens,
-            completion_tokens=checked.completion_tokens,
-            seconds=checked.seconds,
-            first_token_seconds=checked.first_token_seconds,
-            llm_calls=checked.llm_calls,
-            check_ms=checked.check_ms,
-        )
+        kept = ("claims", "grounded", "model", "prompt_tokens", "completion_tokens", "seconds", "first_token_seconds")
+        kept += ("llm_calls", "check_ms")  # what the model wrote and what it cost, beside the quotes that stand
+        note = quotes.note if quotes.abstained else NOTES.get(language, NOTES["en"])
+        return replace(quotes, replaced=True, note=note, **{name: getattr(checked, name) for name in kept})
     return checked
 
 

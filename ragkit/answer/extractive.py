@@ -188,27 +188,20 @@ def _similarities(evidence: Evidence, query_vector: np.ndarray | None) -> dict[i
     return {id(s): float(np.dot(np.asarray(s.vector, dtype=np.float32), q)) for s in evidence.sentences}
 
 
+def _extractive(language: str, **fields) -> Answer:
+    """An answer no model wrote (``mode`` "extract")."""
+    base = dict(citations=[], dropped_citations=0, model="extractive", prompt_tokens=0, completion_tokens=0)
+    base |= dict(seconds=0.0, first_token_seconds=None, llm_calls=0, mode="extract", language=language)
+    return Answer(**(base | fields))
+
+
 def extract_answer(
     evidence: Evidence, question: str, idf, language: str, query_vector: np.ndarray | None = None
 ) -> Answer:
     """The extractive answer (``mode`` "extract"): quotes with their citations, or an abstention."""
     chosen, why = choose(evidence, question, idf, language, query_vector)
     if not chosen:
-        return Answer(
-            text=ABSTAIN.get(language, ABSTAIN["en"]),
-            citations=[],
-            dropped_citations=0,
-            model="extractive",
-            prompt_tokens=0,
-            completion_tokens=0,
-            seconds=0.0,
-            first_token_seconds=None,
-            llm_calls=0,
-            mode="extract",
-            abstained=True,
-            language=language,
-            note=why,
-        )
+        return _extractive(language, text=ABSTAIN.get(language, ABSTAIN["en"]), abstained=True, note=why)
     chosen.sort(key=lambda s: (s.passage.rank, s.start))  # in reading order
     quotes = [Quote(s.passage.rank, s.text, s.passage.path, s.lines, s.pages, s.start, s.end) for s in chosen]
     numbers: dict[int, int] = {}
@@ -217,18 +210,4 @@ def extract_answer(
     text = " ".join(f"“{q.text}” [{numbers[q.rank]}]" for q in quotes)
     passages = {s.passage.rank: s.passage for s in chosen}
     citations = [citation_for(n, passages[rank]) for rank, n in numbers.items()]
-    return Answer(
-        text=text,
-        citations=citations,
-        dropped_citations=0,
-        model="extractive",
-        prompt_tokens=0,
-        completion_tokens=0,
-        seconds=0.0,
-        first_token_seconds=None,
-        sources=list(numbers),
-        llm_calls=0,
-        mode="extract",
-        quotes=quotes,
-        language=language,
-    )
+    return _extractive(language, text=text, citations=citations, sources=list(numbers), quotes=quotes)
