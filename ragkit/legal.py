@@ -33,8 +33,51 @@ _NOT_LAWS = {"Abs", "Satz", "Nr", "Art", "Artikel", "Absatz", "Nummer", "Buchsta
 
 # ---------------------------------------------------------------- Swedish law
 
-_SFS = re.compile(r"\b(?:SFS\s*)?(?P<sfs>(?:1[89]|20)\d\d:\d{1,4})\b")
-_SE_PARA = re.compile(r"(?:\b(?P<kap>\d+\s?[a-z]?)\s*kap\.\s*)?\b(?P<num>\d+\s?[a-z]?)\s*§(?!§)")
+# a statute ("SFS 1977:1160", "(1977:1160)") or an agency regulation ("AFS 2023:2", "SSMFS 2008:51")
+_SFS = re.compile(r"\b(?:(?P<prefix>[A-ZÅÄÖ]{1,8}FS)\s*)?(?P<sfs>(?:1[89]|20)\d\d:\d{1,4})\b")
+_SE_PARA = re.compile(
+    r"(?:\b(?P<kap>\d+\s?[a-z]?)\s*kap\.\s*)?\b(?P<num>\d+\s?[a-z]?)\s*§(?!§)"
+    r"(?:\s+i\s+(?P<kap_after>\d+\s?[a-z]?)\s*kap\.)?"  # "6 § i 2 kap."
+)
+_SE_COLON = re.compile(  # "AFS 2023:2 2:6": the regulation, then chapter:paragraph
+    r"\b(?P<prefix>[A-ZÅÄÖ]{1,8}FS)\s*(?P<sfs>(?:1[89]|20)\d\d:\d{1,4})\s+(?P<kap>\d{1,2}):(?P<num>\d{1,3}(?:\s?[a-z]\b)?)"
+)
+_SE_LAW_NAME = re.compile(  # "3 kap. 2 § arbetsmiljölagen", "… § i miljöbalken"
+    r"^\s*(?:i\s+)?(?P<name>[a-zåäö]{4,}(?:lagen|balken|förordningen|lag|balk))\b"
+)
+_SE_SHORT_NAME = re.compile(r"^\s*i\s+(?P<about>[a-zåäö]{4,}?)(?:föreskrifterna|föreskrifter|reglerna)\b")  # maskin…
+_SE_ABOUT = re.compile(  # "14 § i föreskrifterna om radon på arbetsplatser": the regulation named by its subject
+    r"^\s*(?:i\s+)?(?:[A-ZÅÄÖ]\w+s\s+)?(?:föreskrifterna|föreskrifter|förordningen|lagen|allmänna råd)"
+    r"\s+(?:\([^)]*\)\s+)?om\s+(?P<about>[^.,;:()§?]{3,80}?)"
+    r"(?=\s*[.,;:()?]|\s+(?:och|samt|ska|som|gäller|får|kräver|säger)\b|\s*$)"
+)
+
+
+def _statute(m: re.Match) -> str:
+    """A regulation as "AFS 2023:2", a statute (SFS) by its number alone."""
+    prefix = m.group("prefix")
+    return f"{prefix} {m.group('sfs')}" if prefix and prefix != "SFS" else m.group("sfs")
+
+
+def _se_target(text: str, m: re.Match) -> str | None:
+    """What a Swedish "N §" cites: the regulation or statute right after or right before it, a law named by
+    its name after it ("arbetsmiljölagen"), or a regulation named by its subject ("i föreskrifterna om …")."""
+    after = text[m.end() : m.end() + 160]
+    found = _SFS.search(after)
+    if found and found.start() < 60 and "§" not in after[: found.start()]:
+        return _statute(found)
+    before = list(_SFS.finditer(text[max(0, m.start() - 24) : m.start()]))
+    if before and not text[max(0, m.start() - 24) : m.start()][before[-1].end() :].strip():
+        return _statute(before[-1])
+    named = _SE_LAW_NAME.match(after)
+    if named:
+        return "name:" + named.group("name")
+    about = _SE_ABOUT.match(after) or _SE_SHORT_NAME.match(after)
+    return "about:" + about.group("about").strip() if about else None
+
+
+def _n(number: str) -> str:
+    return number.replace(" ", "")
 
 
 def _numbers(first: str, more: str) -> list[str]:
@@ -119,30 +162,33 @@ def find_legal_refs(text: str) -> list[Ref]:
                 subsection=m.group("abs"),
             )
         )
+    for m in _SE_COLON.finditer(text):
+        number, chapter = _n(m.group("num")), m.group("kap")
+        refs.append(Ref("law", m.group(0), m.start(), m.end(), _statute(m), "§", [number], chapter=chapter))
+        taken.append((m.start(), m.end()))
     for m in _SE_PARA.finditer(text):
         if any(a <= m.start() < b for a, b in taken):
             continue
-        nxt = text[m.end() : m.end() + 80]
-        sfs = _SFS.search(nxt)
-        law = sfs.group("sfs") if sfs and sfs.start() < 60 else None
+        chapter = m.group("kap") or m.group("kap_after")
         refs.append(
             Ref(
                 "law",
                 m.group(0).strip(),
                 m.start(),
                 m.end(),
-                target=law,
+                target=_se_target(text, m),
                 unit="§",
-                numbers=[m.group("num").replace(" ", "")],
-                chapter=m.group("kap").replace(" ", "") if m.group("kap") else None,
+                numbers=[_n(m.group("num"))],
+                chapter=_n(chapter) if chapter else None,
             )
         )
-    se_spans = [(r.start, r.end + 80) for r in refs if r.unit == "§" and r.target and ":" in r.target]
+        taken.append((m.start(), m.end()))
+    cited = [(r.start - 24, r.end + 80) for r in refs if r.unit == "§" and r.target and ":" in r.target]
     for m in _SFS.finditer(text):
-        if any(a <= m.start() < b for a, b in se_spans):
+        if any(a <= m.start() < b for a, b in taken + cited):
             continue
-        if m.group(0).startswith("SFS") or re.search(r"\(\s*$", text[max(0, m.start() - 2) : m.start()]):
-            refs.append(Ref("law", m.group(0), m.start(), m.end(), target=m.group("sfs")))
+        if m.group("prefix") or re.search(r"\(\s*$", text[max(0, m.start() - 2) : m.start()]):
+            refs.append(Ref("law", m.group(0), m.start(), m.end(), target=_statute(m)))
     refs.sort(key=lambda r: r.start)
     return refs
 
@@ -181,6 +227,9 @@ def law_keys(title: str, metadata: dict) -> set[str]:
         if isinstance(v, str) and v.strip():
             keys.add(v.strip().lower())
             keys.add(v.split()[0].lower())  # "BDSG 2018" also answers to "BDSG"
+    for text in (str(metadata.get("designation") or ""), title):  # "AFS 2023:2" (not "AFS" alone: a collection)
+        for m in _SFS.finditer(text):
+            keys.add(_statute(m).lower())
     for m in re.finditer(r"\(([A-ZÄÖÜ][A-Za-zäöü]*[A-Z][A-Za-z]*)\)", title):
         keys.add(m.group(1).lower())
     for m in re.finditer(r"\b((?:1[89]|20)\d\d:\d{1,4})\b", title):

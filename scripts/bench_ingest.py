@@ -8,6 +8,9 @@ Subcommands:
   prose    the not-prose checks: false positives on every shared data set, and generated noise
   hostile  the bad-input matrix: each odd file indexed beside one ordinary document, outcome and seconds
   ray      ``ragkit index --engine ray`` with 1 and 2 workers against the local pipeline, and a paper estimate
+  regulations  real Swedish regulation PDFs read by this checkout and another (``--before``): running headers
+           and footers left in chunks, words printed wrong at line-end hyphens, scans and blank pages, the legal
+           structure (sections, "N §" paragraphs, "Page N" sections, the designation), parse seconds
 
 Every subcommand also takes ``--json`` (each table as one JSON object per line). ``pdf`` and ``hostile`` load
 tests/documents.py by path (harness.tests_module): they need fpdf2 (the test extra).
@@ -368,6 +371,140 @@ def files_of(corpus: Path, folder: Path, docs: int | None) -> int:
             (folder / f"{rec['_id']}.txt").write_text(f"{rec.get('title', '')}\n\n{rec.get('text', '')}\n")
             n += 1
     return n
+
+
+# --- regulations ---------------------------------------------------------------------------------------------------
+
+# run in a checkout's own interpreter (its ragkit on the path): parse and chunk every PDF, print one JSON line
+_MEASURE = r"""
+import json, sys, time
+from pathlib import Path
+from ragkit.ingest.config import IndexConfig
+from ragkit.ingest.discover import discover
+from ragkit.ingest.source import SourceParser, read_source
+from ragkit.legal import heading_key
+
+class Words:  # chunks cut at 256 words (no model: the same cut for both checkouts)
+    max_tokens = 256
+    def count_tokens(self, texts): return [len(t.split()) for t in texts] if isinstance(texts, list) else len(texts.split())
+
+parser = SourceParser(IndexConfig(), Words())
+out = {"files": [], "seconds": 0.0}
+for src in discover([Path(sys.argv[1])], ["*.pdf"], [], False, []):
+    data = read_source(src)
+    t = time.perf_counter()
+    parsed = parser.parse(src, data, "h")
+    out["seconds"] += time.perf_counter() - t
+    for doc, chunks in parsed:
+        meta = doc.document.metadata
+        out["files"].append({
+            "name": src.path.name,
+            "chunks": [[c.text, c.page_start, c.page_end] for c in chunks],
+            "sections": len(doc.sections),
+            "paragraphs": sum(heading_key(s.heading or "") == ("§", heading_key(s.heading or "")[1])
+                              for s in doc.sections if heading_key(s.heading or "")),
+            "page_sections": sum((s.heading or "").startswith("Page ") for s in doc.sections),
+            "scans": len(meta.get("pages_without_text") or []),
+            "blank": len(meta.get("blank_pages") or []),
+            "designation": bool(meta.get("designation")),
+        })
+print(json.dumps(out))
+"""
+
+
+def _running_lines(pdf_path: Path) -> dict[int, set[str]]:
+    """The oracle, from PDFium's own page text and not from ragkit: per page, its first and last two lines whose
+    shape (digits as #) stands first or last on at least 3 pages, and lone page numbers."""
+    import pypdfium2 as pdfium
+
+    pages = []
+    pdf = pdfium.PdfDocument(str(pdf_path))
+    for page in pdf:
+        lines = [x.strip() for x in re.split(r"[\r\n]+", page.get_textpage().get_text_range()) if x.strip()]
+        pages.append(lines[:2] + lines[-2:])
+    pdf.close()
+
+    def shape(text: str) -> str:
+        return re.sub(r"\d+", "#", " ".join(text.lower().split()))
+
+    seen: dict[str, set[int]] = {}
+    for n, edge in enumerate(pages, start=1):
+        for line in edge:
+            seen.setdefault(shape(line), set()).add(n)
+    running = {k for k, on in seen.items() if len(on) >= 3}
+    return {
+        n: {x for x in edge if shape(x) in running or re.fullmatch(r"\d{1,3}", x)} for n, edge in enumerate(pages, 1)
+    }
+
+
+def _hyphen_errors(pdf_path: Path) -> list[str]:
+    """The wrong forms a line-end hyphen gives when its marker is simply dropped where the hyphen must stay:
+    "hälsooch" (for "hälso- och"), "CEmärkningen" (for "CE-märkningen")."""
+    import pypdfium2 as pdfium
+
+    wrong = []
+    pdf = pdfium.PdfDocument(str(pdf_path))
+    for page in pdf:
+        for m in re.finditer(r"(\w+)\ufffe(\w+)", page.get_textpage().get_text_range()):
+            before, after = m.group(1), m.group(2)
+            if after.lower() in ("och", "eller", "samt") or before[-1].isupper() or before[-1].isdigit():
+                wrong.append(before + after)
+    pdf.close()
+    return wrong
+
+
+def _regulation_figures(checkout: Path, data: Path) -> dict:
+    env = dict(os.environ, PYTHONPATH=str(checkout))
+    run = subprocess.run(["python", "-c", _MEASURE, str(data)], env=env, cwd=checkout, capture_output=True, text=True)
+    if run.returncode:
+        raise SystemExit(run.stderr[-2000:])
+    got = json.loads(run.stdout.strip().splitlines()[-1])
+    chunks = with_header = wrong = 0
+    for f in got["files"]:
+        running = _running_lines(data / f["name"])
+        errors = set(_hyphen_errors(data / f["name"]))
+        for text, first, last in f["chunks"]:
+            chunks += 1
+            lines = {x.strip() for x in text.splitlines()}
+            pages = range(first or 1, (last or first or 1) + 1)
+            with_header += any(lines & running.get(p, set()) for p in pages)
+            wrong += sum(w in text for w in errors)
+    files = got["files"]
+    return {
+        "chunks": chunks,
+        "chunks holding a running header/footer line": with_header,
+        "words printed wrong at a line-end hyphen": wrong,
+        "pages reported as scans": sum(f["scans"] for f in files),
+        "blank pages told apart": sum(f["blank"] for f in files),
+        "sections": sum(f["sections"] for f in files),
+        '"N §" paragraphs as sections': sum(f["paragraphs"] for f in files),
+        '"Page N" sections': sum(f["page_sections"] for f in files),
+        "designation found": sum(f["designation"] for f in files),
+        "parse s": round(got["seconds"], 2),
+    }
+
+
+@cli.command(
+    "regulations",
+    arg("--before", type=Path, required=True, help="another checkout of ragkit (e.g. a git worktree)"),
+    arg("--data", type=Path, default=SHARED / "swedish-regulations"),
+)
+def regulations(args) -> None:
+    """Real Swedish regulation PDFs (../shared/data/swedish-regulations) read by this checkout and by
+    ``--before``, side by side in one run.
+
+        python scripts/bench_ingest.py regulations --before <checkout> [--data DIR]
+
+    Each checkout parses and chunks every PDF in its own interpreter (chunks cut at 256 words, no model). A
+    running header or footer is judged by an oracle built from PDFium's own page text, not ragkit's: the first
+    and last two lines of each page whose shape (digits aside) stands there on at least 3 pages, and lone page
+    numbers; a chunk holds one when one of its lines is such a line of its pages. A word is printed wrong at a
+    line-end hyphen when the hyphen must stay ("hälso- och", "CE-märkning") and the chunk has it dropped.
+    """
+    before = _regulation_figures(args.before.resolve(), args.data)
+    after = _regulation_figures(Path(__file__).resolve().parent.parent, args.data)
+    rows = [(name, before[name], after[name]) for name in before]
+    print_table(f"{args.data.name}: {len(list(args.data.glob('*.pdf')))} PDFs", ("figure", "before", "after"), rows)
 
 
 if __name__ == "__main__":

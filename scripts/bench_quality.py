@@ -5,6 +5,7 @@
 
 Subcommands:
   report         what the quality gate checks, beside the recorded floors (tests/data/quality_floors.toml)
+  swedish        the Swedish questions over indexes of the regulation PDFs side by side (e.g. old and new reading)
   fusion         sweep the hybrid fusion weight (alpha), convex and weighted RRF, retrieving once
   features       tune a mode's structure-feature weights on a BEIR train set (coordinate ascent on nDCG@10)
   graph          query settings (strategies, graph and planner knobs) side by side on a labelled data set
@@ -60,17 +61,17 @@ def dataset_reader(args):
 @cli.command(
     "report",
     arg("--work", type=Path, help="folder for the indexes (default: a temporary folder)"),
-    arg("--set", default="hotpotqa,legal,german,router", help="which measurements (comma-separated)"),
+    arg("--set", default="hotpotqa,legal,german,swedish,router", help="which measurements (comma-separated)"),
 )
 def report(args) -> None:
     """Measure what the quality gate checks and print it beside the recorded floors (tests/data/quality_floors.toml).
 
-        python scripts/bench_quality.py report [--work DIR] [--set hotpotqa,legal,german,router]
+        python scripts/bench_quality.py report [--work DIR] [--set hotpotqa,legal,german,swedish,router]
 
-    Indexes ../shared/data/hotpotqa-100 and the shared German laws with the default settings and the real
-    bundled model (into DIR, default a temporary folder; an existing index there is updated incrementally), runs
-    every recorded hotpotqa strategy on all 100 questions, the legal reference queries, the German questions and
-    the router's labelled set. Use it to raise a floor after an improvement (copy the measured figure into the
+    Indexes ../shared/data/hotpotqa-100, the shared German laws and the Swedish regulations with the default
+    settings and the real bundled model (into DIR, default a temporary folder; an existing index there is updated
+    incrementally), runs every recorded hotpotqa strategy on all 100 questions, the legal reference queries, the
+    German questions, the Swedish questions and the router's labelled set. Use it to raise a floor after an improvement (copy the measured figure into the
     floors file and name it in the change's note), or to see by how much a change missed one.
     """
     quality = harness.tests_module("quality")
@@ -103,11 +104,42 @@ def report(args) -> None:
                 for m, v in hits.items()
             ]
         notes.append(f"german questions: {time.perf_counter() - t:.1f} s")
+    if "swedish" in wanted:
+        t = time.perf_counter()
+        reader, _ = harness.indexed(quality.SWEDISH_REGULATIONS, work / "swedish")
+        hits = quality.swedish_hits(reader, quality.swedish_questions())
+        checks += [
+            quality.Check(f"Swedish questions {m}", v, fl["swedish"][m], fl["tolerance"]) for m, v in hits.items()
+        ]
+        notes.append(f"swedish questions: {time.perf_counter() - t:.1f} s")
     if "router" in wanted:
         checks += quality.router_checks(fl["router"])
     rows = [(c.name, f"{c.got:.4f}", f"{c.recorded:.4f}", f"{c.floor:.4f}", "ok" if c.ok else "BELOW") for c in checks]
     cols = ("figure", "measured", "recorded", "floor", "")
     print_table(f"quality gate figures (indexes in {work})", cols, rows, width=120, notes=notes)
+
+
+@cli.command(
+    "swedish",
+    arg("--index", action="append", required=True, help="an index of ../shared/data/swedish-regulations (repeatable)"),
+)
+def swedish(args) -> None:
+    """Swedish questions over the regulation PDFs, one row per index, queried by this checkout (strategy auto,
+    k 3): the cited paragraph first (reference questions), the gold page first / in the first three (everyday).
+
+        python scripts/bench_quality.py swedish --index BEFORE --index AFTER
+
+    Give an index built by an older checkout beside one built by this one to see what the reading of the PDFs
+    (text, structure) changes, with the same query code."""
+    quality = harness.tests_module("quality")
+    questions = quality.swedish_questions()
+    n = {kind: sum(q["kind"] == kind for q in questions) for kind in ("reference", "everyday")}
+    rows = []
+    for index in args.index:
+        hits = quality.swedish_hits(api.open_index(index), questions)
+        rows.append((index, hits["reference_top1"], hits["everyday_top1"], hits["everyday_top3"]))
+    cols = ("index", f"cited paragraph first ({n['reference']})", f"everyday page top-1 ({n['everyday']})", "top-3")
+    print_table("Swedish questions (auto, k 3)", cols, rows, width=140)
 
 
 # --- fusion --------------------------------------------------------------------------------------------------------

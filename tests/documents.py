@@ -82,13 +82,14 @@ def write_pdf(spec: Spec, path: Path, password: str | None = None) -> Path:
 
 
 def write_scanned_pdf(path: Path, pages: int = 2) -> Path:
-    """Pages with only a drawn shape and no text layer (what a scan without OCR gives)."""
+    """Pages with only an image and no text layer (what a scan without OCR gives)."""
     from fpdf import FPDF
+    from PIL import Image  # fpdf2's own dependency
 
     pdf = FPDF(format="A4")
-    for _ in range(pages):
+    for n in range(pages):
         pdf.add_page()
-        pdf.rect(20, 20, 100, 60, style="F")
+        pdf.image(Image.new("L", (60, 80), 200 - n), x=10, y=10, w=190)
     pdf.output(str(path))
     return path
 
@@ -118,4 +119,68 @@ def write_docx(path: Path) -> Path:
         table.cell(r, 0).text, table.cell(r, 1).text = a, b
     d.add_paragraph("Belege werden innerhalb von vier Wochen eingereicht.")
     d.save(str(path))
+    return path
+
+
+REGULATION = "AFS 2099:1"
+REGULATION_PAGES = [  # a Swedish agency regulation as published: page texts (lines), headings in bold
+    [
+        "Arbetsmiljöverkets föreskrifter om läskfabriker",
+        "",
+        "Tillämpningsområde",
+        "1 § Dessa föreskrifter gäller i läskfabriker där arbetstagare tappar drycker på flaskor.",
+        "2 § Föreskrifterna gäller inte för bryggerier som enbart tillverkar öl.",
+    ],
+    [],  # the empty back of the title page
+    [
+        "1 kap. Allmänna bestämmelser",
+        "",
+        "1 § Arbetsgivaren ska se till att verk-",
+        "samheten planeras så att",
+        "arbetstagarna inte skadas. Hälso-",
+        "och sjukvården ska vara ordnad. Enligt 6 §",
+        "ska detta dokumenteras.",
+        "Allmänna råd",
+        "Arbetsgivaren bör anlita en sakkunnig CE-",
+        "märkning av tappmaskinen.",
+        "2 § Tappmaskiner ska ha ett nödstopp som är lätt att nå.",
+    ],
+    [
+        "2 kap. Buller och ventilation",
+        "",
+        "1 § Bullret vid tappningslinjen får inte överstiga 80 dB.",
+        "2 a § Luften i tapphallen ska bytas minst fem gånger per timme.",
+        "Övergångsbestämmelser",
+        "1. Denna författning träder i kraft den 1 juli 2099.",
+    ],
+    ["Bilaga 1 Mätning av buller", "", "Bullret mäts vid operatörens arbetsplats under en hel arbetsdag."],
+]
+
+
+def write_regulation_pdf(path: Path, header: str = REGULATION) -> Path:
+    """A regulation PDF with a running header ("AFS 2099:1" over every page with text) and page numbers in the
+    footer, chapters, numbered paragraphs, "Allmänna råd", a line-end hyphen of one word, one before "och" and
+    one after a capital, an empty back page, transitional provisions and an appendix, and no bookmarks."""
+    from fpdf import FPDF
+
+    pdf = FPDF(format="A4")
+    pdf.set_auto_page_break(False)
+    for n, lines in enumerate(REGULATION_PAGES, start=1):
+        pdf.add_page()
+        if not lines:
+            continue
+        pdf.set_font("Helvetica", "", 9)
+        pdf.set_xy(20, 10)
+        pdf.cell(170, 5, header)
+        pdf.set_xy(20, 285)
+        pdf.cell(170, 5, str(n))
+        pdf.set_xy(20, 30)
+        for line in lines:
+            heading = line and (
+                line == lines[0] or line in ("Tillämpningsområde", "Allmänna råd", "Övergångsbestämmelser")
+            )
+            pdf.set_font("Helvetica", "B" if heading else "", 14 if line == lines[0] else 11)
+            pdf.set_x(20)
+            pdf.cell(170, 7 if line else 4, line, new_x="LMARGIN", new_y="NEXT")
+    pdf.output(str(path))
     return path

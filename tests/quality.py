@@ -144,6 +144,53 @@ def router_checks(recorded: dict) -> list[Check]:
     ]
 
 
+# ---------------------------------------------------------------- Swedish regulations (issue 34)
+
+SWEDISH_QUESTIONS = REPO / "tests" / "data" / "swedish_questions.jsonl"
+_SE_REF = re.compile(r"(?:(\d+)\s*kap\.\s*)?(\d+(?:\s?[a-z])?)\s*§")
+
+
+def swedish_questions(kind: str | None = None) -> list[dict]:
+    """Swedish questions over ../shared/data/swedish-regulations, each with its regulation (``doc``), page(s)
+    and paragraph (``ref``: "2 kap. 4 §"); ``kind`` "everyday" or "reference" (the question cites the paragraph)."""
+    return [q for q in _jsonl(SWEDISH_QUESTIONS) if kind is None or q["kind"] == kind]
+
+
+def is_cited_section(passage, ref: str) -> bool:
+    """The passage lies in the paragraph ``ref`` names ("2 kap. 4 §": in chapter 2, the section "4 §")."""
+    chapter, number = _SE_REF.fullmatch(ref.strip()).groups()
+    parts = [p.replace(" ", "") for p in passage.section.split(" > ")]
+    in_chapter = chapter is None or any(p.startswith(f"{chapter}kap.") for p in parts)
+    return in_chapter and f"{number.replace(' ', '')}§" in parts
+
+
+def swedish_rank(reader, q: dict, k: int = 3) -> int | None:
+    """The rank of the first passage from the question's regulation that holds its answer: on its page(s)
+    for an everyday question, in the cited paragraph for a reference question."""
+    first, last = q["pages"]
+    for p in api.query(reader, q["query"], QueryConfig(k=k)).passages:
+        if not p.path.endswith(q["doc"]):
+            continue
+        if q["kind"] == "reference" and is_cited_section(p, q["ref"]):
+            return p.rank
+        if q["kind"] != "reference" and p.pages and p.pages[0] <= last and p.pages[1] >= first:
+            return p.rank
+    return None
+
+
+def swedish_hits(reader, questions: list[dict]) -> dict[str, float]:
+    """Reference questions: the share whose cited paragraph is the first passage (``reference_top1``);
+    everyday ones: the share whose page is the first passage's / among the first three's."""
+    out = {}
+    for kind, prefix in (("reference", "reference_"), ("everyday", "everyday_")):
+        ranks = [swedish_rank(reader, q) for q in questions if q["kind"] == kind]
+        if ranks:
+            out[prefix + "top1"] = round(sum(r == 1 for r in ranks) / len(ranks), 4)
+            if kind == "everyday":
+                out[prefix + "top3"] = round(sum(r is not None for r in ranks) / len(ranks), 4)
+    return out
+
+
 # ---------------------------------------------------------------- answers (issue 33)
 
 DATA = REPO / "tests" / "data"

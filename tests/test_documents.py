@@ -77,13 +77,15 @@ def test_unreadable_and_scanned_pdfs_are_skipped_and_counted(tmp_path, index_wit
     (root / "kaputt.pdf").write_bytes(b"%PDF-1.4 this is not a PDF")
     write_scanned_pdf(root / "scan.pdf", pages=2)
     spec = handbook_spec(2)
-    spec.pages.insert(1, Page(None, 1, []))  # an empty page between two with text
+    spec.pages.insert(1, Page(None, 1, []))  # an empty page between two with text: blank, not a scan
     write_pdf(spec, root / "teils.pdf")
     summary, reader = index_with(root)
-    assert summary.new == 1 and summary.skipped == 3 and summary.pages_without_text == 3
+    assert summary.new == 1 and summary.skipped == 3 and summary.pages_without_text == 2
     text = "\n".join(summary.warnings)
     assert "geheim.pdf: encrypted PDF" in text and "kaputt.pdf: not a readable PDF" in text
-    assert "scan.pdf: 2 of 2 page(s) have no text layer" in text and "teils.pdf: 1 of 3 page(s)" in text
+    assert "scan.pdf: 2 of 2 page(s) have no text layer" in text and "teils.pdf" not in text
+    meta = parse_pdf((root / "teils.pdf").read_bytes()).metadata
+    assert meta["blank_pages"] == [2] and "pages_without_text" not in meta
     pages = {p for p in api.query(reader, "Überstunden Arbeitszeit", QueryConfig(k=10)).passages for p in p.pages}
     assert pages <= {1, 3}  # the text of page 2 of teils.pdf is nowhere: it has none
 

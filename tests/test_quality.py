@@ -126,3 +126,17 @@ def test_answers_quote_the_gold_answer_and_abstain_when_the_documents_are_silent
     measured = quality.answer_eval(reader, good, bad)
     checks = quality.answer_checks(measured, FLOORS["answers"][name], name, FLOORS["tolerance"])
     assert not failures(checks), f"below the floor in tests/data/quality_floors.toml:\n{failures(checks)}"
+
+
+@needs_shared("swedish-regulations")
+def test_swedish_questions_find_their_paragraph_and_page(swedish_reader):
+    """Reference questions ("Vad säger 2 kap. 16 § SSMFS 2025:1?") get the cited paragraph first; everyday ones
+    the gold page first or among the first three (issue 34)."""
+    questions = quality.swedish_questions()
+    assert (
+        sum(q["kind"] == "reference" for q in questions) >= 15 and sum(q["kind"] == "everyday" for q in questions) >= 25
+    )
+    hits = quality.swedish_hits(swedish_reader, questions)
+    floor = FLOORS["swedish"]
+    low = {k: (hits[k], v) for k, v in floor.items() if hits[k] < v - FLOORS["tolerance"]}
+    assert not low, f"Swedish questions below the floor in tests/data/quality_floors.toml (measured, recorded): {low}"

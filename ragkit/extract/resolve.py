@@ -17,6 +17,17 @@ from ragkit.extract.refs import slug
 from ragkit.legal import heading_key, law_keys
 from ragkit.records import Ref
 
+_SWEDISH_LAW = re.compile(r"(lag|balk|förordning)(?:en)?$")  # "arbetsmiljölagen" is "Arbetsmiljölag (1977:1160)"
+
+
+def _titled(about: list[str], title: str) -> bool:
+    """The title names the subject: its words in a row, or one word ("maskin" of "maskinföreskrifterna") that a
+    title word starts with."""
+    words = re.findall(r"\w+", title.lower())
+    if len(about) == 1:
+        return any(w.startswith(about[0]) for w in words)
+    return " ".join(about) in " ".join(words)
+
 
 @dataclass
 class RefRow:
@@ -90,8 +101,13 @@ class Resolver:
     def law_document(self, name: str | None) -> str | None:
         if not name:
             return None
+        if name.startswith("about:"):  # "i föreskrifterna om radon på arbetsplatser": the one titled so
+            about = re.findall(r"\w+", name[6:].lower())
+            found = [d["id"] for d in self.docs.values() if _titled(about, d["title"] or "")]
+            return found[0] if len(found) == 1 else None
         if name.startswith("name:"):  # "§ 5 des Arbeitszeitgesetzes": match a title by its stem
-            stem = name[5:].split()[-1].lower()[:8]
+            word = name[5:].split()[-1].lower()
+            stem = _SWEDISH_LAW.sub(r"\1", word) if _SWEDISH_LAW.search(word) else word[:8]  # arbetsmiljölag(en)
             for d in self.docs.values():
                 if len(stem) >= 6 and any(w.lower().startswith(stem) for w in re.findall(r"\w+", d["title"] or "")):
                     return d["id"]

@@ -31,6 +31,7 @@ from ragkit.ingest.parse import format_for
 from ragkit.ingest.pdf import page_of
 from ragkit.ingest.raw import ParseError
 from ragkit.ingest.sections import build_sections, infer_title
+from ragkit.ingest.structure import legal_structure
 from ragkit.records import Block, Chunk, Document, EntityRows, IndexSummary, ParsedDocument
 from ragkit.text import PROSE_MIN, REPEAT_MAX, detect_language, repetition, word_share
 
@@ -107,7 +108,7 @@ class SourceParser:
         mtime = src.mtime_ns / 1e9
         out = []
         if fmt.binary:
-            raw = fmt.parse(data)
+            raw = legal_structure(fmt.parse(data))
             doc_id = stable_id(str(src.path), source_hash)
             # a PDF without a title in its metadata: the file name (its first heading is rarely the title)
             title = raw.title or (src.path.stem if raw.page_starts is not None else infer_title(raw, src.path.stem))
@@ -122,7 +123,7 @@ class SourceParser:
                     )
                 )
         else:
-            raw = fmt.parse(text)
+            raw = legal_structure(fmt.parse(text))
             _check_prose(raw)
             doc_id = stable_id(str(src.path), source_hash)
             title = infer_title(raw, src.path.stem)

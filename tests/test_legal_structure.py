@@ -1,0 +1,149 @@
+"""Swedish regulations as published (issue 34): PDF text as a reader sees it (running headers and footers gone,
+line-end hyphens joined, blank pages told apart from scans), the legal structure read from the text itself (PDF,
+DOCX, HTML, plain text), and Swedish references resolved section-first."""
+
+import pytest
+
+from ragkit import api
+from ragkit.config import QueryConfig
+from ragkit.ingest.parse import parse_html, parse_text
+from ragkit.ingest.pdf import _dehyphenate, parse_pdf
+from ragkit.ingest.raw import RawHeading
+from ragkit.ingest.sections import build_sections
+from ragkit.ingest.structure import legal_structure
+from ragkit.legal import find_legal_refs
+from tests.documents import REGULATION, write_regulation_pdf
+
+
+def tree(raw, title="doc") -> list[str]:
+    sections, _ = build_sections(legal_structure(raw), "d", raw.title or title, lambda *a: "-".join(a))
+    return [s.breadcrumb for s in sections]
+
+
+def body(raw) -> str:
+    return "\n".join(i.text for i in raw.items if not isinstance(i, RawHeading))
+
+
+@pytest.fixture(scope="module")
+def regulation(tmp_path_factory):
+    return parse_pdf(write_regulation_pdf(tmp_path_factory.mktemp("reg") / "AFS-2099-1.pdf").read_bytes())
+
+
+def test_running_headers_and_page_numbers_leave_the_text_and_the_designation_is_kept(regulation):
+    text = body(regulation)
+    assert REGULATION not in text.splitlines() and not any(line.strip().isdigit() for line in text.splitlines())
+    assert regulation.metadata["designation"] == REGULATION
+    assert regulation.title.startswith(REGULATION)
+
+
+def test_line_end_hyphens_are_joined_but_real_hyphens_stay(regulation):
+    text = " ".join(body(regulation).split())
+    assert "verksamheten planeras" in text  # one word over two lines
+    assert "Hälso- och sjukvården" in text  # "hälso- och": the hyphen and its space stay
+    assert "CE-märkning" in text  # after a capital the hyphen stays
+    assert _dehyphenate("icke\ufffejoniserande") == "icke-joniserande"
+    assert _dehyphenate("2\ufffeetylhexyl") == "2-etylhexyl"
+
+
+def test_a_blank_page_is_not_a_scan(regulation):
+    assert regulation.metadata["blank_pages"] == [2]
+    assert "pages_without_text" not in regulation.metadata
+
+
+def test_chapters_paragraphs_and_general_advice_become_the_section_tree(regulation):
+    crumbs = tree(regulation)
+    root = f"{REGULATION} Arbetsmiljöverkets föreskrifter om läskfabriker"
+    assert f"{root} > Tillämpningsområde > 2 §" in crumbs
+    assert f"{root} > 1 kap. Allmänna bestämmelser > 1 § > Allmänna råd" in crumbs
+    assert f"{root} > 2 kap. Buller och ventilation > 2 a §" in crumbs
+    assert f"{root} > Övergångsbestämmelser" in crumbs and f"{root} > Bilaga 1 Mätning av buller" in crumbs
+    # "Enligt 6 §" at a line's start is a reference, not a paragraph: numbering never jumps from 1 to 6 here
+    assert not any(c.endswith("> 6 §") for c in crumbs)
+    assert not any("Page " in c for c in crumbs)
+
+
+def test_structure_only_in_the_wording_of_html_and_plain_text():
+    html = (
+        "<html><body><h1>Föreskrifter om kontor</h1><p>1 kap. Allmänt</p><p>1 § Kontor ska vara ljusa.</p>"
+        "<p>2 § Fönster ska gå att öppna.</p><p>2 kap. Buller</p><p>1 § Bullret får inte störa.</p></body></html>"
+    )
+    assert "Föreskrifter om kontor > 2 kap. Buller > 1 §" in tree(parse_html(html))
+    german = "Arbeitsschutz im Büro\n\n§ 1 Geltungsbereich\n\nDieses Gesetz gilt für Büros.\n\n§ 2 Pausen\n\n(1) Pausen sind zu gewähren.\n"
+    crumbs = tree(parse_text(german), "Büro")
+    assert "Büro > Arbeitsschutz im Büro > § 1 Geltungsbereich" in crumbs  # its first line titles what follows
+    assert "Büro > Arbeitsschutz im Büro > § 2 Pausen" in crumbs
+
+
+def test_docx_with_the_structure_only_in_its_text(tmp_path):
+    import docx
+
+    from ragkit.ingest.word import parse_docx
+
+    d = docx.Document()
+    d.add_heading("Policy om distansarbete", level=1)
+    for text in (
+        "1 kap. Omfattning",
+        "1 § Policyn gäller alla anställda.",
+        "2 § Chefen beslutar.",
+        "2 kap. Utrustning",
+    ):
+        d.add_paragraph(text)
+    d.add_paragraph("1 § Arbetsgivaren lånar ut en dator.")
+    d.save(tmp_path / "p.docx")
+    assert "Policy om distansarbete > 2 kap. Utrustning > 1 §" in tree(parse_docx((tmp_path / "p.docx").read_bytes()))
+
+
+def test_markdown_laws_keep_their_own_headings():
+    from ragkit.ingest.parse import parse_markdown
+
+    raw = parse_markdown("# ArbZG\n\n## § 1 Zweck\n\nText.\n\n## § 2 Begriffe\n\n§ 3 gilt entsprechend.\n")
+    assert [h.text for h in legal_structure(raw).items if isinstance(h, RawHeading)] == [
+        "ArbZG",
+        "§ 1 Zweck",
+        "§ 2 Begriffe",
+    ]
+
+
+@pytest.mark.parametrize(
+    "text, target, chapter, number",
+    [
+        ("Vad kräver 2 kap. 6 § AFS 2023:2?", "AFS 2023:2", "2", "6"),
+        ("Vad säger AFS 2023:2 2 kap. 6 §?", "AFS 2023:2", "2", "6"),
+        ("Vad gäller enligt 6 § i 2 kap. AFS 2023:2?", "AFS 2023:2", "2", "6"),
+        ("AFS 2023:2 2:6", "AFS 2023:2", "2", "6"),
+        ("enligt 3 kap. 2 a § arbetsmiljölagen", "name:arbetsmiljölagen", "3", "2a"),
+        (
+            "Vad gäller enligt 14 § i föreskrifterna om radon på arbetsplatser?",
+            "about:radon på arbetsplatser",
+            None,
+            "14",
+        ),
+        ("Vad kräver 2 kap. 17 § i solarieföreskrifterna?", "about:solarie", "2", "17"),
+    ],
+)
+def test_swedish_reference_forms(text, target, chapter, number):
+    [ref] = find_legal_refs(text)
+    assert (ref.target, ref.chapter, ref.numbers) == (target, chapter, [number])
+
+
+def test_statutes_and_regulations_by_number():
+    assert [r.target for r in find_legal_refs("lagen (1977:1160) och SFS 1982:80 och SSMFS 2018:2")] == [
+        "1977:1160",
+        "1982:80",
+        "SSMFS 2018:2",
+    ]
+
+
+def test_a_swedish_reference_finds_its_paragraph_first(tmp_path, index_with):
+    """In a real index, "2 a § i 2 kap. AFS 2099:1" puts that paragraph first, though another regulation has the
+    same numbers and the words of the question are elsewhere."""
+    root = tmp_path / "docs"
+    root.mkdir()
+    write_regulation_pdf(root / "AFS-2099-1.pdf")
+    write_regulation_pdf(root / "AFS-2099-2.pdf", header="AFS 2099:2")
+    _, reader = index_with(root)
+    for question in ("Vad säger 2 a § i 2 kap. AFS 2099:1?", "Vad säger AFS 2099:1 2:2 a om luften?"):
+        result = api.query(reader, question, QueryConfig(k=3, strategy="hybrid"))
+        first = result.passages[0]
+        assert first.path.endswith("AFS-2099-1.pdf") and first.section.endswith("2 kap. Buller och ventilation > 2 a §")
+        assert result.plan.references and result.plan.references[0]["section_ids"]
