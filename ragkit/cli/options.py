@@ -122,7 +122,8 @@ Collection = value(str, "--collection", help="Collection tag for these documents
 EmbedModel = value(
     str,
     "--embed-model",
-    help="The embed model: auto (by the documents' language), bundled:all-MiniLM-L6-v2, bundled:multilingual-e5-small, "
+    help="The embed model: auto (by the documents' language), bundled:all-MiniLM-L6-v2, bundled:multilingual-e5-small "
+    "(either + -static: a static embedder distilled from it; static:FOLDER), "
     "a sentence-transformers folder, a .gguf file or a server http://host:port/v1#model (a new index, or with --full).",
 )
 ChunkTokens = value(int, "--chunk-tokens", help="Upper bound of tokens per chunk.")

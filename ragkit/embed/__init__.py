@@ -14,6 +14,10 @@ Two encoders give the same vectors from the same weights:
 - ``torch`` (ragkit/embed/torch_encoder.py): sentence-transformers; ``encoder = "torch"`` at index time,
   and the source of the one-time ONNX export (ragkit/embed/export.py, cached per model and machine).
 
+A static embedder (``bundled:multilingual-e5-small-static``, ``bundled:all-MiniLM-L6-v2-static``,
+``static:BASE``; ragkit/embed/static.py) is distilled once per machine from its base model's ONNX graph: a
+vector per token, a text's the mean of its tokens'; thousands of texts a second.
+
 Heavy imports happen on first use, never at CLI start-up; nothing is fetched from a model hub.
 """
 
@@ -46,6 +50,7 @@ from ragkit.embed.models import (
     same_model,
 )
 from ragkit.embed.onnx_encoder import OnnxEmbedder
+from ragkit.embed.static import StaticEmbedder, base_of
 from ragkit.embed.torch_encoder import SentenceTransformerEmbedder
 from ragkit.errors import BadInput
 from ragkit.modelspec import parse_spec
@@ -64,6 +69,7 @@ __all__ = [
     "PROBES",
     "OnnxEmbedder",
     "SentenceTransformerEmbedder",
+    "StaticEmbedder",
     "bundled_model_dir",
     "fingerprint",
     "load_embedder",
@@ -89,9 +95,10 @@ def load_embedder(
     """One loaded embedder per process, spec and kind (sessions and eval reuse it).
 
     ``spec``: a bundled model or a sentence-transformers folder (run by ``encoder``: "onnx" (full precision),
-    "onnx-int8", "torch" (indexing only) or "auto" (``FULL_PRECISION``)), a .gguf file (llama.cpp in-process)
-    or a server URL with the model after ``#`` (``keys``: host → the environment variable with its API key)."""
-    if encoder not in (*ENCODERS, "gguf", "http"):
+    "onnx-int8", "torch" (indexing only) or "auto" (``FULL_PRECISION``)), a .gguf file (llama.cpp in-process),
+    a server URL with the model after ``#`` (``keys``: host → the environment variable with its API key) or a
+    static embedder (``bundled:NAME-static``, ``static:BASE``: its own encoder whatever ``encoder`` says)."""
+    if encoder not in (*ENCODERS, "gguf", "http", "static"):
         raise BadInput(f"unknown encoder {encoder!r}", hint=f"Choose one of: {', '.join(ENCODERS)}")
     if spec == AUTO:
         raise BadInput(
@@ -101,6 +108,10 @@ def load_embedder(
     parsed = parse_spec(spec, keys)
     if parsed.kind in ("gguf", "http"):
         encoder = parsed.kind
+    elif base_of(parsed.raw) is not None:
+        encoder = "static"
+    elif encoder == "static":
+        raise BadInput(f"{spec} is no static embedder", hint="bundled:NAME-static or static:BASE")
     elif encoder == "auto":
         encoder = "onnx" if spec in FULL_PRECISION else "onnx-int8"
     key = (parsed.raw, batch_size, encoder)
@@ -109,6 +120,8 @@ def load_embedder(
             _CACHE[key] = HttpEmbedder(parsed, batch_size)
         elif encoder == "gguf":
             _CACHE[key] = GgufEmbedder(parsed)
+        elif encoder == "static":
+            _CACHE[key] = StaticEmbedder(parsed.raw)
         elif encoder == "torch":
             _CACHE[key] = SentenceTransformerEmbedder(spec, batch_size)
         else:

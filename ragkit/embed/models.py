@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -27,10 +28,10 @@ FULL_PRECISION = frozenset({MULTILINGUAL})
 
 
 def query_encoder(index_encoder: str) -> str:
-    """The encoder of an index's queries: its own int8 graph for an int8 index, a GGUF or server index's own
-    kind, else the full-precision ONNX graph (a torch index's vectors, without torch). Measured on scifact-train and hotpotqa-100 (int8 index):
+    """The encoder of an index's queries: its own int8 graph for an int8 index, a GGUF, server or static
+    index's own kind, else the full-precision ONNX graph (a torch index's vectors, without torch). Measured on scifact-train and hotpotqa-100 (int8 index):
     int8 queries give auto nDCG@10 0.726 vs 0.728 and recall@5 0.870 vs 0.865."""
-    if index_encoder in ("gguf", "http"):
+    if index_encoder in ("gguf", "http", "static"):
         return index_encoder
     return "onnx-int8" if index_encoder == "onnx-int8" else "onnx"
 
@@ -104,8 +105,10 @@ def model_for(language: str) -> str:
 
 
 def model_languages(name: str) -> frozenset[str] | None:
-    """The languages the embedding model ``name`` was trained on; None when unknown (taken as any)."""
-    return MODEL_LANGUAGES.get(name)
+    """The languages the embedding model ``name`` was trained on; None when unknown (taken as any). A static
+    embedder (``NAME-static256``, ragkit/embed/static.py) knows its base model's: its vocabulary and vectors are
+    the base model's (its dense weight is not: ``MODEL_ALPHA`` names models exactly)."""
+    return MODEL_LANGUAGES.get(name, MODEL_LANGUAGES.get(re.sub(r"-static\d+$", "", name)))
 
 
 def model_name(spec: str, model_dir: Path) -> str:

@@ -48,6 +48,10 @@ def _cut(enc, limit: int) -> tuple[list[int], list[int], list[int]]:
     return tuple(r[: limit - tail] + (r[-tail:] if tail else []) for r in rows)
 
 
+def _unit(v: np.ndarray) -> np.ndarray:
+    return (v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)).astype(np.float32)
+
+
 class OnnxEmbedder:
     def __init__(self, spec: str = BUNDLED, quantized: bool = False):
         self.spec = spec
@@ -114,6 +118,11 @@ class OnnxEmbedder:
             n = len(ids)
             feed["input_ids"][row, :n], feed["attention_mask"][row, :n] = ids, mask
             feed["token_type_ids"][row, :n] = types
+        return _unit(self._pooled(session, feed))
+
+    def _pooled(self, session, feed: dict[str, np.ndarray]) -> np.ndarray:
+        """The graph's last hidden state for ``feed`` (input ids, attention mask, type ids), pooled as the model
+        says (not normalised)."""
         wanted = {i.name for i in session.get_inputs()}
         if "inputs_embeds" in wanted:  # a large vocabulary: its rows from the memory-mapped weights (export.py)
             if self._rows is None:
@@ -124,12 +133,18 @@ class OnnxEmbedder:
         hidden = session.run(None, {k: v for k, v in feed.items() if k in wanted})[0]
         mask = feed["attention_mask"][:, :, None].astype(np.float32)
         if self._pooling == "cls_token":
-            v = hidden[:, 0]
-        elif self._pooling == "max_tokens":
-            v = np.where(mask > 0, hidden, -np.inf).max(axis=1)
-        else:
-            v = (hidden * mask).sum(axis=1) / np.maximum(mask.sum(axis=1), 1e-9)
-        return (v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)).astype(np.float32)
+            return hidden[:, 0]
+        if self._pooling == "max_tokens":
+            return np.where(mask > 0, hidden, -np.inf).max(axis=1)
+        return (hidden * mask).sum(axis=1) / np.maximum(mask.sum(axis=1), 1e-9)
+
+    def pool_ids(self, ids: np.ndarray) -> np.ndarray:
+        """The pooled (not normalised) vectors of rows of token ids, special tokens included, all rows of one
+        length (no padding), in one run: a static embedder's distillation (ragkit/embed/static.py) runs every
+        token of the vocabulary alone this way."""
+        ids = np.ascontiguousarray(ids, dtype=np.int64)
+        feed = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
+        return self._pooled(self._session("batch"), feed)
 
     def encode(self, texts: list[str], progress: Callable[[int], None] | None = None) -> np.ndarray:
         """Unit vectors of ``texts``, one text per run (see the module docstring)."""
