@@ -29,6 +29,7 @@ from ragkit.evaluate import documents_of, load_dataset, score_strategy
 from ragkit.events import Reporter
 from ragkit.generate import load_generator
 from ragkit.ingest import watch as watching
+from ragkit.ingest.fill import run_fill
 from ragkit.ingest.pipeline import run_index
 from ragkit.modelspec import parse_spec
 from ragkit.records import IndexSummary, QueryResult
@@ -80,6 +81,8 @@ def index(
     generator_factory: Callable[[IndexConfig], Any] | None = None,
     confirm: Callable[[str], bool] | None = None,
     wait: bool = False,
+    max_fill_batches: int | None = None,
+    parse_workers: int = 1,
 ) -> IndexSummary:
     """Index ``paths`` into ``index_dir`` (a name under ./indexes, a folder, or an s3:// URI).
 
@@ -91,23 +94,38 @@ def index(
         generator_factory: loads the GGUF model for ``extract = "llm"`` / ``summaries = "llm"``.
         confirm: ``confirm(message)`` approves an LLM extraction after its time estimate.
         wait: wait for another run on the same index instead of raising ``IndexBusy``.
+        parse_workers: processes that parse and chunk a run of many files (the CLI: every core). Each is a
+            spawned process that imports the caller's main module: from a script, call this under
+            ``if __name__ == "__main__":``. Only with the default ``embedder_factory`` (workers load the model).
+        max_fill_batches: a progressive index (``cfg.progressive``) fills in at most this many batches of the
+            full model's vectors after the run (None: all; 0: none now, ``ragkit index`` again goes on).
 
     Returns:
         The run's ``IndexSummary`` (counts new/changed/unchanged/removed/skipped, seconds per phase, warnings).
     """
     cfg = cfg or IndexConfig()
-    return run_index(
+    factory = embedder_factory or _default_embedder_factory
+    where = resolve_index_dir(index_dir)
+    summary = run_index(
         [Path(p) for p in paths],
-        resolve_index_dir(index_dir),
+        where,
         replace(cfg, embed_model=normalize_spec(cfg.embed_model)),
-        embedder_factory or _default_embedder_factory,
+        factory,
         full=full,
         reporter=reporter,
         version_of=version_of,
         generator_factory=generator_factory,
         confirm=confirm,
         wait=wait,
+        parse_workers=parse_workers if embedder_factory is None else 1,
     )
+    if cfg.progressive and max_fill_batches != 0:  # the full model's vectors, batch by batch, each committed
+
+        def full_model(spec: dict[str, Any]) -> Embedder:
+            return factory(replace(cfg, embed_model=spec["spec"], encoder=spec["encoder"]))
+
+        summary.fill = run_fill(where, reporter, embedder_factory=full_model, max_batches=max_fill_batches).to_dict()
+    return summary
 
 
 def watch(
@@ -121,13 +139,20 @@ def watch(
 
 
 def open_index(
-    index_dir: str | Path | None = None, embedder: Embedder | None = None, embed_model: str | None = None
+    index_dir: str | Path | None = None,
+    embedder: Embedder | None = None,
+    embed_model: str | None = None,
+    full_embedder: Embedder | None = None,
 ) -> IndexReader:
-    """The committed state of an index, for querying (the embedding model loads on first use).
+    """The committed state of an index, for querying (the embedding model loads on first use; a progressive
+    index being filled also loads its full model, unless ``full_embedder`` is given).
 
     Raises ``IndexNotFound`` when there is none, ``EmbedderMismatch`` when ``embedder``/``embed_model`` is not
     the one the index was built with."""
-    return IndexReader(resolve_index_dir(index_dir), embedder=embedder, embed_model=embed_model)
+    reader = IndexReader(resolve_index_dir(index_dir), embedder=embedder, embed_model=embed_model)
+    if full_embedder is not None:
+        reader.given_full_embedder = full_embedder
+    return reader
 
 
 def retrieve(reader: IndexReader, text: str, cfg: QueryConfig, limit: int | None = None):
@@ -296,10 +321,19 @@ def stats(reader: IndexReader) -> dict[str, Any]:
         "size_ratio": round(size / source, 2) if source else None,
         "bytes": sizes.component_bytes(reader),
         "embedder": reader.manifest["embedder"],
+        "fill": _fill_progress(reader.manifest, counts["chunks"]),
         "last_run": last
         and {k: last[k] for k in ("id", "finished_at", "lance_version")}
         | {k: last["summary"].get(k) for k in ("new", "changed", "unchanged", "removed", "skipped")},
     }
+
+
+def _fill_progress(manifest: dict[str, Any], chunks: int) -> dict[str, Any] | None:
+    """A progressive index being filled: its full model and the chunks that have their full vector."""
+    spec = manifest.get("fill")
+    if not spec:
+        return None
+    return {"model": spec["name"], "filled": spec["filled"], "total": chunks, "share": spec["filled"] / max(chunks, 1)}
 
 
 def graph_stats(reader: IndexReader) -> dict[str, Any]:

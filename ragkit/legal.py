@@ -219,19 +219,38 @@ def heading_key(heading: str) -> tuple[str, str] | None:
     return None
 
 
+_ROMAN = {"I": 1, "V": 5, "X": 10, "L": 50}
+
+
+def law_key(name: str) -> str:
+    """A law's name as it is looked up: lower case, single spaces, a trailing roman numeral as a number
+    ("SGB V" and "SGB 5" are one book)."""
+    words = name.split()
+    if len(words) > 1 and re.fullmatch(r"[IVXL]{1,5}", words[-1]):
+        values = [_ROMAN[c] for c in words[-1]]
+        words[-1] = str(sum(-v if i + 1 < len(values) and v < values[i + 1] else v for i, v in enumerate(values)))
+    return " ".join(words).lower()
+
+
 def law_keys(title: str, metadata: dict) -> set[str]:
-    """Names a law document answers to: front-matter abbreviation/SFS, "(ArbZG)" in its title."""
+    """Names a law document answers to: front-matter abbreviation/SFS, "(ArbZG)" in its title, a regulation's
+    number ("AFS 2023:2")."""
     keys = set()
     for k in ("jurabk", "abbreviation", "abbr", "short_title", "sfs", "amtabk"):
         v = metadata.get(k)
         if isinstance(v, str) and v.strip():
-            keys.add(v.strip().lower())
-            keys.add(v.split()[0].lower())  # "BDSG 2018" also answers to "BDSG"
+            keys.add(law_key(v))
+    for m in re.finditer(r"\(([A-ZÄÖÜ][A-Za-zäöü]*[A-Z][A-Za-z]*(?: [IVX\d]+)?)\)", title):
+        keys.add(law_key(m.group(1)))
+    for m in re.finditer(r"\b((?:1[89]|20)\d\d:\d{1,4})\b", title):
+        keys.add(m.group(1))
     for text in (str(metadata.get("designation") or ""), title):  # "AFS 2023:2" (not "AFS" alone: a collection)
         for m in _SFS.finditer(text):
             keys.add(_statute(m).lower())
-    for m in re.finditer(r"\(([A-ZÄÖÜ][A-Za-zäöü]*[A-Z][A-Za-z]*)\)", title):
-        keys.add(m.group(1).lower())
-    for m in re.finditer(r"\b((?:1[89]|20)\d\d:\d{1,4})\b", title):
-        keys.add(m.group(1))
     return keys
+
+
+def loose_law_keys(keys: set[str]) -> set[str]:
+    """The first word of a key with a year or edition after it ("BDSG 2018" also answers to "BDSG"), used only
+    where one document answers to it."""
+    return {k.split()[0] for k in keys if " " in k and not k[0].isdigit()} - keys

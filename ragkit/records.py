@@ -149,6 +149,7 @@ class IndexSummary:
     tree: dict[str, int] = field(default_factory=dict)  # summary-tree nodes written by this run
     written: dict[str, int] = field(default_factory=dict)  # --summaries llm: nodes and reports an LLM wrote
     peak_rss_mb: float = 0.0  # the process's peak resident memory so far (with --engine ray: the driver's)
+    fill: dict[str, Any] = field(default_factory=dict)  # a progressive index: full vectors filled, batches, seconds
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)

@@ -65,6 +65,7 @@ class RichReporter(Reporter):
         "write": "Writing index",
         "extract": "Extracting entities (LLM)",
         "summaries": "Writing community summaries (LLM)",
+        "fill": "Full model's vectors (each batch committed)",
     }
 
     def __init__(self, show: bool):

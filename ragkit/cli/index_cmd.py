@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 import typer
@@ -20,6 +21,8 @@ def index_cmd(
     exclude: o.Exclude = None,
     hidden: o.Hidden = False,
     full: o.Full = False,
+    progressive: o.Progressive = False,
+    fill_batches: o.FillBatches = None,
     doc_type: o.DocType = None,
     collection: o.Collection = None,
     embed_model: o.EmbedModel = None,
@@ -60,8 +63,10 @@ def index_cmd(
         engine=engine,
         ray_address=ray_address,
         ray_workers=ray_workers,
+        progressive=progressive or None,
     )
     run = _Runs(paths, index, icfg, as_json, yes, version_of, wait=not no_wait)
+    run.fill_batches = fill_batches
     run(full)
     if watch:
         err.print(f"[dim]watching {', '.join(map(str, paths))} for changes (Ctrl-C stops)[/]")
@@ -76,6 +81,7 @@ class _Runs:
         self.paths, self.index, self.icfg, self.as_json = paths, index, icfg, as_json
         self.yes, self.version_of, self.wait = yes, version_of, wait
         self.reporter: RichReporter | None = None
+        self.fill_batches: int | None = None  # --progressive: full-model batches now (None: all)
 
     def confirm(self, message: str) -> bool:
         self.reporter.close()
@@ -98,6 +104,8 @@ class _Runs:
                 version_of=self.version_of,
                 confirm=self.confirm,
                 wait=self.wait,
+                max_fill_batches=self.fill_batches,
+                parse_workers=os.cpu_count() or 1,
             )
         finally:
             self.reporter.close()
@@ -126,3 +134,9 @@ def _report(s, as_json: bool) -> None:
         + f"   (index: {s.total_documents} documents, {s.total_chunks} chunks)",
         style="dim",
     )
+    if s.fill:
+        f = s.fill
+        state = "switched to the full model" if f["switched"] else "run it again to go on (queries use both meanwhile)"
+        console.print(
+            f"full model's vectors: {f['filled']:,} of {f['total']:,} chunks, {f['batches']} batch(es); {state}"
+        )

@@ -117,6 +117,14 @@ Include = value(list[str], "--include", help="Glob of files to index (repeatable
 Exclude = value(list[str], "--exclude", help="Glob of files to skip (repeatable).")
 Hidden = flag("--hidden", help="Also index hidden files and folders.")
 Full = flag("--full", help="Rebuild everything instead of only what changed.")
+FillBatches = value(
+    int, "--fill-batches", help="--progressive: fill in at most N batches of the full model's vectors now (0: none)."
+)
+Progressive = flag(
+    "--progressive",
+    help="A new index searchable after one fast run (a static model distilled from the embedding model), then "
+    "the full model's vectors filled in batch by batch, each committed; run it again to go on after a stop.",
+)
 DocType = value(str, "--doc-type", help="doc_type for documents whose front matter names none.")
 Collection = value(str, "--collection", help="Collection tag for these documents.")
 EmbedModel = value(

@@ -39,6 +39,9 @@ def stats_cmd(index: IndexOpt = None, as_json: AsJson = False):
         t.add_row(f"  {part}", human_size(n))
     e = st["embedder"]
     t.add_row("embedder", f"{e['name']} ({e['dimension']}d, fingerprint {e['fingerprint']})")
+    if st.get("fill"):
+        f = st["fill"]
+        t.add_row("filling in", f"{f['model']}: {f['filled']:,} of {f['total']:,} chunks ({f['share']:.0%})")
     if st["last_run"]:
         lr = st["last_run"]
         t.add_row(

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ragkit.extract.refs import slug
-from ragkit.legal import heading_key, law_keys
+from ragkit.legal import heading_key, law_key, law_keys, loose_law_keys
 from ragkit.records import Ref
 
 _SWEDISH_LAW = re.compile(r"(lag|balk|förordning)(?:en)?$")  # "arbetsmiljölagen" is "Arbetsmiljölag (1977:1160)"
@@ -70,9 +70,16 @@ class Resolver:
         self.docs = {d["id"]: d for d in documents}
         self.by_source = {d["source_path"]: d["id"] for d in documents}
         self.by_law: dict[str, str] = {}
-        for d in documents:
-            for key in law_keys(d["title"] or "", d["metadata"] or {}):
+        loose: dict[str, set[str]] = defaultdict(set)
+        for d in sorted(documents, key=lambda d: d["path"] or ""):  # a key two laws share: the first by path
+            keys = law_keys(d["title"] or "", d["metadata"] or {})
+            for key in keys:
                 self.by_law.setdefault(key, d["id"])
+            for key in loose_law_keys(keys):
+                loose[key].add(d["id"])
+        for key, ids in loose.items():  # "BDSG" for "BDSG 2018", unless another law answers to it too
+            if len(ids) == 1 and key not in self.by_law:
+                self.by_law[key] = next(iter(ids))
         self.sections_of: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for s in sorted(sections, key=lambda s: s["ord"]):
             self.sections_of[s["document_id"]].append(s)
@@ -112,7 +119,7 @@ class Resolver:
                 if len(stem) >= 6 and any(w.lower().startswith(stem) for w in re.findall(r"\w+", d["title"] or "")):
                     return d["id"]
             return None
-        return self.by_law.get(name.lower()) if not name[0].isdigit() else self.by_law.get(name)
+        return self.by_law.get(law_key(name)) if not name[0].isdigit() else self.by_law.get(name)
 
     def resolve(self, ref: RefRow) -> tuple[str | None, str | None]:
         """(document id, section id) the reference points at, or Nones."""

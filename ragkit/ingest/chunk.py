@@ -137,10 +137,20 @@ def chunk_document(
     count: TokenCounter,
     id_fn: Callable[[str, str], str],
 ) -> list[Chunk]:
-    """Chunks of all sections in document order; the header shares ``max_tokens``."""
-    headers = count([s.breadcrumb for s in sections])
+    """Chunks of all sections in document order; the header shares ``max_tokens``. The document's headers and
+    paragraphs are counted in one call (a tokenizer's call costs more than its texts: a law of 400 sections
+    counted section by section took 3× as long)."""
+    texts = [s.breadcrumb for s in sections] + [b.text for s in sections for b in blocks.get(s.id, [])]
+    known = dict(zip(texts, count(texts))) if texts else {}
+
+    def counted(batch: list[str]) -> list[int]:
+        missing = list(dict.fromkeys(t for t in batch if t not in known))
+        if missing:
+            known.update(zip(missing, count(missing)))
+        return [known[t] for t in batch]
+
     chunks: list[Chunk] = []
-    for sec, htok in zip(sections, headers):
-        budget = max(32, max_tokens - htok - 1)
-        chunks.extend(chunk_section(sec, blocks.get(sec.id, []), budget, count, len(chunks), id_fn))
+    for sec in sections:
+        budget = max(32, max_tokens - known[sec.breadcrumb] - 1)
+        chunks.extend(chunk_section(sec, blocks.get(sec.id, []), budget, counted, len(chunks), id_fn))
     return chunks

@@ -38,6 +38,9 @@ class IndexConfig:
     fts_stem: bool = True
     fts_remove_stop_words: bool = True
     vector_index_min_rows: int = field(default=100_000, metadata=between(1))  # below this, exact vector search
+    # a new index is searchable after one fast run (a static model distilled from embed_model), then the full
+    # model's vectors fill in batch by batch, each batch committed (ragkit/ingest/fill.py)
+    progressive: bool = False
     extract: Literal["rules", "llm", "none"] = "rules"  # entities and relations
     summaries: Literal["extractive", "llm"] = "extractive"  # community reports and summary-tree nodes
     tree: bool = True  # RAPTOR-lite summary tree (section and document nodes) for --strategy hierarchical

@@ -24,6 +24,11 @@ from ragkit.ingest.word import parse_docx
 from ragkit.records import Block
 
 _FRONT = re.compile(r"\A---[ \t]*\n(.*?\n)?(?:---|\.\.\.)[ \t]*\n", re.S)
+# front matter after a stray first line (20 of bundestag/gesetze's 6,636 laws: the law's name, then "---"): only
+# "key: value" lines (and their indented continuations) between the markers, so a setext heading is not one
+_LATE_FRONT = re.compile(
+    r"\A(?P<lead>(?:[^\n]+\n){1,3})---[ \t]*\n(?P<body>(?:[\w-]+:.*\n(?:[ \t]+\S.*\n)*)+)\s*---[ \t]*\n"
+)
 _ATX = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
@@ -31,15 +36,17 @@ _SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
 
 def _front_matter(text: str) -> tuple[dict[str, Any], int, str | None]:
     """The front matter's metadata, the lines it takes, and why it was not read (invalid YAML, not a mapping):
-    the body is indexed either way, without the front matter's lines."""
+    the body is indexed either way, without the front matter's lines. Front matter after a stray first line is
+    read too; those lines begin the document's title."""
     m = _FRONT.match(text)
-    if not m:
+    late = None if m else _LATE_FRONT.match(text)
+    if not m and not late:
         return {}, 0, None
-    lines = m.group(0).count("\n")
+    lines = (m or late).group(0).count("\n")
     import yaml  # (17 ms to import; only front matter needs it)
 
     try:
-        meta = yaml.safe_load(m.group(1) or "") or {}
+        meta = yaml.safe_load((m.group(1) if m else late.group("body")) or "") or {}
     except yaml.YAMLError as exc:
         where = getattr(exc, "problem_mark", None)
         return (
@@ -51,6 +58,9 @@ def _front_matter(text: str) -> tuple[dict[str, Any], int, str | None]:
     if not isinstance(meta, dict):
         return {}, lines, "front matter is not a mapping of keys to values; metadata ignored"
     meta = {str(k): v for k, v in meta.items()}
+    if late:  # the stray lines begin the title ("Gesetz / über den Aufenthalt, …" + "und die Integration …")
+        key = next((k for k in ("title", "Title") if k in meta), "title")
+        meta[key] = " ".join([*late.group("lead").split(), *str(meta.get(key) or "").split()])
     return meta, lines, None
 
 

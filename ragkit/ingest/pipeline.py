@@ -40,7 +40,14 @@ from ragkit.generate import load_generator
 from ragkit.ingest import ray_engine
 from ragkit.ingest.config import IndexConfig
 from ragkit.ingest.discover import SourceDiff, SourceFile, diff_sources, discover
-from ragkit.ingest.source import ParsedRun, SourceParser, corpus_language, parse_sources
+from ragkit.ingest.source import (
+    PARALLEL_MIN_FILES,
+    ParsedRun,
+    SourceParser,
+    corpus_language,
+    parallel_parse,
+    parse_sources,
+)
 from ragkit.modelspec import parse_spec
 from ragkit.records import Chunk, EntityRows, IndexSummary, ParsedDocument, RunChanges, SummaryNode
 from ragkit.store import layout, remote
@@ -147,12 +154,15 @@ def run_index(
     generator_factory: Callable[[IndexConfig], Any] | None = None,
     confirm: Callable[[str], bool] | None = None,
     wait: bool = False,
+    parse_workers: int = 1,
 ) -> IndexSummary:
     """One indexing run, phase by phase (see the module docstring). ``generator_factory`` loads the GGUF model
     for ``extract = "llm"`` / ``summaries = "llm"``; ``confirm(message)`` approves LLM extraction after its
     estimate (default: yes); ``wait``: when another run holds the index, wait for it (with a warning) instead
-    of raising ``IndexBusy``."""
+    of raising ``IndexBusy``; ``parse_workers``: processes that parse and chunk a large run (each loads the
+    model by its spec, so only for the default embedder factory)."""
     run = IndexRun(index_dir, cfg, reporter or Reporter(), full)
+    run.parse_workers = parse_workers
     files = run.discover(paths)
     # one writer at a time; an index on object storage: its lease, its committed files in the mirror, and the
     # bucket this run commits through
@@ -196,6 +206,8 @@ class IndexRun:
         self.fts_language = "English"  # the BM25 index's language, known once the chunks are
         self.removed_ids: list[str] = []  # documents whose chunks the run deletes
         self.probe: list[list[float]] = []  # the embedder's probe vectors (embed/models.py)
+        self.fill: dict[str, Any] | None = None  # a progressive index: its full model and how far it is filled
+        self.parse_workers = 1  # processes that parse (run_index: every core when the model loads by its spec)
         self._commit_started = self.t0
 
     def warn(self, msg: str) -> None:
@@ -235,7 +247,8 @@ class IndexRun:
         if (index_dir / MANIFEST).exists():
             self.previous = read_manifest(index_dir)
             built_with = self.previous["index_config"]["embed_model"]
-            if cfg.embed_model == AUTO and not self.full:  # the model the index was built with
+            filling = (self.previous.get("fill") or {}).get("spec")  # a progressive index: its full model
+            if cfg.embed_model in (AUTO, filling) and not self.full:  # the model the index was built with
                 self.cfg = cfg = replace(cfg, embed_model=built_with)
             if not self.full and built_with != cfg.embed_model:
                 raise EmbedderMismatch(f"index {index_dir} was built with {built_with}, not {cfg.embed_model}")
@@ -273,11 +286,16 @@ class IndexRun:
         if self.cfg.embed_model == AUTO:  # a new index (or --full): the model for its documents' language
             language = corpus_language([(f, data) for f, data, _, _ in diff.todo])
             self.cfg = replace(self.cfg, embed_model=model_for(language))
+        prev = self.previous
+        if prev and not self.full:
+            self.fill = prev.get("fill")  # a progressive index being filled: its runs embed with the fast model
+        elif self.cfg.progressive:  # a new progressive index: the fast model now, the full one after the commit
+            self.fill = self._fill_spec(embedder_factory)
+            self.cfg = replace(self.cfg, embed_model=f"static:{self.cfg.embed_model}")
         with self.timed("load_model"):
             self.rep.start("model")
             embedder = embedder_factory(self.cfg)
             self.rep.finish("model")
-        prev = self.previous
         if prev and not self.full and prev["embedder"]["fingerprint"] != embedder.fingerprint:
             raise EmbedderMismatch(
                 f"the embedding model changed since {self.index_dir} was built "
@@ -309,6 +327,22 @@ class IndexRun:
         )
         return embedder
 
+    def _fill_spec(self, embedder_factory: Callable[[IndexConfig], Embedder]) -> dict[str, Any]:
+        """What the full model of a new progressive index is (its vectors fill in after the commit)."""
+        full = embedder_factory(self.cfg)
+        return {
+            "name": full.name,
+            "spec": self.cfg.embed_model,
+            "dimension": full.dimension,
+            "fingerprint": full.fingerprint,
+            "max_tokens": full.max_tokens,
+            "encoder": getattr(full, "encoder", self.cfg.encoder),
+            "kind": parse_spec(self.cfg.embed_model).kind,
+            "probe": probe(full),
+            "version": None,  # of the fill table (ragkit/store/fill.py): none yet
+            "filled": 0,
+        }
+
     def parse(self, diff: SourceDiff, embedder: Embedder, version_of: str | None) -> ParsedRun:
         """Parse and chunk the files to index, in process or on Ray workers (``source.parse_sources``)."""
         with self.timed("parse_chunk"):
@@ -322,8 +356,14 @@ class IndexRun:
                 self.rep.finish("ray")
             parser = SourceParser(self.cfg, embedder, version_of)
             prepared = self.prepared
+            pooled = self._pooled(diff, embedder, version_of)
 
             def parse_one(n: int, f: SourceFile, data: bytes, h: str):
+                if pooled is not None:
+                    ok, out = next(pooled)
+                    if not ok:
+                        raise out
+                    return out
                 return parser.parse(f, data, h) if prepared is None else prepared.results(n)
 
             self.rep.start("parse", len(diff.todo))
@@ -332,6 +372,15 @@ class IndexRun:
             )
             self.rep.finish("parse")
         return got
+
+    def _pooled(self, diff: SourceDiff, embedder: Embedder, version_of: str | None):
+        """Results of parsing on every core (``source.parallel_parse``) when that pays: a local run of many
+        files whose model a worker can load by its spec; else None (parsed here)."""
+        workers = min(self.parse_workers, len(diff.todo) // PARALLEL_MIN_FILES)
+        if self.cfg.engine != "local" or workers < 2:
+            return None
+        encoder = getattr(embedder, "encoder", self.cfg.encoder)
+        return parallel_parse(diff.todo, self.cfg, self.cfg.embed_model, encoder, version_of, workers)
 
     def extract(self, got: ParsedRun, generator_factory, confirm) -> Any:
         """``extract = "llm"``: a GGUF model extracts the entities and relations (the rules did it while
@@ -465,6 +514,7 @@ class IndexRun:
             "fts_language": self.fts_language,
             "store": staged.store_name,
             "graph": staged.graph_name,
+            **({"fill": self.fill} if self.fill else {}),
             "last_run": {
                 "id": staged.run_id,
                 "lance_table": self.table,

@@ -4,12 +4,12 @@ on Ray workers)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ragkit.embed import AUTO, Embedder, model_for
+from ragkit.embed import AUTO, Embedder, load_embedder, model_for
 from ragkit.extract.entities import entity_rows
 from ragkit.extract.german import document_law
 from ragkit.extract.refs import find_refs
@@ -29,16 +29,21 @@ from ragkit.ingest.discover import (
 from ragkit.ingest.doctype import infer_doc_type
 from ragkit.ingest.parse import format_for
 from ragkit.ingest.pdf import page_of
-from ragkit.ingest.raw import ParseError
+from ragkit.ingest.raw import ParseError, RawHeading
 from ragkit.ingest.sections import build_sections, infer_title
 from ragkit.ingest.structure import legal_structure
 from ragkit.records import Block, Chunk, Document, EntityRows, IndexSummary, ParsedDocument
 from ragkit.text import PROSE_MIN, REPEAT_MAX, detect_language, repetition, word_share
 
+STRUCTURED = 3  # headings from which a text file is a document, whatever its tables hold
+
 
 def _check_prose(raw) -> None:
     """``ParseError`` for a text file whose words are not words (a base64 blob or hex dump saved as .txt was
-    indexed as 11,696 chunks of noise in 22 minutes)."""
+    indexed as 11,696 chunks of noise in 22 minutes). A file with headings is a document even where its tables
+    are mostly numbers (the coordinates of a Fluglärm ordinance: 12 % words)."""
+    if sum(isinstance(i, RawHeading) for i in raw.items) >= STRUCTURED:
+        return
     text = "\n".join(i.text for i in raw.items if isinstance(i, Block))
     share = word_share(text)
     if share < PROSE_MIN:
@@ -240,3 +245,36 @@ def _spans(numbers: list[int]) -> str:
             out.append(f"{start}-{n}" if n != start else str(n))
             start = None
     return ", ".join(out)
+
+
+# ---------------------------------------------------------------- parsing on every core
+
+PARALLEL_MIN_FILES = 64  # fewer files to parse: in this process (a pool's start costs ~2 s)
+_WORKER: SourceParser | None = None
+
+
+def _start_worker(cfg: IndexConfig, spec: str, encoder: str, version_of: str | None) -> None:
+    global _WORKER
+    _WORKER = SourceParser(cfg, load_embedder(spec, cfg.embed_batch_size, encoder, keys=cfg.api_keys), version_of)
+
+
+def _parse_in_worker(job: tuple[SourceFile, bytes, str]):
+    try:
+        return True, _WORKER.parse(*job)
+    except (Undecodable, ParseError) as exc:
+        return False, exc
+
+
+def parallel_parse(
+    todo: list, cfg: IndexConfig, spec: str, encoder: str, version_of: str | None, workers: int
+) -> Iterator[tuple[bool, Any]]:
+    """Parse and chunk ``todo``'s files in ``workers`` processes (each with its own tokenizer), results in
+    order: (True, documents) or (False, the ParseError that skipped the file)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(
+        workers, ctx, initializer=_start_worker, initargs=(cfg, spec, encoder, version_of)
+    ) as pool:
+        yield from pool.map(_parse_in_worker, [(f, data, h) for f, data, h, _ in todo], chunksize=4)

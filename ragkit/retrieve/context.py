@@ -13,6 +13,7 @@ from ragkit.retrieve.config import QueryConfig
 from ragkit.retrieve.filters import NO_MATCH
 from ragkit.retrieve.fusion import convex, weighted_rrf, with_graph
 from ragkit.retrieve.query_syntax import ParsedQuery
+from ragkit.retrieve.tiers import MAX_OVERFETCH, merge
 from ragkit.store.reader import IndexReader
 from ragkit.text import compound_parts
 
@@ -86,9 +87,28 @@ class SearchContext:
             return []
         if ("dense", limit) not in self._found:  # strategies may ask twice (seeding, then fusion), a retry again
             vec = self.query_vector()
+            fill = self.reader.fill
             with self.timed("dense"):
-                self._found["dense", limit] = self.reader.chunks.vector_search(vec, limit, self.where)
+                if fill is None or not fill.rows:
+                    self._found["dense", limit] = self.reader.chunks.vector_search(vec, limit, self.where)
+                else:
+                    self._found["dense", limit] = self._both_tiers(vec, limit, fill)
         return self.reader.to_hits(self._found["dense", limit], "dense")
+
+    def _both_tiers(self, vec, limit: int, fill) -> list[dict]:
+        """A progressive index being filled: the full model's nearest among the chunks filled so far and the
+        fast model's among the rest, merged (``tiers.merge``)."""
+        filled = fill.ids()
+        total = max(self.reader.chunks.count(), 1)
+        rest_share = max(1.0 - len(filled) / total, 0.0)
+        fetch = min(limit * MAX_OVERFETCH, int(limit / max(rest_share, 1.0 / MAX_OVERFETCH)) + 1)
+        fast = [r for r in self.reader.chunks.vector_search(vec, fetch, self.where) if r["id"] not in filled][:limit]
+        with self.timed("embed_query_full"):
+            full_vec = self.reader.full_embedder.encode_query(self.query.text)
+        pairs = fill.search(full_vec, limit * MAX_OVERFETCH)
+        rows = {r["id"]: r for r in self.reader.chunks.by_ids([i for i, _ in pairs], self.where)}
+        full = [rows[i] for i, _ in pairs if i in rows][:limit]
+        return merge(fast, total - len(filled), full, len(filled), limit)
 
     def hits_for(self, ranked: list[tuple[str, float]]) -> list[Hit]:
         """Hits for (chunk id, score) pairs, in that order, dropping chunks the prefilter excludes."""

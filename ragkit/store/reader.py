@@ -18,6 +18,7 @@ from ragkit.store import remote
 from ragkit.store.duck import DuckStore
 from ragkit.store.entity_graph import EntityGraph
 from ragkit.store.expr import sql_str
+from ragkit.store.fill import FillTable
 from ragkit.store.graph import EvidenceGraph, load_pickled
 from ragkit.store.knowledge.rows import KnowledgeMemory, StoreRows
 from ragkit.store.knowledge.vectors import DerivedVectors
@@ -69,6 +70,7 @@ class IndexReader:
         if embedder is not None:
             self._check(embedder)
         self._given_embedder = embedder
+        self.given_full_embedder: Embedder | None = None  # a progressive index's full model, if the caller has it
         self._memo: dict[str, Any] = {}
         self._sharing = 0  # depth of one_connection() blocks
         self._shared: DuckStore | None = None
@@ -116,6 +118,25 @@ class IndexReader:
                 f"{info['spec']} no longer answers as the model {self.index_dir} was built with "
                 "(another model under the same name?)"
             )
+        return emb
+
+    @cached_property
+    def fill(self) -> FillTable | None:
+        """A progressive index being filled: the full model's vectors committed so far (None otherwise)."""
+        spec = self.manifest.get("fill")
+        if not spec or spec.get("version") is None:
+            return None
+        return FillTable(remote.lance_location(self.index_dir), spec["version"])
+
+    @cached_property
+    def full_embedder(self) -> Embedder:
+        """A progressive index's full model (its queries search the filled vectors with it)."""
+        spec = self.manifest["fill"]
+        emb = self.given_full_embedder or load_embedder(
+            spec["spec"], encoder=query_encoder(spec.get("encoder", "onnx"))
+        )
+        if emb.fingerprint != spec["fingerprint"]:
+            raise EmbedderMismatch(f"{self.index_dir} is being filled with {spec['name']}, not {emb.name}")
         return emb
 
     @cached_property

@@ -1,0 +1,276 @@
+#!/usr/bin/env python
+"""All of German federal law on one machine: a progressive index of bundestag/gesetze, its queries, its vector
+index, its quality and its updates.
+
+    python scripts/bench_scale.py SUBCOMMAND [options]     (SUBCOMMAND --help for its options)
+
+Subcommands:
+  build    index a folder progressively (``ragkit index --progressive``) in a child process: time to the first
+           committed (searchable) run, its phases, peak RSS, index size against the source; then the fill rate
+  queries  warm p50/p95 of hybrid and auto and a one-shot ``ragkit query --json`` process on an index
+  ann      the vector index against exact search: recall@10 and milliseconds with real query vectors
+  quality  legal reference queries (section first) and the German everyday questions (top-1/top-3) on indexes
+           side by side (the 8 laws alone, all of federal law)
+  update   an incremental run between two upstream commits of the laws: seconds per changed law, what it touched
+
+The laws come from the public bundestag/gesetze repository (a checkout of its Markdown: ``<letter>/<slug>/
+index.md``; index it with ``--include '*.md'``, its PDFs and images are not laws). Every subcommand also takes
+``--json``.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import harness
+from harness import arg, print_table
+
+cli = harness.CLI(__doc__)
+quality = harness.tests_module("quality")
+
+
+def _du(path: Path) -> int:
+    return sum(f.stat().st_size for f in Path(path).rglob("*") if f.is_file())
+
+
+def _md_bytes(path: Path) -> int:
+    return sum(f.stat().st_size for f in Path(path).rglob("*.md"))
+
+
+# --- build ---------------------------------------------------------------------------------------------------------
+
+
+@cli.command(
+    "build",
+    arg("corpus", type=Path, help="a checkout of bundestag/gesetze (Markdown)"),
+    arg("--index", type=Path, required=True),
+    arg("--fill-batches", type=int, default=0, help="full-model batches after the first run (0: none, -1: all)"),
+)
+def build(args) -> None:
+    """A progressive index of ``corpus`` from scratch, in a child process (``ragkit index --progressive
+    --include '*.md' --json``): the first run's wall time (when every law is searchable), its phases, the peak
+    RSS, the index's size against the Markdown; with ``--fill-batches`` the full model's batches after it and
+    their rate (chunks/s) and the time the whole fill would take at that rate.
+
+        python scripts/bench_scale.py build <gesetze checkout> --index DIR [--fill-batches N]
+    """
+    if args.index.exists():
+        shutil.rmtree(args.index)
+    cmd = harness.ragkit_cmd("index", str(args.corpus), "--index", str(args.index), "--include", "*.md")
+    cmd += ["--progressive", "--json"] + ([] if args.fill_batches < 0 else ["--fill-batches", str(args.fill_batches)])
+    t = time.perf_counter()
+    run = subprocess.run(["/usr/bin/time", "-v", *cmd], capture_output=True, text=True)
+    wall = time.perf_counter() - t
+    if run.returncode:
+        raise SystemExit(run.stderr[-3000:])
+    summary = json.loads(run.stdout)
+    rss = next(int(x.split()[-1]) for x in run.stderr.splitlines() if "Maximum resident set size" in x) / 1024
+    size, source = _du(args.index), _md_bytes(args.corpus)
+    secs = summary["seconds"]
+    first = secs["total"]
+    rows = [
+        ("laws (documents) / chunks", f"{summary['total_documents']:,} / {summary['total_chunks']:,}"),
+        ("skipped files", summary["skipped"]),
+        ("first run: searchable after, min", f"{first / 60:.1f}"),
+        *((f"  {k}, s", f"{v:.1f}") for k, v in secs.items() if k != "total"),
+        ("peak RSS, MiB", f"{rss:.0f}"),
+        ("index size / Markdown", f"{size / 1e6:.0f} MB / {source / 1e6:.0f} MB = {size / source:.2f}×"),
+        ("process wall, min", f"{wall / 60:.1f}"),
+    ]
+    fill = summary.get("fill") or {}
+    if fill.get("batches"):
+        rate = fill["batches"] * _batch() / max(fill["seconds"]["total"], 1e-9)
+        rows += [
+            ("full-model batches / chunks filled", f"{fill['batches']} / {fill['filled']:,} of {fill['total']:,}"),
+            ("full-model rate, chunks/s", f"{rate:.1f}"),
+            ("whole fill at that rate, h", f"{fill['total'] / rate / 3600:.1f}"),
+        ]
+    print_table(f"progressive build of {args.corpus}", ("figure", "value"), rows, width=120)
+
+
+def _batch() -> int:
+    from ragkit.ingest import fill
+
+    return fill.BATCH
+
+
+# --- queries -------------------------------------------------------------------------------------------------------
+
+
+def _queries() -> list[str]:
+    return [q["query"] for q in quality.legal_queries()] + [q["query"] for q in quality.german_questions()]
+
+
+@cli.command("queries", arg("--index", type=Path, required=True), arg("--rounds", type=int, default=3))
+def queries(args) -> None:
+    """Warm latency of hybrid and auto (p50/p95 over the legal reference queries and the German questions,
+    after one warm-up round) and a one-shot ``ragkit query --json`` process (median of 3), peak RSS of each.
+
+        python scripts/bench_scale.py queries --index DIR [--rounds 3]
+    """
+    from ragkit import api
+    from ragkit.config import QueryConfig
+
+    reader = api.open_index(args.index)
+    texts = _queries()
+    rows = []
+    for strategy in ("hybrid", "auto"):
+        cfg = QueryConfig(strategy=strategy, k=10)
+        for text in texts:
+            api.query(reader, text, cfg)
+        times = []
+        for _ in range(args.rounds):
+            for text in texts:
+                t = time.perf_counter()
+                api.query(reader, text, cfg)
+                times.append((time.perf_counter() - t) * 1000)
+        times.sort()
+        rows.append((f"warm {strategy}", f"{statistics.median(times):.1f}", f"{times[int(0.95 * len(times))]:.1f}"))
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    one = []
+    for text in texts[:3]:
+        t = time.perf_counter()
+        subprocess.run(harness.ragkit_cmd("query", "--index", str(args.index), "--json", text), capture_output=True)
+        one.append(time.perf_counter() - t)
+    rows.append(("one-shot ragkit query --json, s", f"{statistics.median(one):.2f}", ""))
+    rows.append(("warm process peak RSS, MiB", f"{rss:.0f}", ""))
+    print_table(f"queries on {args.index} ({len(texts)} texts)", ("figure", "p50 ms", "p95 ms"), rows, width=110)
+
+
+# --- ann -----------------------------------------------------------------------------------------------------------
+
+
+@cli.command("ann", arg("--index", type=Path, required=True), arg("--k", type=int, default=10))
+def ann(args) -> None:
+    """The index's vector index against exact search over the same vectors: recall@k and milliseconds per
+    query, with the query vectors of the legal reference queries, the German questions and 300 section headings.
+
+        python scripts/bench_scale.py ann --index DIR [--k 10]
+    """
+    import lance
+    import numpy as np
+
+    from ragkit import api
+    from ragkit.store.lance import ann_query
+
+    reader = api.open_index(args.index)
+    ds = reader.chunks.ds
+    data = ds.to_table(columns=["id", "vector", "header"])
+    ids = data.column("id").to_pylist()
+    mat = data.column("vector").combine_chunks().values.to_numpy(zero_copy_only=False).reshape(len(ids), -1)
+    headers = sorted(set(h for h in data.column("header").to_pylist() if h))[:: max(1, len(ids) // 3000)][:300]
+    qs = reader.embedder.encode_queries(_queries() + [h.rsplit(" > ", 1)[-1] for h in headers])
+    have = any("IVF" in str(i.index_type).upper() for i in ds.describe_indices())
+    recall, exact_ms, ann_ms = [], [], []
+    for q in qs:
+        t = time.perf_counter()
+        true = set(np.array(ids)[np.argsort(-(mat @ q))[: args.k]])
+        exact_ms.append((time.perf_counter() - t) * 1000)
+        if not have:
+            continue
+        t = time.perf_counter()
+        got = ds.to_table(columns=["id"], nearest=ann_query(q, args.k, len(ids)), disable_scoring_autoprojection=True)
+        ann_ms.append((time.perf_counter() - t) * 1000)
+        recall.append(len(true & set(got.column("id").to_pylist())) / args.k)
+    rows = [
+        ("rows", f"{len(ids):,}"),
+        ("queries", len(qs)),
+        ("exact (numpy, in memory) ms p50", f"{statistics.median(exact_ms):.1f}"),
+        ("vector index", next((str(i.index_type) for i in ds.describe_indices()), "none")),
+    ]
+    if recall:
+        rows += [
+            (f"recall@{args.k} vs exact", f"{statistics.mean(recall):.3f}"),
+            ("ANN ms p50", f"{statistics.median(ann_ms):.1f}"),
+        ]
+    print_table(f"vector search on {args.index}", ("figure", "value"), rows, width=100)
+    del lance
+
+
+# --- quality -------------------------------------------------------------------------------------------------------
+
+
+@cli.command("quality", arg("--index", type=Path, action="append", required=True, help="repeatable"))
+def quality_cmd(args) -> None:
+    """Per index: the 24 legal reference queries whose cited section is first, and the German everyday
+    questions' top-1 / top-3 (36 tuned, 32 held out), strategy auto, k 3 (``tests/quality.py``).
+
+        python scripts/bench_scale.py quality --index <8 laws> --index <all federal law>
+    """
+    from ragkit import api
+
+    rows = []
+    for index in args.index:
+        reader = api.open_index(index)
+        queries = quality.legal_queries()
+        misses = quality.legal_misses(reader, queries)
+        tuned = quality.german_hits(reader, quality.german_questions())
+        held = quality.german_hits(reader, quality.german_questions(held_out=True))
+        rows.append(
+            (
+                str(index),
+                f"{len(queries) - len(misses)} / {len(queries)}",
+                f"{tuned['top1']:.3f} / {tuned['top3']:.3f}",
+                f"{held['top1']:.3f} / {held['top3']:.3f}",
+            )
+        )
+    cols = ("index", "legal refs first", "German tuned top-1 / top-3", "held out top-1 / top-3")
+    print_table("quality inside the index", cols, rows, width=140)
+
+
+# --- update --------------------------------------------------------------------------------------------------------
+
+
+@cli.command(
+    "update",
+    arg("--index", type=Path, required=True, help="an index of the older checkout, built from --old"),
+    arg("--old", type=Path, required=True, help="the checkout the index was built from"),
+    arg("--new", type=Path, required=True, help="a later checkout of the same repository"),
+)
+def update(args) -> None:
+    """An incremental run from one upstream commit to a later one: the laws that differ are copied over the
+    old checkout (and the gone ones removed), ``ragkit index`` runs again, and its summary says what it
+    touched; seconds per changed law.
+
+        python scripts/bench_scale.py update --index DIR --old <checkout A> --new <checkout B>
+    """
+    old = {p.relative_to(args.old): p for p in args.old.rglob("index.md")}
+    new = {p.relative_to(args.new): p for p in args.new.rglob("index.md")}
+    changed = [r for r in new if r in old and new[r].read_bytes() != old[r].read_bytes()]
+    added, gone = [r for r in new if r not in old], [r for r in old if r not in new]
+    for r in changed + added:
+        (args.old / r).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(new[r], args.old / r)
+    for r in gone:
+        (args.old / r).unlink()
+    cmd = harness.ragkit_cmd("index", str(args.old), "--index", str(args.index), "--include", "*.md", "--json")
+    t = time.perf_counter()
+    run = subprocess.run(cmd, capture_output=True, text=True)
+    wall = time.perf_counter() - t
+    if run.returncode:
+        raise SystemExit(run.stderr[-3000:])
+    s = json.loads(run.stdout)
+    laws = len(changed) + len(added) + len(gone)
+    rows = [
+        ("laws changed / added / gone", f"{len(changed)} / {len(added)} / {len(gone)}"),
+        (
+            "run: new / changed / unchanged / removed files",
+            f"{s['new']} / {s['changed']} / {s['unchanged']} / {s['removed']}",
+        ),
+        ("chunks embedded", f"{s['chunks']:,} of {s['total_chunks']:,}"),
+        ("run seconds (process wall)", f"{s['seconds']['total']:.1f} ({wall:.1f})"),
+        ("seconds per changed law", f"{s['seconds']['total'] / max(laws, 1):.2f}"),
+        *((f"  {k}, s", f"{v:.1f}") for k, v in s["seconds"].items() if k != "total"),
+    ]
+    print_table("incremental run between two upstream commits", ("figure", "value"), rows, width=110)
+
+
+if __name__ == "__main__":
+    sys.exit(cli.main())

@@ -1,0 +1,108 @@
+"""A progressive index (issue 36): searchable after one fast run, the full model's vectors filled in batch by
+batch (each batch committed), queries using the best vector each chunk has, and in the end the same index a
+plain run with the full model makes."""
+
+import json
+
+import numpy as np
+import pytest
+
+from ragkit import api
+from ragkit.config import IndexConfig, QueryConfig
+from ragkit.ingest import fill
+from tests.fakes import FakeEmbedder
+
+FAST = FakeEmbedder(dim=32, name="fast", fingerprint="fast-0001")
+FULL = FakeEmbedder(dim=48, name="full", fingerprint="full-0001")
+
+
+def factory(cfg: IndexConfig):
+    return FAST if cfg.embed_model.startswith("static:") else FULL
+
+
+@pytest.fixture
+def corpus(tmp_path):
+    root = tmp_path / "docs"
+    root.mkdir()
+    for n in range(12):
+        (root / f"law{n}.md").write_text(
+            f"# Gesetz {n}\n\n## § 1 Zweck\n\nDieses Gesetz Nummer {n} regelt die Arbeitszeit der Beschäftigten {n}.\n\n"
+            f"## § 2 Ruhepausen\n\nDie Ruhepause beträgt {n + 10} Minuten nach sechs Stunden Arbeit.\n"
+        )
+    return root
+
+
+def manifest(idx):
+    return json.loads((idx / "manifest.json").read_text())
+
+
+def test_a_progressive_index_fills_in_batch_by_batch_and_ends_as_a_plain_one(tmp_path, corpus, monkeypatch):
+    monkeypatch.setattr(fill, "BATCH", 10)
+    idx, plain = tmp_path / "progressive", tmp_path / "plain"
+    cfg = IndexConfig(progressive=True, embed_model="bundled:all-MiniLM-L6-v2")
+    summary = api.index([corpus], idx, cfg, embedder_factory=factory, max_fill_batches=2)
+    chunks = summary.total_chunks
+    assert summary.fill["batches"] == 2 and summary.fill["filled"] == 20 and not summary.fill["switched"]
+    m = manifest(idx)
+    assert m["embedder"]["name"] == "fast" and m["fill"]["name"] == "full" and m["fill"]["filled"] == 20
+
+    reader = api.open_index(idx, embedder=FAST, full_embedder=FULL)
+    stats = api.stats(reader)
+    assert stats["fill"] == {"model": "full", "filled": 20, "total": chunks, "share": 20 / chunks}
+    result = api.query(reader, "Ruhepause Minuten", QueryConfig(k=5, strategy="naive"))
+    assert result.passages  # both tiers searched: the filled chunks with the full model, the rest with the fast
+
+    done = api.index([corpus], idx, cfg, embedder_factory=factory)  # nothing changed: the fill goes on
+    assert done.fill["switched"] and done.fill["filled"] == chunks
+    m = manifest(idx)
+    assert "fill" not in m and m["embedder"]["name"] == "full" and m["index_config"]["embed_model"]
+    assert not (idx / "lance" / "fill.lance").exists()
+
+    api.index([corpus], plain, IndexConfig(embed_model="bundled:all-MiniLM-L6-v2"), embedder_factory=factory)
+    a, b = api.open_index(idx, embedder=FULL), api.open_index(plain, embedder=FULL)
+    ids_a, vec_a = a.chunks.all_vectors()
+    ids_b, vec_b = b.chunks.all_vectors()
+    order = np.argsort(ids_a), np.argsort(ids_b)
+    assert sorted(ids_a) == sorted(ids_b)
+    assert np.allclose(vec_a[order[0]], vec_b[order[1]])
+    for q in ("Ruhepause Minuten", "Arbeitszeit Zweck Gesetz 7"):
+        got = [p.chunk_ids for p in api.query(a, q, QueryConfig(k=5)).passages]
+        assert got == [p.chunk_ids for p in api.query(b, q, QueryConfig(k=5)).passages]
+
+
+def test_a_run_between_batches_is_filled_too(tmp_path, corpus, monkeypatch):
+    monkeypatch.setattr(fill, "BATCH", 10)
+    idx = tmp_path / "idx"
+    cfg = IndexConfig(progressive=True, embed_model="bundled:all-MiniLM-L6-v2")
+    api.index([corpus], idx, cfg, embedder_factory=factory, max_fill_batches=1)
+    (corpus / "law3.md").write_text("# Gesetz 3\n\n## § 1 Neu\n\nGeändert: Urlaub von dreißig Tagen.\n")
+    (corpus / "law4.md").unlink()
+    summary = api.index([corpus], idx, cfg, embedder_factory=factory)
+    assert summary.fill["switched"]
+    reader = api.open_index(idx, embedder=FULL)
+    assert manifest(idx)["embedder"]["fingerprint"] == "full-0001"
+    top = api.query(reader, "Urlaub dreißig Tage", QueryConfig(k=3, strategy="naive")).passages[0]
+    assert top.path.endswith("law3.md")
+
+
+@pytest.mark.integration
+def test_parsing_on_every_core_gives_the_same_index(tmp_path):
+    """Many files are parsed and chunked in worker processes (each with its own tokenizer): the index equals
+    the one parsed in process, chunk for chunk."""
+    from ragkit.ingest.pipeline import run_index
+
+    root = tmp_path / "docs"
+    root.mkdir()
+    for n in range(140):
+        (root / f"note{n:03}.md").write_text(f"# Note {n}\n\nOvertime rule {n}: at most {n % 12} hours a week.\n")
+    cfg = IndexConfig(embed_model="bundled:all-MiniLM-L6-v2")
+    pooled = api.index([root], tmp_path / "pooled", cfg, parse_workers=2)  # the default model factory
+    serial = run_index([root], tmp_path / "serial", cfg, api._default_embedder_factory, parse_workers=1)
+    assert pooled.total_chunks == serial.total_chunks == 140
+
+    def rows(name):
+        reader = api.open_index(tmp_path / name)
+        data = reader.chunks.ds.to_table(columns=["id", "content", "line_start", "line_end"]).to_pylist()
+        return sorted(data, key=lambda r: r["id"])
+
+    assert rows("pooled") == rows("serial")
