@@ -82,6 +82,7 @@ def index(
     confirm: Callable[[str], bool] | None = None,
     wait: bool = False,
     max_fill_batches: int | None = None,
+    fill_first: list[str] | None = None,
     parse_workers: int = 1,
 ) -> IndexSummary:
     """Index ``paths`` into ``index_dir`` (a name under ./indexes, a folder, or an s3:// URI).
@@ -99,6 +100,7 @@ def index(
             ``if __name__ == "__main__":``. Only with the default ``embedder_factory`` (workers load the model).
         max_fill_batches: a progressive index (``cfg.progressive``) fills in at most this many batches of the
             full model's vectors after the run (None: all; 0: none now, ``ragkit index`` again goes on).
+        fill_first: path globs whose chunks get their full vectors before the rest's.
 
     Returns:
         The run's ``IndexSummary`` (counts new/changed/unchanged/removed/skipped, seconds per phase, warnings).
@@ -124,7 +126,8 @@ def index(
         def full_model(spec: dict[str, Any]) -> Embedder:
             return factory(replace(cfg, embed_model=spec["spec"], encoder=spec["encoder"]))
 
-        summary.fill = run_fill(where, reporter, embedder_factory=full_model, max_batches=max_fill_batches).to_dict()
+        filled = run_fill(where, reporter, embedder_factory=full_model, max_batches=max_fill_batches, first=fill_first)
+        summary.fill = filled.to_dict()
     return summary
 
 

@@ -70,6 +70,22 @@ def test_a_progressive_index_fills_in_batch_by_batch_and_ends_as_a_plain_one(tmp
         assert got == [p.chunk_ids for p in api.query(b, q, QueryConfig(k=5)).passages]
 
 
+def test_paths_given_first_are_filled_first(tmp_path, corpus, monkeypatch):
+    monkeypatch.setattr(fill, "BATCH", 4)
+    idx = tmp_path / "idx"
+    with (corpus / "law11.md").open("a") as fh:
+        fh.write("\n## § 3 Binnenschifffahrt\n\nSonderregeln für Matrosen auf Binnenschiffen und Fähren.\n")
+    cfg = IndexConfig(progressive=True, embed_model="bundled:all-MiniLM-L6-v2")
+    api.index([corpus], idx, cfg, embedder_factory=factory, max_fill_batches=1, fill_first=["*law11.md"])
+    reader = api.open_index(idx, embedder=FAST, full_embedder=FULL)
+    filled = reader.fill.ids()
+    paths = {r["id"]: r["path"] for r in reader.chunks.ds.to_table(columns=["id", "path"]).to_pylist()}
+    law11 = {i for i, path in paths.items() if path.endswith("law11.md")}
+    assert law11 and law11 <= filled and len(filled) == 4  # its chunks in the first batch of four
+    top = api.query(reader, "Matrosen auf Binnenschiffen", QueryConfig(k=3, strategy="naive"))
+    assert top.passages[0].path.endswith("law11.md")  # its full vector, merged with the others' fast ones
+
+
 def test_a_run_between_batches_is_filled_too(tmp_path, corpus, monkeypatch):
     monkeypatch.setattr(fill, "BATCH", 10)
     idx = tmp_path / "idx"
@@ -106,3 +122,20 @@ def test_parsing_on_every_core_gives_the_same_index(tmp_path):
         return sorted(data, key=lambda r: r["id"])
 
     assert rows("pooled") == rows("serial")
+
+
+def test_tiers_merge_by_how_far_a_hit_stands_above_its_own_tier():
+    """A static model's cosines run low, a full model's high: a hit is placed by its z-score in its own tier,
+    so neither tier wins by its scale, and however few chunks are filled, a full-tier hit far above its
+    typical chunk comes first."""
+    from ragkit.retrieve.tiers import merge, zscores
+
+    rng = np.random.default_rng(0)
+    q = np.ones(8) / np.sqrt(8)
+    low = rng.normal(0.1, 0.02, size=(64, 8))  # a static tier: everything near cosine 0.3
+    high = rng.normal(0.3, 0.01, size=(64, 8))  # a full tier: everything near 0.85
+    fast_z = zscores([0.35, 0.34], low / np.linalg.norm(low, axis=1, keepdims=True), q)
+    full_z = zscores([0.99, 0.86], high / np.linalg.norm(high, axis=1, keepdims=True), q)
+    rows = merge([{"id": "f1"}, {"id": "f2"}], fast_z, [{"id": "F1"}, {"id": "F2"}], full_z, 3)
+    assert rows[0]["id"] == "F1" and "F2" not in [r["id"] for r in rows[:2]]
+    assert all(r["_distance"] < rows[-1]["_distance"] + 1e-9 for r in rows)

@@ -23,6 +23,7 @@ def index_cmd(
     full: o.Full = False,
     progressive: o.Progressive = False,
     fill_batches: o.FillBatches = None,
+    fill_first: o.FillFirst = None,
     doc_type: o.DocType = None,
     collection: o.Collection = None,
     embed_model: o.EmbedModel = None,
@@ -66,7 +67,7 @@ def index_cmd(
         progressive=progressive or None,
     )
     run = _Runs(paths, index, icfg, as_json, yes, version_of, wait=not no_wait)
-    run.fill_batches = fill_batches
+    run.fill_batches, run.fill_first = fill_batches, fill_first or None
     run(full)
     if watch:
         err.print(f"[dim]watching {', '.join(map(str, paths))} for changes (Ctrl-C stops)[/]")
@@ -82,6 +83,7 @@ class _Runs:
         self.yes, self.version_of, self.wait = yes, version_of, wait
         self.reporter: RichReporter | None = None
         self.fill_batches: int | None = None  # --progressive: full-model batches now (None: all)
+        self.fill_first: list[str] | None = None  # --progressive: path globs filled first
 
     def confirm(self, message: str) -> bool:
         self.reporter.close()
@@ -105,6 +107,7 @@ class _Runs:
                 confirm=self.confirm,
                 wait=self.wait,
                 max_fill_batches=self.fill_batches,
+                fill_first=self.fill_first,
                 parse_workers=os.cpu_count() or 1,
             )
         finally:

@@ -120,6 +120,9 @@ Full = flag("--full", help="Rebuild everything instead of only what changed.")
 FillBatches = value(
     int, "--fill-batches", help="--progressive: fill in at most N batches of the full model's vectors now (0: none)."
 )
+FillFirst = value(
+    list[str], "--fill-first", help="--progressive: give the chunks of paths matching GLOB their full vectors first."
+)
 Progressive = flag(
     "--progressive",
     help="A new index searchable after one fast run (a static model distilled from the embedding model), then "

@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any
 
@@ -46,16 +47,20 @@ def fill_spec(manifest: dict[str, Any]) -> dict[str, Any] | None:
     return state(manifest)
 
 
-def _todo(index_dir: Path, manifest: dict[str, Any], done: set[str]) -> list[tuple[str, str]]:
-    """(chunk id, embedded text) of the committed chunks without a full vector, in table order."""
+def _todo(index_dir: Path, manifest: dict[str, Any], done: set[str], first: list[str] | None = None) -> list:
+    """(chunk id, embedded text) of the committed chunks without a full vector: those whose path matches a
+    glob of ``first`` before the rest, else in table order."""
     _quiet()
     import lance
 
     run = manifest["last_run"]
     ds = lance.dataset(f"{remote.lance_location(index_dir)}/{run['lance_table']}.lance", version=run["lance_version"])
-    data = ds.to_table(columns=["id", "content"])
-    ids, texts = data.column("id").to_pylist(), data.column("content").to_pylist()
-    return [(i, t) for i, t in zip(ids, texts) if i not in done]
+    data = ds.to_table(columns=["id", "content", "path"])
+    rows = zip(data.column("id").to_pylist(), data.column("content").to_pylist(), data.column("path").to_pylist())
+    todo = [(i, t, p) for i, t, p in rows if i not in done]
+    if first:
+        todo.sort(key=lambda r: not any(fnmatch(r[2], g) for g in first))  # stable: table order within each
+    return [(i, t) for i, t, _ in todo]
 
 
 def run_fill(
@@ -64,9 +69,11 @@ def run_fill(
     batch: int | None = None,
     embedder_factory: Callable[[dict[str, Any]], Embedder] | None = None,
     max_batches: int | None = None,
+    first: list[str] | None = None,
 ) -> FillSummary:
     """Embed and commit the missing full vectors of a progressive index, then switch to them (see the module
-    docstring); ``max_batches`` stops after that many (tests, a bounded run)."""
+    docstring); ``max_batches`` stops after that many (tests, a bounded run); ``first``: path globs whose
+    chunks are filled before the rest (the laws a team asks about)."""
     rep, batch = reporter or Reporter(), batch or BATCH
     index_dir = Path(index_dir)
     if remote.uri_of(index_dir) is not None:
@@ -83,7 +90,7 @@ def run_fill(
     full = (embedder_factory or (lambda s: load_embedder(s["spec"], encoder=s.get("encoder", "auto"))))(spec)
     lance_dir = remote.lance_location(index_dir)
     done = FillWriter(lance_dir, spec.get("version"), full.dimension, 1).filled()
-    todo = _todo(index_dir, manifest, done)
+    todo = _todo(index_dir, manifest, done, first)
     summary.total = len(done) + len(todo)
     rep.start("fill", summary.total)
     rep.advance("fill", len(done))
@@ -104,7 +111,7 @@ def run_fill(
         summary.batches += 1
         rep.advance("fill", len(part))
         if not todo:  # what a run added meanwhile
-            todo = _todo(index_dir, manifest, filled)
+            todo = _todo(index_dir, manifest, filled, first)
     rep.finish("fill")
     summary.switched = _switch_when_full(index_dir, full)
     manifest = read_manifest(index_dir)

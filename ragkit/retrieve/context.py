@@ -13,7 +13,7 @@ from ragkit.retrieve.config import QueryConfig
 from ragkit.retrieve.filters import NO_MATCH
 from ragkit.retrieve.fusion import convex, weighted_rrf, with_graph
 from ragkit.retrieve.query_syntax import ParsedQuery
-from ragkit.retrieve.tiers import MAX_OVERFETCH, merge
+from ragkit.retrieve.tiers import MAX_OVERFETCH, SAMPLE, merge, zscores
 from ragkit.store.reader import IndexReader
 from ragkit.text import compound_parts
 
@@ -97,7 +97,8 @@ class SearchContext:
 
     def _both_tiers(self, vec, limit: int, fill) -> list[dict]:
         """A progressive index being filled: the full model's nearest among the chunks filled so far and the
-        fast model's among the rest, merged (``tiers.merge``)."""
+        fast model's among the rest, merged by how far each stands above its tier's typical chunk
+        (``tiers.merge``)."""
         filled = fill.ids()
         total = max(self.reader.chunks.count(), 1)
         rest_share = max(1.0 - len(filled) / total, 0.0)
@@ -107,8 +108,10 @@ class SearchContext:
             full_vec = self.reader.full_embedder.encode_query(self.query.text)
         pairs = fill.search(full_vec, limit * MAX_OVERFETCH)
         rows = {r["id"]: r for r in self.reader.chunks.by_ids([i for i, _ in pairs], self.where)}
-        full = [rows[i] for i, _ in pairs if i in rows][:limit]
-        return merge(fast, total - len(filled), full, len(filled), limit)
+        full = [(rows[i], cos) for i, cos in pairs if i in rows][:limit]
+        fast_z = zscores([1.0 - r["_distance"] for r in fast], self.reader.chunks.sample(SAMPLE), vec)
+        full_z = zscores([cos for _, cos in full], fill.sample(SAMPLE), full_vec)
+        return merge(fast, fast_z, [r for r, _ in full], full_z, limit)
 
     def hits_for(self, ranked: list[tuple[str, float]]) -> list[Hit]:
         """Hits for (chunk id, score) pairs, in that order, dropping chunks the prefilter excludes."""

@@ -1,33 +1,33 @@
 """Dense search over a progressive index being filled (ragkit/ingest/fill.py): the chunks filled so far are
 searched with the full model, the rest with the fast one, and the two lists become one.
 
-Their cosines are not comparable (two models), so each hit is placed by its estimated rank in the whole index:
-rank r (from 1) in a list over n of the N chunks stands for rank r·N/n overall, assuming the chunks that
-answer are spread like the rest. The merged list's scores fall with that estimate (``score``), so fusion and
-reranking read them as they read one model's similarities.
+Two models' cosines are not comparable (a static model's run low, e5's high and narrow), so each hit is
+placed by how far it stands above the typical chunk in its own model's space: its cosine's z-score against the
+cosines of the same query to a fixed sample of that tier's chunks (``SAMPLE``). That holds however the fill
+has gone (evenly through the index, or one folder first), and the merged list's scores (z / ``Z_SCALE``) are
+read by fusion and reranking as one model's similarities are.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 MAX_OVERFETCH = 20  # at most this many times the hits wanted are fetched from one tier
-SCALE = 50.0  # an estimated overall rank of SCALE scores 0.5
+SAMPLE = 256  # chunks of each tier whose cosines to the query set its typical level
+Z_SCALE = 10.0  # a hit's score is its z-score over this
 
 
-def score(overall_rank: float) -> float:
-    return 1.0 / (1.0 + overall_rank / SCALE)
+def zscores(cosines: np.ndarray, sample: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """``cosines`` as z-scores against the query's cosines to the ``sample`` rows (unit vectors)."""
+    base = sample @ (query / (np.linalg.norm(query) or 1.0)) if len(sample) else np.zeros(1)
+    return (np.asarray(cosines) - float(base.mean())) / max(float(base.std()), 1e-6)
 
 
-def merge(fast: list[dict[str, Any]], n_fast: int, full: list[dict[str, Any]], n_full: int, limit: int) -> list[dict]:
-    """The two tiers' rows (each best first, over ``n_fast`` and ``n_full`` chunks) as one list, best first,
-    with ``_distance`` = 1 − score of the estimated overall rank."""
-    total = max(n_fast + n_full, 1)
-    placed = [
-        (r * total / max(n, 1), row) for rows, n in ((fast, n_fast), (full, n_full)) for r, row in enumerate(rows, 1)
-    ]
-    placed.sort(key=lambda p: p[0])
-    out = []
-    for rank, row in placed[:limit]:
-        out.append({**row, "_distance": 1.0 - score(rank)})
-    return out
+def merge(
+    fast: list[dict[str, Any]], fast_z: np.ndarray, full: list[dict[str, Any]], full_z: np.ndarray, limit: int
+) -> list[dict[str, Any]]:
+    """Both tiers' rows as one list, best z-score first, with ``_distance`` = 1 − z / ``Z_SCALE``."""
+    placed = sorted(zip([*fast_z, *full_z], [*fast, *full]), key=lambda p: -p[0])
+    return [{**row, "_distance": 1.0 - float(z) / Z_SCALE} for z, row in placed[:limit]]

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ragkit.store.lance import EXACT_MAX_ROWS, _quiet, ann_query, build_ann
+from ragkit.store.lance import EXACT_MAX_ROWS, _quiet, ann_query, build_ann, spread_sample
 
 TABLE = "fill"
 
@@ -43,12 +43,19 @@ class FillTable:
         self._ids: set[str] | None = None
         self._matrix: tuple[list[str], np.ndarray] | None = None
         self._ann = any("IVF" in str(i.index_type).upper() for i in self.ds.describe_indices())
+        self._sample: np.ndarray | None = None
 
     def ids(self) -> set[str]:
         """The chunk ids that have their full vector."""
         if self._ids is None:
             self._ids = set(self.ds.to_table(columns=["id"]).column("id").to_pylist())
         return self._ids
+
+    def sample(self, n: int) -> np.ndarray:
+        """The full vectors of ``n`` filled chunks spread evenly over the table (read once)."""
+        if self._sample is None:
+            self._sample = spread_sample(self.ds, self.rows, n)
+        return self._sample
 
     def search(self, vector: np.ndarray, limit: int) -> list[tuple[str, float]]:
         """(chunk id, cosine) of the nearest full vectors, best first."""

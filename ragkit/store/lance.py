@@ -166,6 +166,15 @@ def ann_query(q: np.ndarray, limit: int, rows: int, column: str = "vector") -> d
     return {"column": column, "q": q, "k": limit, "metric": "cosine", "nprobes": nprobes, "refine_factor": ANN_REFINE}
 
 
+def spread_sample(ds, rows: int, n: int) -> np.ndarray:
+    """The vectors of ``n`` rows of a Lance dataset of ``rows`` rows, spread evenly over it."""
+    positions = sorted({int(i * rows / n) for i in range(n)}) if rows else []
+    if not positions:
+        return np.zeros((0, 1), dtype=np.float32)
+    vec = ds.take(positions, columns=["vector"]).column("vector").combine_chunks()
+    return vec.values.to_numpy(zero_copy_only=False).reshape(len(positions), -1)
+
+
 def build_ann(ds, column: str = "vector") -> None:
     """The vector index over ``column`` of a Lance dataset (see ``ANN_TYPE``)."""
     ds.create_index(column, ANN_TYPE, metric="cosine", num_partitions=ann_partitions(ds.count_rows()), replace=True)
@@ -214,6 +223,7 @@ class ChunkTable:
         self._table: pa.Table | None = None  # every column but the vector, in row order
         self._doc_positions: dict[str, list[int]] | None = None
         self._ann: bool | None = None
+        self._sample: np.ndarray | None = None
         self.compounds = COMPOUND_FTS.get(fts_language or "")  # "de"/"sv": BM25 also searches the parts
 
     def count(self) -> int:
@@ -383,6 +393,12 @@ class ChunkTable:
                 out.setdefault(d, []).append(p)
             self._doc_positions = out
         return self._doc_positions
+
+    def sample(self, n: int) -> np.ndarray:
+        """The vectors of ``n`` chunks spread evenly over the table (the same ones every time; read once)."""
+        if self._sample is None:
+            self._sample = spread_sample(self.ds, self.count(), n)
+        return self._sample
 
     def all_vectors(self) -> tuple[list[str], np.ndarray]:
         """Every chunk's id and vector at this version (one float32 matrix)."""
