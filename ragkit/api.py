@@ -36,8 +36,8 @@ from ragkit.records import IndexSummary, QueryResult
 from ragkit.rerank.models import RerankUnavailable, load_reranker
 from ragkit.retrieve.pipeline import retrieve as run_retrieval
 from ragkit.retrieve.strategies import hippo
+from ragkit.store import browse, remote, sizes
 from ragkit.store import check as checker
-from ragkit.store import remote, sizes
 from ragkit.store.reader import IndexReader
 from ragkit.text import query_language
 
@@ -49,6 +49,8 @@ __all__ = [
     "answer",
     "answer_into",
     "check",
+    "document",
+    "documents",
     "entity",
     "evaluate",
     "models",
@@ -56,6 +58,7 @@ __all__ = [
     "graph_stats",
     "index",
     "open_index",
+    "outline",
     "query",
     "resolve_index_dir",
     "retrieve",
@@ -305,13 +308,19 @@ def answer_into(
     return None
 
 
-def stats(reader: IndexReader) -> dict[str, Any]:
-    """What an index holds, and what it costs on disk per component against its source bytes."""
+def stats(reader: IndexReader, readable: tuple[str, ...] | None = None) -> dict[str, Any]:
+    """What an index holds, and what it costs on disk per component against its source bytes. ``readable``:
+    count only these collections (a served token's), and leave out the figures of the whole index (bytes on
+    disk, the last run's changes)."""
     with reader.duck() as store:
-        counts = store.counts()
-        doc_types = store.doc_types()
-        collections = store.collections()
+        counts = store.counts(readable)
+        doc_types = store.doc_types(readable)
+        collections = store.collections(readable)
         last = store.last_run()
+    run = last and {k: last[k] for k in ("id", "finished_at", "lance_version")}
+    if readable is not None:
+        common = {"index": remote.display(reader.index_dir), **counts, "doc_types": doc_types}
+        return {**common, "collections": collections, "embedder": reader.manifest["embedder"], "last_run": run}
     size = sizes.index_bytes(reader.index_dir)
     source = sizes.source_bytes(reader)
     return {
@@ -326,8 +335,7 @@ def stats(reader: IndexReader) -> dict[str, Any]:
         "embedder": reader.manifest["embedder"],
         "fill": _fill_progress(reader.manifest, counts["chunks"]),
         "last_run": last
-        and {k: last[k] for k in ("id", "finished_at", "lance_version")}
-        | {k: last["summary"].get(k) for k in ("new", "changed", "unchanged", "removed", "skipped")},
+        and run | {k: last["summary"].get(k) for k in ("new", "changed", "unchanged", "removed", "skipped")},
     }
 
 
@@ -367,11 +375,45 @@ def entity(reader: IndexReader, name: str, limit: int = 10) -> dict[str, Any]:
     return info
 
 
-def section(reader: IndexReader, section_id: str) -> dict[str, Any]:
-    """A section's place (document, breadcrumb, lines) and its own text; ``UnknownId`` if there is none."""
-    found = reader.section(section_id)
+def section(reader: IndexReader, section_id: str, readable: tuple[str, ...] | None = None) -> dict[str, Any]:
+    """A section's place (document, breadcrumb, lines) and its own text; ``UnknownId`` if there is none (or it
+    belongs to a collection outside ``readable``)."""
+    return _found(browse.section(reader, section_id, readable), "section", section_id, reader)
+
+
+def document(
+    reader: IndexReader,
+    key: str,
+    readable: tuple[str, ...] | None = None,
+    start: int | None = None,
+    end: int | None = None,
+) -> dict[str, Any]:
+    """A document by id or path (or the end of its path) with its text chunk by chunk; with ``start``/``end``
+    only the chunks that cover those lines. ``UnknownId`` if there is none (or none readable)."""
+    if start is None and end is None:
+        return _found(browse.document(reader, key, readable), "document", key, reader)
+    return _found(browse.document_lines(reader, key, start or 1, end, readable), "document", key, reader)
+
+
+def outline(reader: IndexReader, key: str, readable: tuple[str, ...] | None = None) -> dict[str, Any]:
+    """A document's sections in reading order; ``UnknownId`` if there is no such (readable) document."""
+    return _found(browse.outline(reader, key, readable), "document", key, reader)
+
+
+def documents(
+    reader: IndexReader,
+    filters: dict[str, str] | None = None,
+    readable: tuple[str, ...] | None = None,
+    limit: int = 50,
+    offset: int = 0,
+) -> dict[str, Any]:
+    """The (readable) documents matching ``filters``, by path: ``{"total", "offset", "documents"}``."""
+    return browse.documents(reader, filters or {}, readable, limit, offset)
+
+
+def _found(found: dict[str, Any] | None, kind: str, key: str, reader: IndexReader) -> dict[str, Any]:
     if found is None:
-        raise UnknownId(f"no section {section_id!r} in {reader.index_dir}")
+        raise UnknownId(f"no {kind} {key!r} in {remote.display(reader.index_dir)}")
     return found
 
 

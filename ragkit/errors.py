@@ -15,7 +15,11 @@ The CLI turns them into one red line (and a dim hint) and exits with the code; `
     ├── IndexBusy               9   another run writes the index
     │   └── IndexChanged            the run being read was replaced; ask again
     ├── Cancelled              10   e.g. a declined LLM extraction
-    └── GenerationFailed       11   the model failed while answering (the passages are still printed)
+    ├── GenerationFailed       11   the model failed while answering (the passages are still printed)
+    ├── AccessDenied           12   a missing or unknown token (HTTP 401)
+    │   └── Forbidden               a token asks for what it may not read or choose (HTTP 403)
+    └── OverLimit              13   a request over a server's limit (HTTP 413)
+        └── RateLimited             too many requests of one token, per minute or at once (HTTP 429)
 """
 
 from __future__ import annotations
@@ -108,3 +112,30 @@ class GenerationFailed(RagkitError):
     """The model failed while writing an answer (the passages are still printed)."""
 
     exit_code = 11
+
+
+class AccessDenied(RagkitError):
+    """``ragkit serve`` with tokens: the request carries no token, or one the server does not know (HTTP 401)."""
+
+    exit_code = 12
+    hint = "Send the token as `Authorization: Bearer …` (`ragkit query` sends $RAGKIT_TOKEN)."
+
+
+class Forbidden(AccessDenied):
+    """A token asks for a collection outside its own and the shared ones, or names a model, planner rules file or
+    key the server does not use (HTTP 403)."""
+
+    hint = "A token reads its own collections and the shared ones, with the server's models."
+
+
+class OverLimit(RagkitError):
+    """A request over one of the server's limits: body size, query length, ``k``, answer tokens (HTTP 413)."""
+
+    exit_code = 13
+    hint = "Ask for less, or raise the limit in the tokens file's [limits] table."
+
+
+class RateLimited(OverLimit):
+    """Too many requests of one token in the last minute, or too many at once (HTTP 429)."""
+
+    hint = "Wait a little and ask again."

@@ -9,6 +9,9 @@ Subcommands:
   serve    `ragkit serve`: POST /v1/query from 1 and 8 clients; one-shot processes through the warm server
   mcp      a real MCP client session against `ragkit serve --mcp` (the SDK's stdio client), timed
   remote   an index on object storage (moto's S3 on loopback) vs local disk, side by side
+  load     `ragkit serve` under load: queries/s and p50/p95/p99 at 1, 4, 16 clients, 1 vs 2 workers; RSS over
+           minutes; a run committed during the load
+  team     `ragkit serve --tokens`: the matrix of tokens × endpoints × strategies, statuses and leaked markers
 
 Every subcommand also takes ``--json`` (each table as one JSON object per line). ``remote`` loads
 tests/s3.py by path (harness.tests_module): it needs moto[server] (the test extra).
@@ -16,9 +19,12 @@ tests/s3.py by path (harness.tests_module): it needs moto[server] (the test extr
 
 from __future__ import annotations
 
+import asyncio
 import http.client
 import io
+import itertools
 import json
+import os
 import shutil
 import signal
 import statistics
@@ -219,12 +225,12 @@ def serve(args) -> None:
     print_table(f"one-shot `ragkit query --json` processes (median of {args.runs})", ("", "wall s"), rows)
 
 
-def start_server(index: str) -> tuple[subprocess.Popen, dict]:
+def start_server(index: str, *extra: str) -> tuple[subprocess.Popen, dict]:
     from ragkit.config import resolve_index_dir
 
     port_file = resolve_index_dir(index) / "server.json"
     port_file.unlink(missing_ok=True)
-    cmd = ragkit_cmd("serve", "--index", index, "--port", "0")
+    cmd = ragkit_cmd("serve", "--index", index, "--port", "0", *extra)
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.time() + 300
     while not port_file.exists():
@@ -291,8 +297,6 @@ def mcp(args) -> None:
 
 
 async def mcp_session(index: str, queries: list[str]) -> dict:
-    import os
-
     from mcp.client.session import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
@@ -396,6 +400,345 @@ def warm(index: str, strategy: str, n: int) -> tuple[float, float]:
         times.append((time.perf_counter() - t) * 1000)
     times.sort()
     return statistics.median(times), times[int(len(times) * 0.95) - 1]
+
+
+# --- load ----------------------------------------------------------------------------------------------------------
+
+HOTPOT = harness.SHARED / "hotpotqa-100"
+
+
+class Client:
+    """One keep-alive HTTP/1.1 connection (asyncio streams: a load generator light enough to leave the server
+    the CPU on a 2-core machine)."""
+
+    def __init__(self, host: str, port: int):
+        self.host, self.port, self.streams = host, port, None
+
+    async def post(self, path: str, body: dict) -> tuple[int, bytes]:
+        if self.streams is None:
+            self.streams = await asyncio.open_connection(self.host, self.port)
+        reader, writer = self.streams
+        data = json.dumps(body).encode()
+        head = f"POST {path} HTTP/1.1\r\nHost: {self.host}\r\nContent-Type: application/json\r\n"
+        writer.write(f"{head}Content-Length: {len(data)}\r\n\r\n".encode() + data)
+        await writer.drain()
+        status = int((await reader.readline()).split()[1])
+        length = 0
+        while (line := await reader.readline()) not in (b"\r\n", b""):
+            name, _, value = line.decode("latin-1").partition(":")
+            length = int(value) if name.lower() == "content-length" else length
+        return status, await reader.readexactly(length)
+
+    def close(self) -> None:
+        if self.streams is not None:
+            self.streams[1].close()
+            self.streams = None
+
+
+async def drive(
+    info: dict, queries: list[str], clients: int, seconds: float, body: dict, until: asyncio.Event | None = None
+) -> dict:
+    """``clients`` clients asking ``queries`` in turn for ``seconds`` (or ``until`` is set): requests answered,
+    their latencies (ms), failed requests, (start time, run id) of each answer, and the wall time."""
+    lat, failed, runs, turn = [], [], [], itertools.count()
+    deadline = time.perf_counter() + seconds
+
+    async def one() -> None:
+        client = Client(info["host"], info["port"])
+        while time.perf_counter() < deadline and not (until and until.is_set()):
+            q = queries[next(turn) % len(queries)]
+            t = time.perf_counter()
+            try:
+                status, data = await client.post("/v1/query", {"query": q, **body})
+            except (OSError, asyncio.IncompleteReadError, ValueError, IndexError) as exc:
+                failed.append(repr(exc))
+                client.close()
+                continue
+            if status != 200:
+                failed.append(f"HTTP {status}: {data[:200]!r}")
+                continue
+            lat.append((time.perf_counter() - t) * 1000)
+            runs.append((t, json.loads(data)["metadata"]["run"]))
+        client.close()
+
+    t = time.perf_counter()
+    await asyncio.gather(*(one() for _ in range(clients)))
+    return {"lat": lat, "failed": failed, "runs": runs, "wall": time.perf_counter() - t}
+
+
+def rss_mib(pid: int) -> float:
+    """A process's resident memory (/proc)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def stop(proc: subprocess.Popen) -> None:
+    proc.send_signal(signal.SIGINT)
+    proc.wait(timeout=120)
+
+
+@cli.command(
+    "load",
+    arg("--corpus", type=Path, default=HOTPOT / "corpus.jsonl"),
+    arg("--queries", type=Path, default=HOTPOT / "queries.jsonl"),
+    arg("--work", type=Path, help="folder of the index (default: a temporary one)"),
+    arg("--seconds", type=float, default=20.0, help="seconds per cell"),
+    arg("--clients", default="1,4,16"),
+    arg("--strategies", default="hybrid,auto"),
+    arg("--workers", default="1,2"),
+    arg("--minutes", type=float, default=0.0, help="also a run of this many minutes, sampling RSS"),
+    arg("--no-commit", action="store_true", help="skip the run committed during the load"),
+)
+def load(args) -> None:
+    """`ragkit serve` under load on loopback: queries/s and p50/p95/p99 latency from 1, 4 and 16 concurrent
+    clients (asyncio, one keep-alive connection each, for ``--seconds`` per cell), strategies hybrid and auto,
+    with 1 and 2 worker processes side by side; then (``--minutes M``) M minutes of 4 clients sampling the RSS of
+    the server and its workers; then a run committed while 4 clients query.
+
+        python scripts/bench_query.py load [--corpus ../shared/data/hotpotqa-100/corpus.jsonl] [--seconds 20]
+            [--clients 1,4,16] [--strategies hybrid,auto] [--workers 1,2] [--minutes 5] [--no-commit]
+    """
+    work = harness.workdir(args.work, "load")
+    busy = os.getloadavg()[0]  # other processes on the machine take their share of its cores
+    index = str(work / "idx")
+    harness.indexed(args.corpus, Path(index))
+    queries = query_texts(args.queries)
+    rows = [row for workers in args.workers.split(",") for row in load_cells(index, queries, workers, args)]
+    columns = (
+        "workers",
+        "strategy",
+        "clients",
+        "requests",
+        "queries/s",
+        "vs 1 client",
+        "p50 ms",
+        "p95 ms",
+        "p99 ms",
+        "errors",
+        "server CPU",
+        "queries per CPU s",
+    )
+    notes = [f"{os.cpu_count()} cores; 1-minute load average before the run: {busy:.1f} (other processes' too)"]
+    title = f"POST /v1/query k 10 on {args.corpus.parent.name}, {args.seconds:.0f} s per cell"
+    print_table(title, columns, rows, notes=notes)
+    if args.minutes:
+        memory_run(index, queries, args.minutes)
+    if not args.no_commit:
+        commit_under_load(work, index, queries)
+
+
+def load_cells(index: str, queries: list[str], workers: str, args) -> list[tuple]:
+    """One server with ``workers`` workers: a row per strategy × clients (with the CPU the server and its workers
+    used, in cores: what the machine gave them)."""
+    proc, info = start_server(index, "--workers", workers)
+    pids, rows = [info["pid"], *info["workers"]], []
+    try:
+        for strategy in args.strategies.split(","):
+            asyncio.run(drive(info, queries, 2, 3.0, {"k": 10, "strategy": strategy}))  # warm every worker
+            base = None
+            for n in (int(c) for c in args.clients.split(",")):
+                cpu = sum(cpu_seconds(p) for p in pids)
+                out = asyncio.run(drive(info, queries, n, args.seconds, {"k": 10, "strategy": strategy}))
+                used = (sum(cpu_seconds(p) for p in pids) - cpu) / out["wall"]
+                rate = len(out["lat"]) / out["wall"]
+                base = base or rate
+                cells = [f"{percentile(out['lat'], q):.1f}" for q in (0.5, 0.95, 0.99)]
+                row = (workers, strategy, n, len(out["lat"]), f"{rate:.1f}", f"{rate / base:.2f}×", *cells)
+                rows.append((*row, len(out["failed"]), f"{used:.2f} cores", f"{rate / used:.0f}" if used else "-"))
+    finally:
+        stop(proc)
+    return rows
+
+
+def cpu_seconds(pid: int) -> float:
+    """A process's CPU time so far, user and system (/proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def memory_run(index: str, queries: list[str], minutes: float) -> None:
+    """``minutes`` of 4 clients (hybrid and auto in turn), the RSS of the server and its workers each minute."""
+    proc, info = start_server(index, "--workers", "2")
+    rows = []
+    try:
+        pids = [info["pid"], *info["workers"]]
+        total = 0
+        for minute in range(1, int(minutes) + 1):
+            for strategy in ("hybrid", "auto"):
+                out = asyncio.run(drive(info, queries, 4, 30.0, {"k": 10, "strategy": strategy}))
+                total += len(out["lat"])
+                if out["failed"]:
+                    sys.exit(f"failed requests: {out['failed'][:3]}")
+            sizes = [rss_mib(p) for p in pids]
+            rows.append(
+                (minute, total, f"{sizes[0]:.0f}", " + ".join(f"{x:.0f}" for x in sizes[1:]), f"{sum(sizes):.0f}")
+            )
+    finally:
+        stop(proc)
+    growth = float(rows[-1][-1]) / float(rows[0][-1])
+    print_table(
+        f"RSS over {minutes:.0f} minutes, 2 workers, 4 clients (hybrid and auto in turn)",
+        ("minute", "requests so far", "server MiB", "workers MiB", "total MiB"),
+        rows,
+        notes=[f"last / first minute: {growth:.3f}"],
+    )
+
+
+NEW_DOCUMENT = (
+    "# Quokkapalooza\n\nQuokkapalooza is the yearly festival of the marsupial keepers of Rottnest Island, held in "
+    "the week after the first full moon of March.\n"
+)
+
+
+def commit_under_load(work: Path, index: str, queries: list[str]) -> None:
+    """4 clients query a copy of the index while `ragkit index` commits a run that adds a file: failed requests,
+    the runs that answered, and whether the new file's word is found afterwards."""
+    copy = work / "idx-commit"
+    shutil.rmtree(copy, ignore_errors=True)
+    shutil.copytree(index, copy, ignore=shutil.ignore_patterns("server.json"))
+    added = work / "added" / "quokkapalooza.md"
+    added.parent.mkdir(parents=True, exist_ok=True)
+    added.write_text(NEW_DOCUMENT)
+    proc, info = start_server(str(copy), "--workers", "2")
+    try:
+        asyncio.run(drive(info, queries, 2, 3.0, {"k": 10, "strategy": "hybrid"}))
+
+        async def during() -> tuple[dict, float, float, int]:
+            until = asyncio.Event()
+            queried = asyncio.ensure_future(drive(info, queries, 4, 1e9, {"k": 10, "strategy": "hybrid"}, until))
+            await asyncio.sleep(2.0)
+            cmd = ragkit_cmd("index", str(added), "--index", str(copy))
+            quiet = asyncio.subprocess.DEVNULL
+            indexer = await asyncio.create_subprocess_exec(*cmd, stdout=quiet, stderr=quiet)
+            t = time.perf_counter()
+            await indexer.wait()
+            committed = time.perf_counter()
+            await asyncio.sleep(5.0)
+            until.set()
+            return await queried, committed - t, committed, indexer.returncode
+
+        out, seconds, committed, code = asyncio.run(during())
+        found = [call_query(info, "Quokkapalooza marsupial festival") for _ in range(4)]
+    finally:
+        stop(proc)
+    after = sorted({run for t, run in out["runs"] if t > committed})
+    before = sorted({run for t, run in out["runs"] if t <= committed})
+    rows = [
+        ("`ragkit index` of the added file while 4 clients query", f"exit {code}, {seconds:.1f} s"),
+        ("requests answered (2 s before, during, 5 s after)", len(out["lat"])),
+        ("failed requests", len(out["failed"])),
+        ("runs that answered requests sent before / after the commit", f"{before} / {after}"),
+        ("the new word's document first (4 asks)", f"{sum(found)} of 4"),
+    ]
+    print_table(f"a run committed during the load ({copy.name}, 2 workers)", ("", "value"), rows)
+
+
+def call_query(info: dict, text: str) -> bool:
+    out = asyncio.run(
+        Client(info["host"], info["port"]).post("/v1/query", {"query": text, "k": 1, "strategy": "lexical"})
+    )
+    return out[0] == 200 and json.loads(out[1])["passages"][0]["document"]["path"].endswith("quokkapalooza.md")
+
+
+# --- team ----------------------------------------------------------------------------------------------------------
+
+
+def team_requests(server, team, a_doc: str, b_doc: str) -> list[tuple[str, str, dict | None, int]]:
+    """(label, path, body, expected status) of one token's side of the matrix (``a_doc``: a document of its own
+    team, ``b_doc``: one of the other team's)."""
+    out = []
+    for strategy in team.STRATEGIES:
+        for q in team.QUESTIONS:
+            for label, extra in (
+                ("", {}),
+                (
+                    " +answer +explain +trace",
+                    {"answer": True, "answer_mode": "extract", "explain": True, "trace": True},
+                ),
+            ):
+                out.append(
+                    (f"query {strategy}{label}", "/v1/query", {"query": q, "strategy": strategy, "k": 5, **extra}, 200)
+                )
+    out += [
+        (
+            "query, filter: shared collection",
+            "/v1/query",
+            {"query": team.QUESTIONS[0], "filters": {"collection": "laws"}},
+            200,
+        ),
+        (
+            "query, filter: the other team",
+            "/v1/query",
+            {"query": team.QUESTIONS[0], "filters": {"collection": "OTHER"}},
+            403,
+        ),
+        ("query, another model", "/v1/query", {"query": "x", "model": "/etc/passwd"}, 403),
+        ("query, k over the limit", "/v1/query", {"query": "x", "k": 1000}, 413),
+        ("stats", "/v1/stats", None, 200),
+        ("documents", "/v1/documents?limit=100", None, 200),
+        ("documents of the other team", "/v1/documents?collection=OTHER", None, 403),
+        ("own document", f"/v1/documents/{a_doc}", None, 200),
+        ("own document, lines", f"/v1/documents/{a_doc}/text?start=1&end=12", None, 200),
+        ("own outline", f"/v1/documents/{a_doc}/outline", None, 200),
+        ("other team's document", f"/v1/documents/{b_doc}", None, 404),
+        ("other team's lines", f"/v1/documents/{b_doc}/text?start=1", None, 404),
+        ("other team's outline", f"/v1/documents/{b_doc}/outline", None, 404),
+    ]
+    return out
+
+
+@cli.command("team", arg("--work", type=Path, help="folder of the index (default: a temporary one)"))
+def team_matrix(args) -> None:
+    """`ragkit serve --tokens` on two workspaces that share people and a project (tests/team.py): every request
+    of the matrix (tokens A, B, none, unknown × query with each strategy, with and without an answer, --explain
+    and a trace; filters; a model; limits; stats; documents, lines, outlines of their own and the other team's)
+    with its expected status, and the other team's markers (its names, identifiers, paths and document, section
+    and chunk ids) found in each token's responses.
+
+        python scripts/bench_query.py team [--work DIR]
+    """
+    team = harness.tests_module("team")
+    work = harness.workdir(args.work, "team")
+    index = work / "idx"
+    if not (index / "manifest.json").exists():
+        team.build_index(work / "src", index)
+    tokens, env = team.tokens_file(work / "tokens.toml")
+    markers = {c: team.MARKERS[c] + team.ids_of(index, c) for c in ("team-a", "team-b")}
+    docs = {c: team.ids_of(index, c)[0] for c in ("team-a", "team-b")}
+    rows = []
+    with team.serve(index, work / "server.log", "--tokens", str(tokens), env=env) as server:
+        for who, token, own, other in (
+            ("A", server.token("a"), "team-a", "team-b"),
+            ("B", server.token("b"), "team-b", "team-a"),
+            ("no token", None, "team-a", "team-b"),
+            ("unknown token", "x" * 32, "team-a", "team-b"),
+        ):
+            asked = team_requests(server, team, docs[own], docs[other])
+            wrong, leaked, seen, t = [], set(), set(), time.perf_counter()
+            for label, path, body, want in asked:
+                path = path.replace("OTHER", other)
+                body = json.loads(json.dumps(body).replace("OTHER", other)) if body else None
+                want = want if token in (server.token("a"), server.token("b")) else 401
+                status, out = server.call(path, body, token=token)
+                if status != want:
+                    wrong.append(f"{label}: {status}")
+                text = json.dumps(out, ensure_ascii=False)
+                leaked.update(team.leaks(text, markers[other], json.dumps(body) + path))
+                seen.update(team.leaks(text, team.MARKERS[own]))
+            seconds = time.perf_counter() - t
+            good, shown = len(asked) - len(wrong), ", ".join(wrong[:3]) or "-"
+            rows.append((who, len(asked), good, shown, len(leaked), len(seen), f"{seconds:.1f}"))
+        log = server.log.read_text()
+    secret = sum(v in log for v in env.values() if len(v) > 20)
+    notes = [
+        f"markers: {len(team.MARKERS['team-a'])} names, identifiers and paths per team, plus its document, section "
+        "and chunk ids; own markers: how many of its own team's names the token's answers hold (the check has teeth)",
+        f"token values in the server's log: {secret}; items dropped by the last check: {log.count('dropped')}",
+    ]
+    columns = ("token", "requests", "as expected", "unexpected", "other team's markers", "own markers", "seconds")
+    print_table("ragkit serve --tokens: the matrix on two workspaces (tests/team.py)", columns, rows, notes=notes)
 
 
 if __name__ == "__main__":

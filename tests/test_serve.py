@@ -56,23 +56,24 @@ def server(tmp_path_factory):
     shutil.copytree(REPO / "ragkit" / "samples" / "handbook", docs)
     idx = root / "idx"
     api.index([docs], idx)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "ragkit", "serve", "--index", str(idx), "--port", "0"],
-        cwd=REPO,
-        env=ENV,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    log = root / "server.log"
+    with log.open("w") as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "ragkit", "serve", "--index", str(idx), "--port", "0"],
+            cwd=REPO,
+            env=ENV,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+        )
     port_file = idx / "server.json"
     deadline = time.time() + 120
     while not port_file.exists() and proc.poll() is None and time.time() < deadline:
         time.sleep(0.1)
-    assert port_file.exists(), proc.stderr.read() if proc.poll() is not None else "server did not start"
+    assert port_file.exists(), log.read_text() if proc.poll() is not None else "server did not start"
     info = json.loads(port_file.read_text())
-    yield {"url": info["url"], "idx": idx, "docs": docs, "proc": proc, "info": info}
+    yield {"url": info["url"], "idx": idx, "docs": docs, "proc": proc, "info": info, "log": log}
     proc.send_signal(signal.SIGINT)
-    proc.wait(timeout=30)
+    proc.wait(timeout=60)
     assert not port_file.exists()  # removed on the way out
 
 
@@ -171,6 +172,40 @@ def test_the_server_answers_from_each_committed_run(server):
     assert r["passages"][0]["document"]["path"].endswith("parking.md")
 
 
+def test_queries_running_while_a_run_commits_all_succeed(server):
+    """Four clients query the workers without a pause while another run is committed: no request fails, and
+    once the run is in, every worker answers from it."""
+    import threading
+
+    from ragkit import api
+
+    url, failures, answered, done = server["url"], [], [0], threading.Event()
+
+    def client() -> None:
+        while not done.is_set():
+            status, body = call(f"{url}/v1/query", {"query": "how are overtime hours limited?", "k": 3})
+            if status != 200 or not body["passages"]:
+                failures.append((status, body))
+            answered[0] += 1
+
+    threads = [threading.Thread(target=client) for _ in range(4)]
+    for t in threads:
+        t.start()
+    (server["docs"] / "bicycles.md").write_text(
+        "# Bicycle Policy\n\nEmployees may park bicycles in the courtyard rack next to the quartermaster's office.\n"
+    )
+    try:
+        api.index([server["docs"]], server["idx"])
+    finally:
+        done.set()
+        for t in threads:
+            t.join()
+    assert failures == [] and answered[0] >= 4
+    for _ in range(4):  # whichever worker answers
+        _, r = call(f"{url}/v1/query", {"query": "quartermaster bicycles courtyard", "k": 1, "strategy": "lexical"})
+        assert r["passages"][0]["document"]["path"].endswith("bicycles.md")
+
+
 def test_mcp_session_through_the_sdks_stdio_client(server):
     """A real MCP client session (the SDK's stdio client): the tools, a search, a section by the id the search
     gave, and an error that names its cause."""
@@ -215,12 +250,28 @@ def test_mcp_session_through_the_sdks_stdio_client(server):
     assert quoted["mode"] == "extract" and quoted["abstained"] is False and quoted["passages"]
     assert any("125%" in q["text"] and q["lines"] == [34, 35] for q in quoted["quotes"])
     assert silent["abstained"] is True and silent["answer"].startswith("The documents do not say")
-    assert tools == ["answer", "get_section", "search", "stats"]
+    assert tools == ["answer", "get_document", "get_section", "list_documents", "outline", "search", "stats"]
     top = found["passages"][0]
     assert top["section"] == "Working Time Policy > Overtime > Limits on overtime" and top["source"].endswith(".md")
     assert section["breadcrumb"] == top["section"] and "Overtime" in section["text"]
     assert bad.is_error and "no section 'nope'" in bad.content[0].text
     assert stats["documents"] >= 5
+
+
+def test_a_worker_that_dies_is_replaced_and_the_server_goes_on(server):
+    """A worker killed (SIGKILL) while idle: requests go to the other worker, another starts in its place."""
+    url, pids = server["url"], server["info"]["workers"]
+    os.kill(pids[0], signal.SIGKILL)
+    for _ in range(6):  # whichever worker they go to
+        status, r = call(f"{url}/v1/query", {"query": "how are overtime hours limited?", "k": 1})
+        assert status == 200 and r["passages"]
+    deadline = time.time() + 300
+    while "worker 1 stopped; starting another" not in (log := server["log"].read_text()):
+        assert time.time() < deadline, log
+        call(f"{url}/healthz")
+        time.sleep(0.2)
+    status, _ = call(f"{url}/healthz")
+    assert status == 200 and server["proc"].poll() is None
 
 
 def test_index_watch_picks_up_a_change(tmp_path):

@@ -8,20 +8,24 @@ import sys
 from pathlib import Path
 
 from ragkit.cli.common import console
-from ragkit.errors import RagkitError
+from ragkit.errors import OverLimit, RagkitError
 from ragkit.records import QueryResult
 from ragkit.render import emit_json, metadata, print_result, result_dict, result_from_dict, trace_line
 
 
 def through_server(index_dir: Path, text: str, qcfg, as_json: bool, as_jsonl: bool, explain: bool) -> bool:
     """Answer from a running ``ragkit serve`` of this index, printing what answering in process would print
-    (timings aside); False when no server answers its health check in time."""
+    (timings aside); False when no server answers its health check in time, or the question is over its limits
+    (``-k 500``: this process answers it)."""
     from ragkit.serve import client
 
     info = client.server_for(index_dir)
     if info is None:
         return False
-    obj, failed = client.remote_query(info, text, qcfg, explain)
+    try:
+        obj, failed = client.remote_query(info, text, qcfg, explain)
+    except OverLimit:
+        return False
     if as_json or as_jsonl:
         emit_json(obj, as_json)
     else:

@@ -63,12 +63,19 @@ class QueryConfig:
     temperature: float = field(default=0.3, metadata=between(0.0, 2.0))  # answer sampling temperature
     answer_context: int = field(default=4096, metadata=between(256))  # the model's window for answers
     api_keys: dict[str, str] = field(default_factory=dict)  # server host → the environment variable with its key
+    # the collections the query may read (ragkit serve sets them from the request's token: its own, the shared
+    # ones and "default"): a prefilter of every search and the scope of every context item; None: all of them
+    readable: tuple[str, ...] | None = None
     # each strategy's own settings (ragkit/retrieve/strategies: Settings), given as objects or as dicts of
     # fields; complete after construction: one per strategy that has them
     settings: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         check(self, BadQuery)
+        if self.readable is not None:
+            if isinstance(self.readable, str) or not all(isinstance(c, str) and c for c in self.readable):
+                raise BadQuery("readable: a list of collection names", hint='e.g. readable = ["team-a", "laws"]')
+            object.__setattr__(self, "readable", tuple(self.readable))
         if self.strategy not in STRATEGY_NAMES:
             raise BadQuery(f"unknown strategy {self.strategy!r}", hint=f"Choose {', '.join(STRATEGY_NAMES)}.")
         if self.mode not in MODES:

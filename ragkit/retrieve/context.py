@@ -138,6 +138,8 @@ class SearchContext:
         graph = self.reader.entity_graph
         with self.timed("entities"):
             seeds = graph.seeds([k for k, _ in query_entities(self.query.text)])
+            if self.cfg.readable is not None:  # a served token's query: entities its collections mention
+                seeds = {k: w for k, w in seeds.items() if self.reader.entity_readable(k, self.cfg.readable)}
             seeds = {k: w for k, w in seeds.items() if not any(k != o and f" {k} " in f" {o} " for o in seeds)}
         if vector_seeds:
             for row in self.knowledge_search("entities", vector_seeds, describe=False):

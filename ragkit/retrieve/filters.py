@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ragkit.retrieve.query_syntax import ParsedQuery
+from ragkit.store.browse import readable_sql
 from ragkit.store.expr import in_list, sql_str
 
 DIRECT = {"doc_type", "collection"}  # columns of the chunks table itself
@@ -22,9 +23,15 @@ def build_where(
     query: ParsedQuery,
     filters: dict[str, str],
     doc_ids_for: Callable[[dict[str, str]], list[str]],
+    readable: tuple[str, ...] | None = None,
 ) -> str | None:
-    """SQL for LanceDB's prefilter, or None. ``NO_MATCH`` when no document can match."""
+    """SQL for LanceDB's prefilter, or None. ``NO_MATCH`` when no document can match. ``readable``: the only
+    collections that may match (a served token's), AND-ed with everything else."""
     clauses = []
+    if readable is not None:
+        if not readable:
+            return NO_MATCH
+        clauses.append(readable_sql(readable))
     for key in sorted(DIRECT & filters.keys()):
         clauses.append(f"lower({key}) = {sql_str(filters[key].lower())}")
     other = {k: v for k, v in filters.items() if k not in DIRECT}

@@ -78,13 +78,14 @@ def plan(reader: IndexReader, text: str, cfg: QueryConfig, limit: int | None = N
         must_include=qplan.constraints.must_include,
         must_exclude=qplan.constraints.must_exclude,
     )
-    where = build_where(parsed, cfg.filters, reader.doc_ids_for)
+    where = build_where(parsed, cfg.filters, reader.doc_ids_for, cfg.readable)
     if not cfg.all_versions and where != NO_MATCH:
         old = reader.superseded
         if old:
             where = f"NOT ({in_list('document_id', old)})" + (f" AND ({where})" if where else "")
+    scope = reader.scope_for(cfg.filters, cfg.readable)
     refs = (
-        resolve_query_refs(parsed.text, reader.resolver)
+        resolve_query_refs(parsed.text, reader.resolver, scope.documents if cfg.readable is not None else None)
         if cfg.syntax and has_legal_ref(parsed.text)
         else QueryReferences()
     )
@@ -94,7 +95,7 @@ def plan(reader: IndexReader, text: str, cfg: QueryConfig, limit: int | None = N
         where=where,
         limit=limit or max(cfg.k * 3, 30),
         cfg=cfg,
-        scope=reader.scope_for(cfg.filters),
+        scope=scope,
     )
     return Prepared(qplan, cfg, refs, ctx)
 
@@ -178,7 +179,7 @@ def candidates(ctx: SearchContext, qplan: QueryPlan, searchable: bool) -> list[H
         hits = with_links(ctx, hits)
     if qplan.expanded_queries and cfg.strategy in ("naive", "lexical", "hybrid") and searchable:
         hits = _with_queries(ctx, hits, qplan.expanded_queries, STRATEGIES[cfg.strategy].search, "expansion", 0.5)
-    if cfg.expand and searchable:
+    if cfg.expand and searchable and cfg.readable is None:  # (the vocabulary spans every collection)
         hits = _with_related_terms(ctx, qplan, hits)
     if qplan.sub_queries and cfg.decompose and searchable:
         hits = _with_queries(

@@ -24,11 +24,19 @@ class QueryReferences:
     documents: set[str] = field(default_factory=set)
 
 
-def resolve_query_refs(query: str, resolver) -> QueryReferences:
+def resolve_query_refs(query: str, resolver, readable: set[str] | None = None) -> QueryReferences:
+    """The references ``query`` cites, resolved to documents and sections (only to the ``readable`` documents
+    when given: a reference to another collection's law resolves to nothing)."""
     out = QueryReferences()
     for ref in find_legal_refs(query):
         doc = resolver.law_document(ref.target) if ref.target else None
-        docs = [doc] if doc else ([] if ref.target else list(resolver.sections_of))
+        if doc is not None and readable is not None and doc not in readable:
+            doc = None
+        docs = (
+            [doc]
+            if doc
+            else ([] if ref.target else [d for d in resolver.sections_of if readable is None or d in readable])
+        )
         sections = []
         for d in docs:
             for n in ref.numbers[:10] if ref.unit else []:

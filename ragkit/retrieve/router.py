@@ -86,14 +86,19 @@ def plan_and_route(reader: IndexReader, text: str, cfg: QueryConfig) -> tuple[Qu
 
     facts = reader.facts
     speller = reader.memo("speller", lambda: Speller(reader.vocabulary)) if cfg.spelling else None
-    plan = plan_query(
-        text, facts["doc_types"], cfg.planner_rules, syntax=cfg.syntax, correct=speller.correct if speller else None
-    )
+    correct = None
+    if speller is not None:  # a served token's query: only to words its collections hold (the vocabulary has all)
+        allowed = (lambda word: reader.holds_word(word, cfg.readable)) if cfg.readable is not None else None
+
+        def correct(text: str, language: str):
+            return speller.correct(text, language, allowed)
+
+    plan = plan_query(text, facts["doc_types"], cfg.planner_rules, syntax=cfg.syntax, correct=correct)
     if cfg.planner == "llm":
         refine(plan, lambda: load_generator(cfg.model, keys=cfg.api_keys))
     filters = {**cfg.filters, **plan.constraints.filters()}
     dated = {k: v for k, v in filters.items() if k in ("date_from", "date_to")}
-    if dated and not reader.doc_ids_for(dated):
+    if dated and not reader.doc_ids_for(dated, cfg.readable):
         plan.notes.append(
             f"no document is dated {dated.get('date_from', '…')} – {dated.get('date_to', '…')}: date constraint ignored"
         )
@@ -108,7 +113,12 @@ def plan_and_route(reader: IndexReader, text: str, cfg: QueryConfig) -> tuple[Qu
         if facts["entities"]:
             graph = reader.entity_graph
             names = {m.key for m in extract(plan.text, language=plan.language).mentions if m.sentence >= 0}
-            known = sorted(k for k in names if graph.has_entity(graph.aliases.get(k, k)))
+            known = sorted(
+                k
+                for k in names
+                if graph.has_entity(graph.aliases.get(k, k))
+                and reader.entity_readable(graph.aliases.get(k, k), cfg.readable)
+            )
         plan.entities = known
         r = route(
             plan,

@@ -62,7 +62,9 @@ class Speller:
             self._letters = "".join(sorted(set("".join(self.vocab))))
         return self._letters
 
-    def correct_word(self, word: str, language: str = "en") -> str | None:
+    def correct_word(self, word: str, language: str = "en", allowed=None) -> str | None:
+        """The frequent index word one edit away from an unknown ``word``, or None; ``allowed(candidate)`` may
+        refuse candidates (a served token's query: words its own collections do not hold)."""
         w = word.lower()
         if len(w) < MIN_LENGTH or w in self.vocab or not w.isalpha():
             return None
@@ -73,14 +75,18 @@ class Speller:
             for t in _edits(w, self.letters())
             if self.vocab.get(t, 0) >= MIN_DF and len(t) >= MIN_LENGTH - 1 and _one_edit(w, t)
         ]
-        return max(best, key=lambda t: (self.vocab[t], t)) if best else None
+        for candidate in sorted(best, key=lambda t: (self.vocab[t], t), reverse=True):
+            if allowed is None or allowed(candidate):
+                return candidate
+        return None
 
-    def correct(self, text: str, language: str = "en") -> tuple[str, list[dict[str, str]]]:
-        """The text with unknown words corrected, and the corrections made (``language``: the query's)."""
+    def correct(self, text: str, language: str = "en", allowed=None) -> tuple[str, list[dict[str, str]]]:
+        """The text with unknown words corrected, and the corrections made (``language``: the query's;
+        ``allowed``: as for ``correct_word``)."""
         changes: list[dict[str, str]] = []
 
         def fix(m: re.Match) -> str:
-            new = self.correct_word(m.group(0), language)
+            new = self.correct_word(m.group(0), language, allowed)
             if new is None:
                 return m.group(0)
             changes.append({"from": m.group(0), "to": new})

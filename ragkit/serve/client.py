@@ -1,5 +1,6 @@
 """The client side of ``ragkit serve``: find the server of an index, ask it a query (stdlib ``http.client``,
-nothing heavy imported)."""
+nothing heavy imported). A server with tokens is asked only when ``RAGKIT_TOKEN`` holds one (sent as a bearer
+token); without it the query is answered in process, as if no server ran."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ragkit import errors
-from ragkit.serve import PORT_FILE
+from ragkit.serve import PORT_FILE, TOKEN_VARIABLE
 
 HEALTH_TIMEOUT = 0.2  # seconds the server has to answer its health check before a query runs in process
 
@@ -23,8 +24,10 @@ def server_for(index_dir: Path) -> dict[str, Any] | None:
         os.kill(int(info["pid"]), 0)  # a server killed without cleaning up leaves its file behind
     except (OSError, ValueError, KeyError, TypeError):
         return None
+    if info.get("auth") and not os.environ.get(TOKEN_VARIABLE):
+        return None  # its answers need a token
     try:
-        con = http.client.HTTPConnection(info["host"], int(info["port"]), timeout=HEALTH_TIMEOUT)
+        con = http.client.HTTPConnection(_address(info["host"]), int(info["port"]), timeout=HEALTH_TIMEOUT)
         con.request("GET", "/healthz")
         ok = con.getresponse().status == 200
         con.close()
@@ -39,9 +42,12 @@ def remote_query(
     """The server's ``ragkit.query/1`` object for ``text`` under ``cfg`` (a QueryConfig), and the error that
     kept the answer from being written (as in process), if any. A server error is raised as its ragkit error."""
     body = json.dumps({"query": text, "config": asdict(cfg), "explain": explain}).encode()
-    con = http.client.HTTPConnection(info["host"], int(info["port"]))  # no timeout: answers take seconds
+    headers = {"Content-Type": "application/json"}
+    if info.get("auth") and os.environ.get(TOKEN_VARIABLE):
+        headers["Authorization"] = f"Bearer {os.environ[TOKEN_VARIABLE].strip()}"
+    con = http.client.HTTPConnection(_address(info["host"]), int(info["port"]))  # no timeout: answers take seconds
     try:
-        con.request("POST", "/v1/query", body=body, headers={"Content-Type": "application/json"})
+        con.request("POST", "/v1/query", body=body, headers=headers)
         resp = con.getresponse()
         data = resp.read()
         answer_error = resp.getheader("X-Ragkit-Answer-Error")
@@ -61,3 +67,8 @@ def rebuild_error(err: dict[str, Any]) -> errors.RagkitError:
         cls = type("ServerError", (errors.RagkitError,), {"exit_code": int(err.get("code") or 1)})
     exc = cls(str(err.get("message", "server error")), hint=err.get("hint"))
     return exc
+
+
+def _address(host: str) -> str:
+    """Where to connect for a server listening on ``host`` (every address: this machine's loopback)."""
+    return {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(host, host)

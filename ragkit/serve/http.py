@@ -1,20 +1,29 @@
-"""The HTTP server: FastAPI on uvicorn, one warm index.
+"""The HTTP server: FastAPI on uvicorn, one index, answered by worker processes (workers.py).
 
-    POST /v1/query            {"query", "k", "strategy", "filters", "answer", "explain"} → ragkit.query/1
-    GET  /v1/stats            what ``ragkit stats --json`` prints
-    GET  /v1/documents/{id}   a document's fields and text, chunk by chunk with lines (and pages)
-    GET  /v1/sections/{id}    a section's place and its own text
-    GET  /healthz             {"status": "ok", "index", "run"}
-    GET  /docs                OpenAPI documentation
+    POST /v1/query                       {"query", "k", "strategy", "filters", "answer", "explain", …} → ragkit.query/1
+                                         ("stream": true: JSON lines {"text"} as the answer is written, then it)
+    GET  /v1/stats                       what ``ragkit stats --json`` prints (a token: its collections' counts)
+    GET  /v1/documents                   the documents matching ?collection=&doc_type=&path=&…&limit=&offset=
+    GET  /v1/documents/{id or path}      a document's fields and text, chunk by chunk with lines (and pages)
+    GET  /v1/documents/{id}/text         ?start=&end=: the chunks covering those lines
+    GET  /v1/documents/{id}/outline      its sections in reading order
+    GET  /v1/sections/{id}               a section's place and its own text
+    POST /mcp                            MCP over streamable HTTP (stateless, JSON responses): the same tools as
+                                         ``ragkit serve --mcp`` (mcp_tools.py)
+    GET  /healthz                        {"status": "ok", "index", "run", "workers", "auth"}
+    GET  /docs                           OpenAPI documentation
 
-Errors are JSON, ``{"error": {"code", "type", "message", "hint"}}``, with the CLI's exit code as ``code``.
-Queries run one at a time (a reader's caches and its DuckDB connection are not shared between threads); the
-reader is reopened when a new indexing run has been committed, so a server never answers from a stale run.
+Errors are JSON, ``{"error": {"code", "type", "message", "hint"}}``, with the CLI's exit code as ``code`` (HTTP
+400, 401, 403, 404, 409, 413, 422, 429). Every request passes the ``Guard`` first (guard.py: body size, token,
+rate); with tokens, a request reads its token's collections only (ops.py).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
+import logging
 import os
 import socket
 import time
@@ -23,34 +32,20 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, Field
 
-from ragkit import __version__, api
-from ragkit.config import QueryConfig, load_config, override
-from ragkit.errors import BadQuery, IndexBusy, IndexNotFound, RagkitError, UnknownId
-from ragkit.render import result_dict
-from ragkit.serve import PORT_FILE
-from ragkit.serve.served import Served
+from ragkit import __version__
+from ragkit.config import resolve_index_dir
+from ragkit.errors import BadQuery, RagkitError
+from ragkit.serve import PORT_FILE, mcp_tools
+from ragkit.serve.access import Access, Caller, Limits, check_bind, load_tokens
+from ragkit.serve.guard import CALLER, Guard, error_body, status_of
+from ragkit.serve.workers import Pool
 from ragkit.store import remote
+from ragkit.store.manifest import read_manifest
 
-STATUS = {UnknownId: 404, IndexNotFound: 404, IndexBusy: 409, BadQuery: 400}
-
-
-def status_of(exc: RagkitError) -> int:
-    for cls, status in STATUS.items():
-        if isinstance(exc, cls):
-            return status
-    return 400 if exc.exit_code in (2, 6, 8) else 500
-
-
-def error_body(exc: RagkitError) -> dict[str, Any]:
-    return {"error": {"code": exc.exit_code, "type": type(exc).__name__, "message": exc.message, "hint": exc.hint}}
-
-
-def dumps(obj: Any) -> bytes:
-    """JSON as ``ragkit query --json`` writes it (a client printing it again gives the same bytes)."""
-    return json.dumps(obj, ensure_ascii=False, default=str).encode()
+log = logging.getLogger("ragkit.serve")
 
 
 class QueryRequest(BaseModel):
@@ -64,20 +59,52 @@ class QueryRequest(BaseModel):
     )
     answer: bool = Field(False, description="Also answer from the passages (answer_mode: auto | extract | generate).")
     answer_mode: str | None = Field(None, description="auto (default) | extract (quotes) | generate (checked).")
+    max_tokens: int | None = Field(None, description="Answer tokens at most (default 512).")
     rerank_model: str | None = Field(None, description="A rerank model spec (turns --rerank cross on).")
     model: str | None = Field(None, description="The generate model spec for the answer.")
     explain: bool = Field(False, description="Include every passage's rerank features.")
+    trace: bool = Field(False, description="Include every candidate's features (ragkit.trace/1, as --trace writes).")
+    stream: bool = Field(
+        False,
+        description='JSON lines: {"text": …} as the answer is written, then the ragkit.query/1 object '
+        "(hanging up stops the model).",
+    )
     config: dict[str, Any] | None = Field(
         None, description="A whole QueryConfig (what `ragkit query` sends); the fields above are ignored then."
     )
 
 
-def create_app(served: Served):
+def create_app(pool: Pool, index_dir: Path, access: Access | None, limits: Limits, host: str = "127.0.0.1"):
+    """The FastAPI app: routes answered by ``pool``, MCP at /mcp, everything behind the Guard."""
+    tools = mcp_tools.build(pool.run, Caller(limits=limits))
+    mcp_app = tools.streamable_http_app(
+        streamable_http_path="/mcp",
+        json_response=True,
+        stateless_http=True,
+        max_request_body_size=limits.body_bytes,
+        transport_security=mcp_tools.security(host, protected=access is not None),
+        host=host,
+    )
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app):
+        async with tools.session_manager.run():
+            yield
+
     app = FastAPI(
         title="ragkit",
         version=__version__,
-        description=f"Retrieval over the index {served.index_dir} (schema ragkit.query/1).",
+        description=f"Retrieval over the index {remote.display(index_dir)} (schema ragkit.query/1).",
+        lifespan=lifespan,
     )
+    app.router.routes.extend(mcp_app.routes)
+    _errors(app)
+    _routes(app, pool, index_dir, access, limits)
+    return Guard(app, access, limits)
+
+
+def _errors(app: FastAPI) -> None:
+    """Every error as ``{"error": {"code", "type", "message", "hint"}}``."""
 
     @app.exception_handler(RagkitError)
     def ragkit_error(request: Request, exc: RagkitError):
@@ -88,86 +115,138 @@ def create_app(served: Served):
         problems = "; ".join(f"{'.'.join(map(str, e['loc'][1:])) or 'body'}: {e['msg']}" for e in exc.errors())
         return JSONResponse(error_body(BadQuery(f"bad request: {problems}")), status_code=422)
 
-    def answer_json(obj: Any) -> Response:
-        return Response(dumps(obj), media_type="application/json")
+
+def _routes(app: FastAPI, pool: Pool, index_dir: Path, access: Access | None, limits: Limits) -> None:
+    """The routes of the module's table, each an operation of a worker (health answers at once)."""
+
+    def caller(request: Request) -> Caller:
+        return request.scope.get(CALLER) or Caller(limits=limits)
+
+    async def run(request: Request, op: str, args: dict[str, Any]) -> Response:
+        return answer_json(await pool.run(op, args, caller(request)))
 
     @app.get("/healthz")
     def healthz():
-        reader = served.reader()
-        return {"status": "ok", "index": remote.display(served.index_dir), "run": reader.manifest["last_run"]["id"]}
+        remote.refresh(index_dir, 1.0)
+        run_id = read_manifest(index_dir)["last_run"]["id"]
+        return {
+            "status": "ok",
+            "index": remote.display(index_dir),
+            "run": run_id,
+            "workers": pool.size,
+            "auth": bool(access),
+        }
 
     @app.post("/v1/query")
-    def query(req: QueryRequest):
-        if req.config is not None:
-            try:
-                cfg = QueryConfig(**req.config)
-            except TypeError as exc:  # (a value out of its choices is BadQuery already)
-                raise BadQuery(f"config: {exc}") from exc
-        else:
-            _, cfg = load_config(index_dir=served.index_dir)
-            cfg = override(
-                cfg,
-                k=req.k,
-                strategy=req.strategy,
-                filters={**cfg.filters, **req.filters},
-                answer=req.answer or None,
-                answer_mode=req.answer_mode,
-                rerank="cross" if req.rerank_model else None,
-                rerank_model=req.rerank_model,
-                model=req.model,
-            )
-        failed = None
-        with served.lock:
-            reader = served.reader()
-            result = api.query(reader, req.query, cfg)
-            if cfg.answer:
-                failed = api.answer_into(result, cfg, reader=reader)
-        response = answer_json(result_dict(result, req.explain))
-        if failed is not None:  # the passages are there; the client exits as `ragkit query` would
-            response.headers["X-Ragkit-Answer-Error"] = json.dumps(error_body(failed)["error"])
+    async def query(req: QueryRequest, request: Request):
+        args = {**req.model_dump(exclude={"stream"}), "encode": True}
+        if req.stream:
+            return StreamingResponse(streamed(pool, args, caller(request)), media_type="application/x-ndjson")
+        out = await pool.run("query", args, caller(request), request.is_disconnected)
+        response = Response(out["result"], media_type="application/json")
+        if out["answer_error"] is not None:  # the passages are there; the client exits as `ragkit query` would
+            response.headers["X-Ragkit-Answer-Error"] = json.dumps(out["answer_error"])
         return response
 
     @app.get("/v1/stats")
-    def stats():
-        with served.lock:
-            return answer_json(api.stats(served.reader()))
+    async def stats(request: Request):
+        return await run(request, "stats", {})
 
-    @app.get("/v1/documents/{document_id}")
-    def document(document_id: str):
-        return answer_json(served.find("document", document_id))
+    @app.get("/v1/documents")
+    async def documents(request: Request, limit: int = 50, offset: int = 0):
+        filters = {k: v for k, v in request.query_params.items() if k not in ("limit", "offset")}
+        return await run(request, "documents", {"filters": filters, "limit": limit, "offset": offset})
+
+    @app.get("/v1/documents/{key:path}/text")
+    async def document_text(request: Request, key: str, start: int = 1, end: int | None = None):
+        return await run(request, "document", {"key": key, "start": start, "end": end})
+
+    @app.get("/v1/documents/{key:path}/outline")
+    async def outline(request: Request, key: str):
+        return await run(request, "outline", {"key": key})
+
+    @app.get("/v1/documents/{key:path}")
+    async def document(request: Request, key: str):
+        return await run(request, "document", {"key": key})
 
     @app.get("/v1/sections/{section_id}")
-    def section(section_id: str):
-        return answer_json(served.find("section", section_id))
-
-    return app
+    async def section(request: Request, section_id: str):
+        return await run(request, "section", {"id": section_id})
 
 
-def serve(index: str | None, host: str = "127.0.0.1", port: int = 8765, on_ready=None) -> None:
-    """Serve until interrupted; ``server.json`` in the index folder says where, while it runs."""
+async def streamed(pool: Pool, args: dict[str, Any], who: Caller):
+    """A query's JSON lines: the answer's text as it is written, then the result (or the error); when the
+    client hangs up, the response stops and the worker's model with it."""
+    lines: asyncio.Queue = asyncio.Queue()
+
+    async def produce() -> None:
+        try:
+            out = await pool.run("query", args, who, on_text=lambda piece: lines.put_nowait(dumps({"text": piece})))
+            lines.put_nowait(out["result"])
+            if out["answer_error"] is not None:
+                lines.put_nowait(dumps({"answer_error": out["answer_error"]}))
+        except RagkitError as exc:
+            lines.put_nowait(dumps(error_body(exc)))
+        lines.put_nowait(None)
+
+    task = asyncio.ensure_future(produce())
+    try:
+        while (line := await lines.get()) is not None:
+            yield line + b"\n"
+    finally:
+        if not task.done():
+            task.cancel()  # the client is gone: Pool.run tells the worker to stop
+
+
+def answer_json(obj: Any) -> Response:
+    return Response(dumps(obj), media_type="application/json")
+
+
+def dumps(obj: Any) -> bytes:
+    """JSON as ``ragkit query --json`` writes it (a client printing it again gives the same bytes)."""
+    return json.dumps(obj, ensure_ascii=False, default=str).encode()
+
+
+def serve(
+    index: str | None,
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    on_ready=None,
+    tokens: str | Path | None = None,
+    workers: int = 2,
+) -> None:
+    """Serve until interrupted; ``server.json`` in the index folder says where, while it runs. ``tokens``: the
+    tokens file (required beyond loopback); ``workers``: reader processes answering side by side."""
     import uvicorn
 
-    served = Served(index)
-    served.reader()  # a missing index fails here, before anything listens
-    served.warm()
-    # IPPROTO_TCP named: asyncio sets TCP_NODELAY on connections only then (without it every response waited
-    # for the client's delayed ACK between its header and body writes: 44 ms per request)
-    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    sock.bind((host, port))
-    sock.listen(2048)  # connections wait in the backlog from now on, before uvicorn's loop starts
-    bound = sock.getsockname()[1]
-    config = uvicorn.Config(create_app(served), log_level="warning", access_log=False)
-    server = uvicorn.Server(config)
-    port_file = served.index_dir / PORT_FILE
-    info = {"pid": os.getpid(), "host": host, "port": bound, "url": f"http://{host}:{bound}", "started": time.time()}
-    _write_port_file(port_file, info)
-    if on_ready:
-        on_ready(info)
+    access = load_tokens(tokens) if tokens else None
+    check_bind(host, access)
+    limits = access.limits if access else Limits()
+    index_dir = resolve_index_dir(index)
+    pool = Pool(index, workers)
+    pool.start()  # a missing index fails here, before anything listens
+    port_file = index_dir / PORT_FILE
     try:
+        # IPPROTO_TCP named: asyncio sets TCP_NODELAY on connections only then (without it every response waited
+        # for the client's delayed ACK between its header and body writes: 44 ms per request)
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.bind((host, port))
+        sock.listen(2048)  # connections wait in the backlog from now on, before uvicorn's loop starts
+        bound = sock.getsockname()[1]
+        app = create_app(pool, index_dir, access, limits, host)
+        server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
+        url = f"http://[{host}]:{bound}" if ":" in host else f"http://{host}:{bound}"
+        info = {"pid": os.getpid(), "host": host, "port": bound, "url": url, "started": time.time()}
+        info |= {"auth": access is not None, "workers": pool.pids()}
+        _write_port_file(port_file, info)
+        if on_ready:
+            on_ready(info)
         server.run(sockets=[sock])
     finally:
+        pool.close()
         try:
             if json.loads(port_file.read_text()).get("pid") == os.getpid():
                 port_file.unlink()

@@ -1,25 +1,40 @@
-"""``ragkit serve --mcp``: the index as MCP tools over stdio (the official ``mcp`` SDK's ``MCPServer``).
+"""The index as MCP tools (the official ``mcp`` SDK's ``MCPServer``): over stdio with ``ragkit serve --mcp``, and
+over streamable HTTP at ``/mcp`` of ``ragkit serve`` (same tools, same names; over HTTP with the server's tokens
+and scoping: a tool call reads its token's collections only).
 
-Tools: ``search`` (passages with their source, section, lines and pages), ``get_section`` (a section's own
-text), ``answer`` (a cited answer from the local GGUF model) and ``stats``. One warm process per client
-session; stdout carries the protocol, so nothing else is printed there.
+Tools: ``search`` (passages with their source, section, lines and pages), ``answer`` (quoted, or written by the
+generate model and checked), ``get_section`` (a section's own text), ``get_document`` (a document, or a line
+range of it, by id or path), ``list_documents`` (filters, a page at a time), ``outline`` (a document's
+sections) and ``stats``. Each runs an operation of ops.py: through the worker processes over HTTP, in this
+process over stdio (one at a time; stdout carries the protocol, so nothing else is printed there).
 """
 
 from __future__ import annotations
 
+import functools
+import threading
+from collections.abc import Awaitable, Callable
 from typing import Any
 
-from ragkit import __version__, api
-from ragkit.config import load_config, override
+import anyio
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.transport_security import TransportSecuritySettings
+
+from ragkit import __version__
 from ragkit.errors import RagkitError
-from ragkit.render import result_dict
-from ragkit.serve.served import Served
+from ragkit.serve import ops
+from ragkit.serve.access import Caller, is_loopback
+from ragkit.serve.guard import CALLER
 
 INSTRUCTIONS = (
     "Local retrieval over an indexed folder of documents. Call `search` with a question to get the "
     "best passages (each with its file, section breadcrumb and line span); `get_section` reads a "
-    "whole section by id; `answer` writes a short cited answer from the passages."
+    "whole section by id, `get_document` a document or a line range of it (by id or path), `outline` a "
+    "document's sections; `list_documents` lists documents by filters; `answer` writes a short cited answer "
+    "from the passages."
 )
+Runner = Callable[..., Awaitable[Any]]  # (operation, arguments, caller) → its result
 
 
 def _passage(p: dict[str, Any]) -> dict[str, Any]:
@@ -28,6 +43,7 @@ def _passage(p: dict[str, Any]) -> dict[str, Any]:
         "score": p["score"],
         "source": p["document"]["path"],
         "title": p["document"]["title"],
+        "collection": p["document"]["collection"],
         "section": p["section"],
         "section_id": p["section_id"],
         "lines": p["lines"],
@@ -41,14 +57,11 @@ def _passage(p: dict[str, Any]) -> dict[str, Any]:
 def _reported(fn):
     """Typed ragkit errors reach the client as the tool's error message (with the CLI's exit code); anything
     else is a crash the SDK reports without its text."""
-    import functools
-
-    from mcp.server.mcpserver.exceptions import ToolError
 
     @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
+    async def wrapper(*args, **kwargs):
         try:
-            return fn(*args, **kwargs)
+            return await fn(*args, **kwargs)
         except RagkitError as exc:
             raise ToolError(
                 f"{exc.message} (ragkit error {exc.exit_code}" + (f"; hint: {exc.hint})" if exc.hint else ")")
@@ -57,43 +70,45 @@ def _reported(fn):
     return wrapper
 
 
-def build(served: Served):
-    from mcp.server.mcpserver import MCPServer
+def security(host: str, protected: bool) -> TransportSecuritySettings:
+    """DNS-rebinding protection (Host and Origin checked) on loopback without tokens; off when tokens protect
+    the server (a reverse proxy may send any Host)."""
+    if protected or not is_loopback(host):
+        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    names = sorted({"127.0.0.1", "localhost", "[::1]", f"[{host}]" if ":" in host else host})
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=[f"{n}:*" for n in names],
+        allowed_origins=[f"http://{n}:*" for n in names],
+    )
 
+
+def build(run: Runner, default: Caller) -> MCPServer:
+    """The MCP server whose tools ``run`` the operations; a tool call's caller is its HTTP request's (the Guard
+    put it there), else ``default`` (stdio: the index's owner)."""
     server = MCPServer(name="ragkit", version=__version__, instructions=INSTRUCTIONS)
 
-    def run_query(
-        text: str,
-        k: int,
-        strategy: str,
-        filters: dict[str, str] | None,
-        answer: bool,
-        rerank_model: str | None = None,
-        model: str | None = None,
-        answer_mode: str | None = None,
-    ):
-        _, cfg = load_config(index_dir=served.index_dir)
-        cfg = override(
-            cfg,
-            k=k,
-            strategy=strategy,
-            filters={**cfg.filters, **(filters or {})},
-            answer=answer,
-            rerank="cross" if rerank_model else None,
-            rerank_model=rerank_model,
-            model=model,
-            answer_mode=answer_mode,
-        )
-        with served.lock:
-            reader = served.reader()
-            result = api.query(reader, text, cfg)
-            if answer:
-                api.answer_into(result, cfg, reader=reader)
-        return result_dict(result)
+    def caller(ctx: Context) -> Caller:
+        request = ctx.request_context.request
+        found = request.scope.get(CALLER) if request is not None and hasattr(request, "scope") else None
+        return found or default
+
+    _query_tools(server, run, caller)
+    _reading_tools(server, run, caller)
+    return server
+
+
+def _query_tools(server: MCPServer, run: Runner, caller: Callable[[Context], Caller]) -> None:
+    """search, answer, stats."""
+
+    async def _query(ctx: Context, text: str, **fields) -> dict[str, Any]:
+        out = await run("query", {"query": text, **fields}, caller(ctx))
+        return out["result"]
 
     @server.tool()
     @_reported
-    def search(
+    async def search(
+        ctx: Context,
         query: str,
         k: int = 8,
         strategy: str = "auto",
@@ -104,46 +119,89 @@ def build(served: Served):
         (and pages of a PDF). `strategy`: auto (default), hybrid, lexical, naive, hippo, local, global, light,
         hierarchical. `filters`: doc_type, collection, path (glob), date_from, date_to, front-matter keys.
         `rerank_model`: a rerank model spec (a folder, a .gguf file, http://host:port/v1#model)."""
-        out = run_query(query, k, strategy, filters, answer=False, rerank_model=rerank_model)
+        out = await _query(ctx, query, k=k, strategy=strategy, filters=filters or {}, rerank_model=rerank_model)
         return {"query": query, "strategy": out["strategy"], "passages": [_passage(p) for p in out["passages"]]}
 
     @server.tool()
     @_reported
-    def get_section(section_id: str) -> dict:
-        """A section's place (document, breadcrumb, line span) and its own text, by the id a passage names."""
-        return served.find("section", section_id)
-
-    @server.tool()
-    @_reported
-    def answer(question: str, k: int = 6, strategy: str = "auto", mode: str = "auto", model: str | None = None) -> dict:
+    async def answer(
+        ctx: Context, question: str, k: int = 6, strategy: str = "auto", mode: str = "auto", model: str | None = None
+    ) -> dict:
         """An answer to `question` from the best passages, with the passages. `mode`: "extract" quotes the
         sentences that answer, with their lines and pages; "generate" has the generate model write it, every
         sentence checked against what it cites; "auto" (default) quotes unless a model other than the bundled
         one is configured. When the passages do not answer, it says so (`abstained`). `model`: a generate
         model spec (a .gguf file or http://host:port/v1#model)."""
-        out = run_query(question, k, strategy, None, answer=True, model=model, answer_mode=mode)
-        found = out.get("answer") or {}
+        out = await run(
+            "query",
+            {"query": question, "k": k, "strategy": strategy, "answer": True, "answer_mode": mode, "model": model},
+            caller(ctx),
+        )
+        found = out["result"].get("answer") or {}
         keys = ("mode", "abstained", "quotes", "sentences", "grounded", "replaced", "note", "citations")
         return {
             "question": question,
             "answer": found.get("text"),
-            "answer_error": out.get("answer_error"),
+            "answer_error": out["result"].get("answer_error"),
             **{key: found.get(key) for key in keys},
-            "passages": [_passage(p) for p in out["passages"]],
+            "passages": [_passage(p) for p in out["result"]["passages"]],
         }
 
     @server.tool()
     @_reported
-    def stats() -> dict:
-        """What the index holds: documents, sections, chunks, entities, doc types, size on disk."""
-        with served.lock:
-            return api.stats(served.reader())
+    async def stats(ctx: Context) -> dict:
+        """What the index holds: documents, sections, chunks, doc types, collections, size on disk (with a
+        token: its collections' counts only)."""
+        return await run("stats", {}, caller(ctx))
 
-    return server
+
+def _reading_tools(server: MCPServer, run: Runner, caller: Callable[[Context], Caller]) -> None:
+    """get_section, get_document, list_documents, outline."""
+
+    @server.tool()
+    @_reported
+    async def get_section(ctx: Context, section_id: str) -> dict:
+        """A section's place (document, breadcrumb, line span) and its own text, by the id a passage names."""
+        return await run("section", {"id": section_id}, caller(ctx))
+
+    @server.tool()
+    @_reported
+    async def get_document(ctx: Context, document: str, start: int | None = None, end: int | None = None) -> dict:
+        """A document by its id or path (or the end of its path, e.g. `policies/overtime.md`): its fields and
+        text chunk by chunk with line spans. With `start`/`end` (1-based lines, inclusive) only the chunks that
+        cover those lines."""
+        return await run("document", {"key": document, "start": start, "end": end}, caller(ctx))
+
+    @server.tool()
+    @_reported
+    async def list_documents(
+        ctx: Context, filters: dict[str, str] | None = None, limit: int = 50, offset: int = 0
+    ) -> dict:
+        """The documents of the index by path, `limit` at a time from `offset`, with the total: id, path, title,
+        doc_type, collection, language, line count. `filters`: doc_type, collection, path (glob), date_from,
+        date_to, front-matter keys."""
+        return await run("documents", {"filters": filters or {}, "limit": limit, "offset": offset}, caller(ctx))
+
+    @server.tool()
+    @_reported
+    async def outline(ctx: Context, document: str) -> dict:
+        """A document's sections in reading order (id, parent, heading, level, breadcrumb, line span), by its id
+        or path; read one with `get_section`."""
+        return await run("outline", {"key": document}, caller(ctx))
 
 
 def serve_mcp(index: str | None) -> None:
-    served = Served(index)
-    served.reader()  # a missing index fails before the session starts
-    served.warm()
-    build(served).run("stdio")
+    """``ragkit serve --mcp``: the tools over stdio, answered in this process."""
+    state = ops.State(index)
+    state.reader()  # a missing index fails before the session starts
+    state.warm()
+    lock = threading.Lock()
+
+    async def run(op: str, args: dict[str, Any], caller: Caller) -> Any:
+        def call():
+            with lock:
+                return ops.run(state, op, args, caller)
+
+        return await anyio.to_thread.run_sync(call)
+
+    build(run, Caller()).run("stdio")

@@ -20,6 +20,7 @@ from ragkit.extract.entities import normalize
 from ragkit.extract.resolve import RefRow, Resolver
 from ragkit.extract.summaries import build_nodes
 from ragkit.records import Chunk, RunChanges, Section
+from ragkit.store.browse import readable_sql
 from ragkit.store.knowledge import sql as knowledge
 from ragkit.store.knowledge.sql import ENTITY_NAME, ENTITY_TYPE, community_reports, pair_rows, with_descriptions
 from ragkit.store.knowledge.sql import SCHEMA as KNOWLEDGE
@@ -164,8 +165,18 @@ class DuckStore:
             "summary": json.loads(row[5]),
         }
 
-    def counts(self) -> dict[str, int]:
-        return {t: self.value(f"SELECT count(*) FROM {t}") for t in ("documents", "sections", "chunks")}
+    def counts(self, readable: tuple[str, ...] | None = None) -> dict[str, int]:
+        """Documents, sections and chunks (of the readable collections only, if given)."""
+        if readable is None:
+            return {t: self.value(f"SELECT count(*) FROM {t}") for t in ("documents", "sections", "chunks")}
+        scope = readable_sql(readable, "d.collection")
+        return {
+            "documents": self.value(f"SELECT count(*) FROM documents d WHERE {scope}"),
+            **{
+                t: self.value(f"SELECT count(*) FROM {t} x JOIN documents d ON d.id = x.document_id WHERE {scope}")
+                for t in ("sections", "chunks")
+            },
+        }
 
     def planning_facts(self) -> dict[str, Any]:
         """What planning a query needs to know of the store (kept in the manifest at each commit, so a query
@@ -181,15 +192,19 @@ class DuckStore:
         """The index's words and their chunk frequencies (``vocab``)."""
         return dict(self.con.execute("SELECT term, df FROM vocab").fetchall())
 
-    def doc_types(self) -> dict[str, int]:
-        return dict(
-            self.con.execute("SELECT doc_type, count(*) FROM documents GROUP BY doc_type ORDER BY 2 DESC").fetchall()
-        )
-
-    def collections(self) -> dict[str, int]:
+    def doc_types(self, readable: tuple[str, ...] | None = None) -> dict[str, int]:
         return dict(
             self.con.execute(
-                "SELECT collection, count(*) FROM documents GROUP BY collection ORDER BY 2 DESC"
+                f"SELECT doc_type, count(*) FROM documents WHERE {readable_sql(readable)} GROUP BY doc_type "
+                "ORDER BY 2 DESC, 1"
+            ).fetchall()
+        )
+
+    def collections(self, readable: tuple[str, ...] | None = None) -> dict[str, int]:
+        return dict(
+            self.con.execute(
+                f"SELECT collection, count(*) FROM documents WHERE {readable_sql(readable)} GROUP BY collection "
+                "ORDER BY 2 DESC, 1"
             ).fetchall()
         )
 

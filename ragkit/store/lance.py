@@ -152,6 +152,7 @@ ANN_PARTITION_ROWS = 1024
 ANN_PROBE_SHARE, ANN_MIN_PROBES = 0.3, 16
 ANN_REFINE = 5
 COMPACT_ROWS = 16_384  # fragments with fewer rows are merged at the end of a run
+MASKS = 32  # prefilter masks kept per table version
 IO_BUFFER = 8 << 20  # bytes Lance reads ahead when the matrix is loaded (its default took 40 MB more memory)
 
 
@@ -224,6 +225,7 @@ class ChunkTable:
         self._doc_positions: dict[str, list[int]] | None = None
         self._ann: bool | None = None
         self._sample: np.ndarray | None = None
+        self._masks: dict[str, np.ndarray] = {}  # prefilter → its mask (``_allowed``)
         self.compounds = COMPOUND_FTS.get(fts_language or "")  # "de"/"sv": BM25 also searches the parts
 
     def count(self) -> int:
@@ -250,11 +252,16 @@ class ChunkTable:
         return not self._ann and self.count() <= EXACT_MAX_ROWS
 
     def _allowed(self, where: str) -> np.ndarray:
-        """Row positions the prefilter lets through, as a mask."""
-        _, row_of, _ = self.matrix()
-        mask = np.zeros(len(row_of), dtype=bool)
-        mask[[row_of[i] for i in self.ds.to_table(columns=["id"], filter=where).column("id").to_pylist()]] = True
-        return mask
+        """Row positions the prefilter lets through, as a mask (the last ``MASKS`` kept: a served token's
+        collections are the same prefilter query after query)."""
+        if where not in self._masks:
+            _, row_of, _ = self.matrix()
+            mask = np.zeros(len(row_of), dtype=bool)
+            mask[[row_of[i] for i in self.ds.to_table(columns=["id"], filter=where).column("id").to_pylist()]] = True
+            if len(self._masks) >= MASKS:
+                self._masks.pop(next(iter(self._masks)))
+            self._masks[where] = mask
+        return self._masks[where]
 
     def vector_search(self, vector: np.ndarray, limit: int, where: str | None) -> list[dict[str, Any]]:
         q = np.asarray(vector, dtype=np.float32)

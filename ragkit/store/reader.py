@@ -3,7 +3,7 @@ the graphs and everything a query reads, loaded once."""
 
 from __future__ import annotations
 
-import json
+import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import cached_property
@@ -14,10 +14,9 @@ from ragkit.embed import Embedder, load_embedder, normalize_spec, query_encoder,
 from ragkit.errors import EmbedderMismatch, IndexChanged, IndexCorrupt, IndexNotFound
 from ragkit.extract.resolve import Resolver
 from ragkit.records import Hit, Scope
-from ragkit.store import remote
+from ragkit.store import browse, remote
 from ragkit.store.duck import DuckStore
 from ragkit.store.entity_graph import EntityGraph
-from ragkit.store.expr import sql_str
 from ragkit.store.fill import FillTable
 from ragkit.store.graph import EvidenceGraph, load_pickled
 from ragkit.store.knowledge.rows import KnowledgeMemory, StoreRows
@@ -38,6 +37,9 @@ def _stamp(index_dir: Path, max_age: float = 1.0) -> tuple[int, int] | None:
     except OSError:
         return None
     return st.st_ino, st.st_mtime_ns
+
+
+HOLDS_WORD_CHUNKS = 20  # BM25 hits looked through for a word (stemming may find others first)
 
 
 class IndexReader:
@@ -198,44 +200,14 @@ class IndexReader:
         g = self.graph.g
         return [v["name"] for v in g.vs.select(kind="document", is_latest=False)] if g.vcount() else []
 
-    def document(self, document_id: str) -> dict[str, Any] | None:
-        """A document's fields and its text, chunk by chunk with their lines (and pages), or None."""
-        with self.duck() as store:
-            found = store.rows(
-                "SELECT id, path, title, doc_type, collection, metadata, version, is_latest, language, "
-                "line_count FROM documents WHERE id = ?",
-                [document_id],
-            )
-        if not found:
-            return None
-        doc = found[0]
-        doc["metadata"] = json.loads(doc["metadata"] or "{}")
-        return {**doc, **self._text(f"document_id = {sql_str(document_id)}")}
+    def document(self, key: str, readable: tuple[str, ...] | None = None) -> dict[str, Any] | None:
+        """A document (by id or path) with its text, chunk by chunk with their lines (and pages), or None
+        (ragkit/store/browse.py; ``readable``: the collections the caller may read)."""
+        return browse.document(self, key, readable)
 
-    def section(self, section_id: str) -> dict[str, Any] | None:
+    def section(self, section_id: str, readable: tuple[str, ...] | None = None) -> dict[str, Any] | None:
         """A section's place (document, breadcrumb, lines) and its own text (not its subsections'), or None."""
-        with self.duck() as store:
-            found = store.rows(
-                "SELECT s.id, s.document_id, d.path, d.title, s.heading, s.level, s.breadcrumb, "
-                "s.parent_id, s.line_start, s.line_end FROM sections s JOIN documents d "
-                "ON d.id = s.document_id WHERE s.id = ?",
-                [section_id],
-            )
-        return {**found[0], **self._text(f"section_id = {sql_str(section_id)}")} if found else None
-
-    def _text(self, where: str) -> dict[str, Any]:
-        rows = sorted(self.chunks.rows(where, limit=1 << 30), key=lambda r: r["chunk_index"])
-        chunks = [
-            {
-                "id": r["id"],
-                "section_id": r["section_id"],
-                "lines": [r["line_start"], r["line_end"]],
-                "pages": [r["page_start"], r["page_end"]] if r.get("page_start") is not None else None,
-                "text": r["text"],
-            }
-            for r in rows
-        ]
-        return {"chunks": chunks, "text": "\n\n".join(c["text"] for c in chunks)}
+        return browse.section(self, section_id, readable)
 
     def knowledge_rows(self):
         """What the graph strategies read per query (entity, relation and community rows): from the store for
@@ -256,20 +228,52 @@ class IndexReader:
         """The index's language as its BM25 index has it: "de", "sv" or "en"."""
         return COMPOUND_FTS.get(self.manifest.get("fts_language"), "en")
 
-    def scope_for(self, filters: dict[str, str]):
-        """The documents (and their collections) the filters allow; None without filters."""
-        if not filters:
+    def scope_for(self, filters: dict[str, str], readable: tuple[str, ...] | None = None) -> Scope | None:
+        """The documents (and their collections) the filters allow within the readable collections; None
+        without filters and without ``readable`` (everything is visible)."""
+        if not filters and readable is None:
             return None
         with self.duck() as store:
             ids = store.document_ids_matching(filters)
             with store.registered("scope_ids", {"id": ids}):
-                colls = {
-                    r[0]
-                    for r in store.con.execute(
-                        "SELECT DISTINCT collection FROM documents WHERE id IN (SELECT id FROM scope_ids)"
-                    ).fetchall()
-                }
-        return Scope(set(ids), colls)
+                rows = store.con.execute(
+                    "SELECT id, collection FROM documents WHERE id IN (SELECT id FROM scope_ids) "
+                    f"AND {browse.readable_sql(readable)}"
+                ).fetchall()
+        return Scope({r[0] for r in rows}, {r[1] for r in rows})
+
+    def readable_chunks(self, readable: tuple[str, ...]) -> frozenset[str]:
+        """The ids of the chunks of the readable collections (kept per set of collections)."""
+        key = ("readable_chunks", tuple(sorted(set(readable))))
+        if key not in self._memo:
+            ids = self.chunks.ds.to_table(columns=["id"], filter=browse.readable_sql(readable)).column("id")
+            self._memo[key] = frozenset(ids.to_pylist())
+        return self._memo[key]
+
+    def readable_documents(self, readable: tuple[str, ...]) -> frozenset[str]:
+        """The ids of the documents of the readable collections (kept per set of collections)."""
+        key = ("readable_documents", tuple(sorted(set(readable))))
+        if key not in self._memo:
+            with self.duck() as store:
+                rows = store.con.execute(f"SELECT id FROM documents WHERE {browse.readable_sql(readable)}").fetchall()
+            self._memo[key] = frozenset(r[0] for r in rows)
+        return self._memo[key]
+
+    def entity_readable(self, key: str, readable: tuple[str, ...] | None) -> bool:
+        """Whether a chunk of the readable collections mentions the entity (always, for ``None``)."""
+        if readable is None:
+            return True
+        chunks = self.readable_chunks(readable)
+        return any(c in chunks for c in self.entity_graph.chunks_of(key))
+
+    def holds_word(self, word: str, readable: tuple[str, ...] | None) -> bool:
+        """Whether a chunk of the readable collections holds ``word`` as a whole word (any case); the index's
+        vocabulary spans every collection, this asks the BM25 index within the readable ones."""
+        if readable is None:
+            return word.lower() in self.vocabulary
+        pattern = re.compile(rf"(?<!\w){re.escape(word)}(?!\w)", re.I)
+        rows = self.chunks.fts_search(word, HOLDS_WORD_CHUNKS, browse.readable_sql(readable))
+        return any(pattern.search(r["content"]) for r in rows)
 
     def duck(self) -> DuckStore | _Borrowed:
         """A short-lived read-only connection (a held one would block the indexer), to use as ``with
@@ -318,9 +322,20 @@ class IndexReader:
                 self._shared.close()
                 self._shared = None
 
-    def doc_ids_for(self, filters: dict[str, str]) -> list[str]:
+    def doc_ids_for(self, filters: dict[str, str], readable: tuple[str, ...] | None = None) -> list[str]:
+        """The documents matching the filters (``--filter``), of the readable collections only if given."""
         with self.duck() as store:
-            return store.document_ids_matching(filters)
+            ids = store.document_ids_matching(filters)
+            if readable is None:
+                return ids
+            with store.registered("matching_ids", {"id": ids}):
+                return [
+                    r[0]
+                    for r in store.con.execute(
+                        "SELECT id FROM documents WHERE id IN (SELECT id FROM matching_ids) "
+                        f"AND {browse.readable_sql(readable)}"
+                    ).fetchall()
+                ]
 
     @staticmethod
     def to_hits(rows: list[dict[str, Any]], kind: str) -> list[Hit]:

@@ -1,0 +1,220 @@
+"""What ``ragkit serve`` does for a request, each operation once: the HTTP routes and the MCP tools call them
+through the worker processes (ragkit/serve/workers.py), ``ragkit serve --mcp`` in process.
+
+    query       a query (and its answer) → the ragkit.query/1 object
+    document    a document by id or path (or a line range of it)
+    outline     a document's sections
+    section     a section's place and text
+    documents   the documents matching filters, a page at a time
+    stats       what the index holds
+
+Each takes the request's fields as a dict and the ``Caller`` (access.py). A caller with a token reads its
+collections only: its query runs with ``QueryConfig.readable`` (a prefilter of every search, the scope of
+every context item, the legal references, the speller's corrections), its ``filters`` may narrow that but name
+no other collection (``Forbidden``), it may name no model, planner rules file or key but the server's, and the
+result is checked once more before it leaves (``keep_visible``). Limits (query length, ``k``, answer tokens)
+hold for every caller (``OverLimit``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from ragkit import api
+from ragkit.assemble import pack_context
+from ragkit.config import QueryConfig, load_config, override
+from ragkit.errors import BadQuery, Forbidden, IndexChanged, OverLimit, RagkitError
+from ragkit.records import QueryResult
+from ragkit.render import result_dict, trace_line
+from ragkit.serve.access import Caller
+
+log = logging.getLogger("ragkit.serve")
+CHOSEN = ("model", "rerank_model", "planner_rules", "api_keys")  # what only the server chooses for a token
+
+
+class State:
+    """The index a process answers from, reopened when a newer run has been committed."""
+
+    def __init__(self, index: str | None):
+        self.index_dir = api.resolve_index_dir(index)
+        self._reader = None
+
+    def reader(self):
+        """The reader of the newest committed run."""
+        if self._reader is None:
+            self._reader = api.open_index(self.index_dir)
+        else:
+            self._reader.follow()
+        return self._reader
+
+    def warm(self) -> None:
+        """Load the model and what a first query needs before the first request comes."""
+        api.warm(self.reader())
+
+
+def run(state: State, op: str, args: dict[str, Any], caller: Caller, on_text: Callable | None = None) -> Any:
+    """One operation; asked again of the new run when a run committed while it read replaced its files."""
+    fn = OPERATIONS.get(op)
+    if fn is None:
+        raise BadQuery(f"unknown operation {op!r}")
+    try:
+        return fn(state, args, caller, on_text)
+    except IndexChanged:
+        state.reader()
+        return fn(state, args, caller, on_text)
+
+
+def query(state: State, args: dict[str, Any], caller: Caller, on_text: Callable | None = None) -> dict[str, Any]:
+    """``{"result": ragkit.query/1 object (JSON bytes with "encode"), "answer_error": error or None}``."""
+    text = args.get("query")
+    if not isinstance(text, str):
+        raise BadQuery("bad request: query: a string is required")
+    if len(text) > caller.limits.query_chars:
+        raise OverLimit(f"the query has {len(text)} characters, over this server's {caller.limits.query_chars}")
+    _, base = load_config(index_dir=state.index_dir)
+    cfg = admit(request_config(base, args), base, caller)
+    reader = state.reader()
+    result = api.query(reader, text, cfg)
+    keep_visible(result, reader, caller.readable)
+    failed = None
+    if cfg.answer:
+        failed = api.answer_into(result, cfg, on_text=on_text, reader=reader)
+        keep_visible(result, reader, caller.readable)
+    out = result_dict(result, bool(args.get("explain")))
+    if args.get("trace"):
+        out["trace"] = json.loads(trace_line(result))
+    error = error_fields(failed) if failed is not None else None
+    if args.get("encode"):  # the HTTP route sends it as it is: encoded here, in the worker
+        return {"result": json.dumps(out, ensure_ascii=False, default=str).encode(), "answer_error": error}
+    return {"result": out, "answer_error": error}
+
+
+def request_config(base: QueryConfig, args: dict[str, Any]) -> QueryConfig:
+    """The QueryConfig a request asks for: its whole ``config`` (what ``ragkit query`` sends), else the server's
+    settings with the request's fields over them."""
+    if args.get("config") is not None:
+        try:
+            return QueryConfig(**args["config"])
+        except TypeError as exc:  # (a value out of its choices is BadQuery already)
+            raise BadQuery(f"config: {exc}") from exc
+    return override(
+        base,
+        k=args.get("k"),
+        strategy=args.get("strategy"),
+        filters={**base.filters, **(args.get("filters") or {})},
+        answer=args.get("answer") or None,
+        answer_mode=args.get("answer_mode"),
+        max_tokens=args.get("max_tokens"),
+        rerank="cross" if args.get("rerank_model") else None,
+        rerank_model=args.get("rerank_model"),
+        model=args.get("model"),
+    )
+
+
+def admit(cfg: QueryConfig, base: QueryConfig, caller: Caller) -> QueryConfig:
+    """The config a caller may run: within the limits; for a token, within its collections and with the
+    server's models (a spec names a file or URL the server would open), vocabulary expansion off."""
+    limits = caller.limits
+    if cfg.k > limits.k:
+        raise OverLimit(f"k = {cfg.k} is over this server's limit of {limits.k}")
+    if cfg.answer and cfg.max_tokens > limits.max_tokens:
+        raise OverLimit(f"max_tokens = {cfg.max_tokens} is over this server's limit of {limits.max_tokens}")
+    if caller.readable is None:
+        return cfg
+    for name in CHOSEN:
+        value = getattr(cfg, name)
+        if value and value != getattr(base, name):
+            raise Forbidden(f"{name}: a token's request uses the server's, not {_shown(name, value)}")
+    if cfg.answer_context > base.answer_context:  # the model's window: memory the server would give
+        raise OverLimit(f"answer_context = {cfg.answer_context} is over this server's {base.answer_context}")
+    check_collection(cfg.filters, caller)
+    return replace(cfg, readable=caller.readable, expand=False)
+
+
+def _shown(name: str, value: Any) -> str:
+    return "other keys" if name == "api_keys" else repr(value)
+
+
+def check_collection(filters: dict[str, str] | None, caller: Caller) -> None:
+    """A filter may narrow a token's collections, never widen them: another collection is ``Forbidden``."""
+    asked = (filters or {}).get("collection")
+    if caller.readable is not None and asked is not None:
+        if asked.lower() not in {c.lower() for c in caller.readable}:
+            raise Forbidden(f"collection {asked!r} is not readable with this token")
+
+
+def keep_visible(result: QueryResult, reader, readable: tuple[str, ...] | None) -> None:
+    """The result's last check before it leaves: passages, candidates, context items, cited references, quotes
+    and citations of documents outside ``readable`` are dropped (and logged: retrieval should never bring them)."""
+    if readable is None:
+        return
+    docs = reader.readable_documents(readable)
+    colls = {c.lower() for c in readable}
+    kept = [p for p in result.passages if p.document_id in docs]
+    items = [i for i in result.context_items if _item_visible(i, docs, colls)]
+    dropped = len(result.passages) - len(kept) + len(result.context_items) - len(items)
+    result.hits = [h for h in result.hits if h.document_id in docs]
+    if len(kept) != len(result.passages) and result.context is not None:
+        result.context = pack_context(kept, result.context.budget)
+    result.passages, result.context_items = kept, items
+    result.plan.context_items = items
+    result.plan.references = [  # a reference to another collection's law resolves to nothing
+        r if r.get("document_id") is None or r["document_id"] in docs else {**r, "document_id": None, "section_ids": []}
+        for r in result.plan.references
+    ]
+    if result.answer is not None:
+        ranks = {p.rank for p in kept}
+        result.answer.quotes = [q for q in result.answer.quotes if q.rank in ranks]
+        result.answer.citations = [c for c in result.answer.citations if c.rank in ranks]
+    if dropped:
+        log.warning("dropped %d item(s) outside the caller's collections: retrieval let them through", dropped)
+
+
+def _item_visible(item: dict[str, Any], docs: frozenset[str], colls: set[str]) -> bool:
+    if item.get("type") == "summary":
+        return item.get("document_id") in docs
+    return item.get("type") in ("entity", "relation", "community") and (item.get("collection") or "").lower() in colls
+
+
+def document(state: State, args: dict[str, Any], caller: Caller, on_text=None) -> dict[str, Any]:
+    """A document by id or path; with ``start``/``end`` the chunks covering those lines."""
+    return api.document(state.reader(), str(args["key"]), caller.readable, args.get("start"), args.get("end"))
+
+
+def outline(state: State, args: dict[str, Any], caller: Caller, on_text=None) -> dict[str, Any]:
+    return api.outline(state.reader(), str(args["key"]), caller.readable)
+
+
+def section(state: State, args: dict[str, Any], caller: Caller, on_text=None) -> dict[str, Any]:
+    return api.section(state.reader(), str(args["id"]), caller.readable)
+
+
+def documents(state: State, args: dict[str, Any], caller: Caller, on_text=None) -> dict[str, Any]:
+    filters = {k: str(v) for k, v in (args.get("filters") or {}).items() if v is not None}
+    check_collection(filters, caller)
+    return api.documents(
+        state.reader(), filters, caller.readable, int(args.get("limit") or 50), int(args.get("offset") or 0)
+    )
+
+
+def stats(state: State, args: dict[str, Any], caller: Caller, on_text=None) -> dict[str, Any]:
+    return api.stats(state.reader(), caller.readable)
+
+
+OPERATIONS: dict[str, Callable[..., Any]] = {
+    "query": query,
+    "document": document,
+    "outline": outline,
+    "section": section,
+    "documents": documents,
+    "stats": stats,
+}
+
+
+def error_fields(exc: RagkitError) -> dict[str, Any]:
+    """A ragkit error as the ``error`` object of the JSON error shape."""
+    return {"code": exc.exit_code, "type": type(exc).__name__, "message": exc.message, "hint": exc.hint}
