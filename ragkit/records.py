@@ -66,7 +66,6 @@ class Ref:
 class ParsedDocument:
     document: Document
     sections: list[Section]
-    blocks: dict[str, list[Block]]  # section id -> body blocks
     refs: list[Any] = field(default_factory=list)  # ragkit.extract.resolve.RefRow
     entities: EntityRows = field(default_factory=lambda: EntityRows())
     warnings: list[str] = field(default_factory=list)  # what of the file could not be read (the rest is indexed)
@@ -124,6 +123,11 @@ class RunChanges:
     entities: EntityRows = field(default_factory=lambda: EntityRows())
     full: bool = False
     tree: bool = True
+
+    def release(self) -> None:
+        """Forget the new rows once the store holds them (``DuckStore.commit_run``, before the communities): what
+        comes after needs their memory (all federal law's sections, chunks, references and mentions: ~1.8 GB)."""
+        self.documents, self.sections, self.chunks, self.refs, self.entities = [], [], [], [], EntityRows()
 
 
 @dataclass

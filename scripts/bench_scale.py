@@ -12,6 +12,7 @@ Subcommands:
   quality  legal reference queries (section first) and the German everyday questions (top-1/top-3) on indexes
            side by side (the 8 laws alone, all of federal law)
   update   an incremental run between two upstream commits of the laws: seconds per changed law, what it touched
+  ray      ``--engine ray`` with two workers against the local pipeline on a share of the laws: the same index?
 
 The laws come from the public bundestag/gesetze repository (a checkout of its Markdown: ``<letter>/<slug>/
 index.md``; index it with ``--include '*.md'``, its PDFs and images are not laws). Every subcommand also takes
@@ -52,6 +53,7 @@ def _md_bytes(path: Path) -> int:
     arg("corpus", type=Path, help="a checkout of bundestag/gesetze (Markdown)"),
     arg("--index", type=Path, required=True),
     arg("--fill-batches", type=int, default=0, help="full-model batches after the first run (0: none, -1: all)"),
+    arg("--fill-first", action="append", default=[], help="a glob of laws the full model fills first (repeatable)"),
 )
 def build(args) -> None:
     """A progressive index of ``corpus`` from scratch, in a child process (``ragkit index --progressive
@@ -59,12 +61,13 @@ def build(args) -> None:
     RSS, the index's size against the Markdown; with ``--fill-batches`` the full model's batches after it and
     their rate (chunks/s) and the time the whole fill would take at that rate.
 
-        python scripts/bench_scale.py build <gesetze checkout> --index DIR [--fill-batches N]
+        python scripts/bench_scale.py build <gesetze checkout> --index DIR [--fill-batches N] [--fill-first GLOB]
     """
     if args.index.exists():
         shutil.rmtree(args.index)
     cmd = harness.ragkit_cmd("index", str(args.corpus), "--index", str(args.index), "--include", "*.md")
     cmd += ["--progressive", "--json"] + ([] if args.fill_batches < 0 else ["--fill-batches", str(args.fill_batches)])
+    cmd += [x for glob in args.fill_first for x in ("--fill-first", glob)]
     t = time.perf_counter()
     run = subprocess.run(["/usr/bin/time", "-v", *cmd], capture_output=True, text=True)
     wall = time.perf_counter() - t
@@ -183,7 +186,10 @@ def ann(args) -> None:
         ("rows", f"{len(ids):,}"),
         ("queries", len(qs)),
         ("exact (numpy, in memory) ms p50", f"{statistics.median(exact_ms):.1f}"),
-        ("vector index", next((str(i.index_type) for i in ds.describe_indices()), "none")),
+        (
+            "vector index",
+            next((str(i.index_type) for i in ds.describe_indices() if "IVF" in str(i.index_type).upper()), "none"),
+        ),
     ]
     if recall:
         rows += [
@@ -233,6 +239,7 @@ def quality_cmd(args) -> None:
     arg("--index", type=Path, required=True, help="an index of the older checkout, built from --old"),
     arg("--old", type=Path, required=True, help="the checkout the index was built from"),
     arg("--new", type=Path, required=True, help="a later checkout of the same repository"),
+    arg("--fill-batches", type=int, default=0, help="a progressive index: full-model batches after the run"),
 )
 def update(args) -> None:
     """An incremental run from one upstream commit to a later one: the laws that differ are copied over the
@@ -251,6 +258,7 @@ def update(args) -> None:
     for r in gone:
         (args.old / r).unlink()
     cmd = harness.ragkit_cmd("index", str(args.old), "--index", str(args.index), "--include", "*.md", "--json")
+    cmd += ["--fill-batches", str(args.fill_batches)]
     t = time.perf_counter()
     run = subprocess.run(cmd, capture_output=True, text=True)
     wall = time.perf_counter() - t
@@ -270,6 +278,93 @@ def update(args) -> None:
         *((f"  {k}, s", f"{v:.1f}") for k, v in s["seconds"].items() if k != "total"),
     ]
     print_table("incremental run between two upstream commits", ("figure", "value"), rows, width=110)
+
+
+# --- ray -----------------------------------------------------------------------------------------------------------
+
+
+def _chunk_rows(index: Path) -> tuple[list[dict], dict]:
+    from ragkit import api
+    from ragkit.config import resolve_index_dir
+    from ragkit.store.lance import ChunkTable
+    from ragkit.store.remote import lance_location
+
+    run = api.open_index(index).manifest["last_run"]
+    table = ChunkTable(lance_location(resolve_index_dir(str(index))), run["lance_table"], run["lance_version"])
+    cols = ["id", "document_id", "section_id", "chunk_index", "content", "line_start", "line_end", "path"]
+    rows = sorted(table.ds.to_table(columns=cols).to_pylist(), key=lambda r: r["id"])
+    ids, mat = table.all_vectors()
+    return rows, dict(zip(ids, mat))
+
+
+def _duck_counts(index: Path) -> dict[str, int]:
+    from ragkit import api
+    from ragkit.config import resolve_index_dir
+    from ragkit.store.duck import DuckStore
+    from ragkit.store.layout import store_path
+
+    tables = ("documents", "sections", "chunks", "entities", "relations", "refs")
+    with DuckStore(store_path(resolve_index_dir(str(index)), api.open_index(index).manifest), read_only=True) as db:
+        return {t: db.con.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in tables}
+
+
+@cli.command(
+    "ray",
+    arg("corpus", type=Path, help="a checkout of bundestag/gesetze (Markdown)"),
+    arg("--laws", type=int, default=400, help="every n-th law so that this many are indexed"),
+    arg("--work", type=Path),
+    arg("--embed-model", default="bundled:multilingual-e5-small-static", help="the model of both runs"),
+)
+def ray_cmd(args) -> None:
+    """``ragkit index --engine ray --ray-workers 2`` against the local pipeline on an even share of the laws
+    (fresh builds, one after the other, the same model): chunk rows, vectors, DuckDB row counts and the legal
+    reference queries' passages compared.
+
+        python scripts/bench_scale.py ray <gesetze checkout> [--laws 400] [--work DIR] [--embed-model SPEC]
+    """
+    import numpy as np
+
+    from ragkit import api
+    from ragkit.config import QueryConfig
+
+    work = harness.workdir(args.work, "scale-ray")
+    laws = sorted(args.corpus.rglob("index.md"))
+    laws = laws[:: max(1, len(laws) // args.laws)][: args.laws]
+    keep = {f"{q['law']}" for q in quality.legal_queries()}  # the queried laws, so the passages can be compared
+    laws += [p for p in args.corpus.rglob("index.md") if p.parent.name in keep and p not in laws]
+    source = work / "laws"
+    shutil.rmtree(source, ignore_errors=True)
+    for p in laws:
+        (source / p.relative_to(args.corpus)).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(p, source / p.relative_to(args.corpus))
+    runs = {}
+    for label, extra in (("local", ()), ("ray", ("--engine", "ray", "--ray-workers", "2"))):
+        shutil.rmtree(work / label, ignore_errors=True)
+        cmd = harness.ragkit_cmd("index", source, "--index", work / label, "--embed-model", args.embed_model, "--json")
+        t = time.perf_counter()
+        out = subprocess.run([*cmd, *extra], check=True, capture_output=True, text=True)
+        runs[label] = (time.perf_counter() - t, json.loads(out.stdout))
+    (ra, va), (rb, vb) = _chunk_rows(work / "local"), _chunk_rows(work / "ray")
+    diff = max((float(np.abs(va[k] - vb[k]).max()) for k in va if k in vb), default=0.0)
+    ca, cb = _duck_counts(work / "local"), _duck_counts(work / "ray")
+    same_passages = 0
+    queries = quality.legal_queries()
+    for q in queries:
+        a, b = (api.query(api.open_index(work / d), q["query"], QueryConfig(k=5)) for d in ("local", "ray"))
+        same_passages += [p.chunk_ids for p in a.passages] == [p.chunk_ids for p in b.passages]
+    rows = [
+        (
+            "laws / chunks",
+            f"{len(laws):,} / {runs['local'][1]['total_chunks']:,}",
+            f"{runs['ray'][1]['total_chunks']:,}",
+        ),
+        ("wall s", f"{runs['local'][0]:.1f}", f"{runs['ray'][0]:.1f}"),
+        ("chunk rows (id, content, lines, path) equal", "", str(ra == rb)),
+        ("vectors: max abs difference", "", f"{diff:.2e}"),
+        *((f"DuckDB {t}", f"{ca[t]:,}", f"{cb[t]:,}") for t in ca),
+        ("legal queries with the same passages", "", f"{same_passages} / {len(queries)}"),
+    ]
+    print_table(f"--engine ray, 2 workers, against the local pipeline ({args.embed_model})", ("", "local", "ray"), rows)
 
 
 if __name__ == "__main__":

@@ -85,9 +85,15 @@ def section_rank(reader, q: dict, k: int = 3) -> tuple[int | None, str]:
     passages = api.query(reader, q["query"], QueryConfig(k=k)).passages
     expected = q["section"] if isinstance(q["section"], list) else [q["section"]]
     for p in passages:
-        if p.section.split(" > ")[-1] in expected and q["law"] in p.path:
+        if p.section.split(" > ")[-1] in expected and _in_law(p.path, q["law"]):
             return p.rank, passages[0].section
     return None, passages[0].section if passages else ""
+
+
+def _in_law(path: str, law: str) -> bool:
+    """The passage's file lies in the law's own folder (``b/bdsg_2018/index.md`` for "bdsg"), never in another
+    law whose folder merely contains the name (all of federal law holds 111 folders with "gg" in them)."""
+    return any(part == law or part.startswith(f"{law}_") for part in Path(path).parts)
 
 
 def legal_misses(reader, queries: list[dict]) -> list[tuple[str, str]]:

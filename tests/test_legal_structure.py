@@ -147,3 +147,36 @@ def test_a_swedish_reference_finds_its_paragraph_first(tmp_path, index_with):
         first = result.passages[0]
         assert first.path.endswith("AFS-2099-1.pdf") and first.section.endswith("2 kap. Buller och ventilation > 2 a §")
         assert result.plan.references and result.plan.references[0]["section_ids"]
+
+
+def test_a_law_named_in_the_text_resolves_among_many_laws_by_its_title():
+    """ "§ 5 des Arbeitszeitgesetzes" finds the law whose title word starts with the name's stem, the first of
+    them in the order given, and the section by its number; the same name asked again gets the same answer."""
+    from ragkit.extract.resolve import RefRow, Resolver
+    from ragkit.legal import find_legal_refs
+
+    titles = ["Arbeitsschutzgesetz", "Arbeitszeitgesetz", "Kraftfahrer-Arbeitszeitgesetz", "Zeitgesetz"]
+    titles += [f"Verordnung Nr. {i}" for i in range(200)]
+    docs = [
+        {
+            "id": f"d{i}",
+            "path": f"{i}.md",
+            "source_path": f"/x/{i}.md",
+            "external_id": None,
+            "title": t,
+            "metadata": {},
+            "supersedes": None,
+        }
+        for i, t in enumerate(titles)
+    ]
+    sections = [
+        {"id": f"s{i}-{n}", "document_id": f"d{i}", "parent_id": None, "heading": f"§ {n} Regel", "level": 2, "ord": n}
+        for i in range(4)
+        for n in range(1, 8)
+    ]
+    resolver = Resolver(docs, sections)
+    ref = next(r for r in find_legal_refs("nach § 5 des Arbeitszeitgesetzes gilt") if r.numbers)
+    row = RefRow("r", "c", "d0", ref.kind, ref.raw, ref.target, ref.unit, list(ref.numbers), ref.chapter, None)
+    assert resolver.resolve(row) == ("d1", "s1-5")
+    assert resolver.resolve(row) == ("d1", "s1-5")  # answered from what the first look-up found
+    assert resolver.law_document("name:des Zeitg") is None  # a stem under six letters names no law

@@ -276,12 +276,13 @@ class StaticEmbedder:
             return []
         return [len(e.ids) for e in self._tokenizer.encode_batch(texts, add_special_tokens=False)]
 
-    def _vectors(self, texts: list[str], progress: Callable[[int], None] | None = None) -> np.ndarray:
-        """Unit vectors: each text's token rows summed (``np.add.reduceat``), normalised; a text without a
-        known token gets the first principal direction."""
+    def _vectors(self, texts: list[str], prompt: str, progress: Callable[[int], None] | None = None) -> np.ndarray:
+        """Unit vectors of ``prompt`` + each text: its token rows summed (``np.add.reduceat``), normalised in
+        place; a text without a known token gets the first principal direction."""
         out = np.zeros((len(texts), self.dimension), dtype=np.float32)
         for start in range(0, len(texts), TEXTS_PER_STEP):
-            encs = self._tokenizer.encode_batch(texts[start : start + TEXTS_PER_STEP], add_special_tokens=False)
+            step = [prompt + t for t in texts[start : start + TEXTS_PER_STEP]]
+            encs = self._tokenizer.encode_batch(step, add_special_tokens=False)
             sizes = np.fromiter((len(e.ids) for e in encs), dtype=np.int64, count=len(encs))
             ids = np.fromiter(chain.from_iterable(e.ids for e in encs), dtype=np.int64, count=int(sizes.sum()))
             if ids.size:
@@ -292,13 +293,14 @@ class StaticEmbedder:
                 progress(len(encs))
         norms = np.linalg.norm(out, axis=1)
         out[norms == 0, 0], norms[norms == 0] = 1.0, 1.0
-        return out / norms[:, None]
+        out /= norms[:, None]
+        return out
 
     def encode(self, texts: list[str], progress: Callable[[int], None] | None = None) -> np.ndarray:
-        return self._vectors([self._document_prompt + t for t in texts], progress)
+        return self._vectors(texts, self._document_prompt, progress)
 
     def encode_query(self, text: str) -> np.ndarray:
         return self.encode_queries([text])[0]
 
     def encode_queries(self, texts: list[str]) -> np.ndarray:
-        return self._vectors([self._query_prompt + t for t in texts])
+        return self._vectors(texts, self._query_prompt)

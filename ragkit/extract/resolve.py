@@ -88,13 +88,19 @@ class Resolver:
         for doc_id, secs in self.sections_of.items():
             for key in law_keys(secs[0]["heading"] or "", {}):
                 self.by_law.setdefault(key, doc_id)
+        self._named: dict[str, str | None] = {}  # law_document's answers: laws cite the same few names again and again
+        self._stems: dict[str, str] | None = None  # a title word's prefixes (6 letters and more) → its first document
+        self._keyed: dict[str, dict[tuple, list[dict[str, Any]]]] = {}  # per document: heading key → its sections
 
     def _section_with_key(self, doc_id: str, unit: str, number: str, chapter: str | None) -> str | None:
-        for s in self.sections_of.get(doc_id, []):
-            key = heading_key(s["heading"] or "")
-            if key == (unit, number):
-                if chapter is None or self._in_chapter(s, chapter):
-                    return s["id"]
+        if doc_id not in self._keyed:  # each document's headings read once (a law cites itself hundreds of times)
+            keyed: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
+            for s in self.sections_of.get(doc_id, []):
+                keyed[heading_key(s["heading"] or "")].append(s)
+            self._keyed[doc_id] = keyed
+        for s in self._keyed[doc_id].get((unit, number), []):
+            if chapter is None or self._in_chapter(s, chapter):
+                return s["id"]
         return None
 
     def _in_chapter(self, section: dict[str, Any], chapter: str) -> bool:
@@ -108,6 +114,21 @@ class Resolver:
     def law_document(self, name: str | None) -> str | None:
         if not name:
             return None
+        if name not in self._named:
+            self._named[name] = self._law_document(name)
+        return self._named[name]
+
+    def _title_stem(self, stem: str) -> str | None:
+        """The first document (in the order given) with a title word starting with ``stem``."""
+        if self._stems is None:
+            self._stems = {}
+            for d in self.docs.values():
+                for w in re.findall(r"\w+", (d["title"] or "").lower()):
+                    for end in range(6, len(w) + 1):
+                        self._stems.setdefault(w[:end], d["id"])
+        return self._stems.get(stem)
+
+    def _law_document(self, name: str) -> str | None:
         if name.startswith("about:"):  # "i föreskrifterna om radon på arbetsplatser": the one titled so
             about = re.findall(r"\w+", name[6:].lower())
             found = [d["id"] for d in self.docs.values() if _titled(about, d["title"] or "")]
@@ -115,10 +136,7 @@ class Resolver:
         if name.startswith("name:"):  # "§ 5 des Arbeitszeitgesetzes": match a title by its stem
             word = name[5:].split()[-1].lower()
             stem = _SWEDISH_LAW.sub(r"\1", word) if _SWEDISH_LAW.search(word) else word[:8]  # arbetsmiljölag(en)
-            for d in self.docs.values():
-                if len(stem) >= 6 and any(w.lower().startswith(stem) for w in re.findall(r"\w+", d["title"] or "")):
-                    return d["id"]
-            return None
+            return self._title_stem(stem) if len(stem) >= 6 else None
         return self.by_law.get(law_key(name)) if not name[0].isdigit() else self.by_law.get(name)
 
     def resolve(self, ref: RefRow) -> tuple[str | None, str | None]:

@@ -53,7 +53,7 @@ from ragkit.records import Chunk, EntityRows, IndexSummary, ParsedDocument, RunC
 from ragkit.store import layout, remote
 from ragkit.store.commit import StagedRun, stage_run
 from ragkit.store.duck import DuckStore
-from ragkit.store.lance import ChunkWriter, FtsSettings, chunk_rows
+from ragkit.store.lance import WRITE_ROWS, ChunkWriter, FtsSettings, chunk_rows
 from ragkit.store.layout import DUCK_NAME, GRAPH_DIR, LANCE_DIR
 from ragkit.store.manifest import FORMAT_VERSION, manifest_format, read_manifest, write_manifest
 from ragkit.store.manifest import NAME as MANIFEST
@@ -177,6 +177,8 @@ def run_index(
         run.check_something_left(got, diff, paths)
         vectors = run.embed(got, embedder)
         version = run.write_chunks(got, vectors, diff, embedder)
+        if run.cfg.summaries != "llm":  # only LLM summaries read them again (all federal law: 265,000 rows)
+            vectors = None
         staged, manifest = run.stage(got, diff, version, embedder)
         if run.cfg.summaries == "llm":  # models run before the commit, never inside a transaction
             run.write_summaries(staged, got, vectors, generator, embedder)
@@ -371,6 +373,7 @@ class IndexRun:
                 diff, parse_one, self.states, self.summary, self.warn, lambda: self.rep.advance("parse")
             )
             self.rep.finish("parse")
+        diff.drop_bytes()
         return got
 
     def _pooled(self, diff: SourceDiff, embedder: Embedder, version_of: str | None):
@@ -447,8 +450,10 @@ class IndexRun:
                     redo = [c for c in got.chunks if c.id in unwanted]
                     if redo:
                         writer.add(chunk_rows(redo, got.docs, embedder.encode([c.embed_text for c in redo])))
-            elif got.chunks:
-                writer.add(chunk_rows(got.chunks, got.docs, vectors))
+            else:
+                for start in range(0, len(got.chunks), WRITE_ROWS):
+                    end = start + WRITE_ROWS
+                    writer.add(chunk_rows(got.chunks[start:end], got.docs, vectors[start:end]))
             return writer.finish()
 
     def stage(self, got: ParsedRun, diff: SourceDiff, version: int, embedder: Embedder):
@@ -476,6 +481,8 @@ class IndexRun:
             full=self.full,
             tree=self.cfg.tree,
         )
+        if self.cfg.summaries != "llm":  # only LLM summaries read the parsed run again
+            got.release()
         run_id = (self.committed["id"] if self.committed else 0) + 1
         staged, manifest = stage_run(
             self.index_dir,

@@ -163,7 +163,7 @@ class SourceParser:
         if self.cfg.extract == "rules":
             own_law = document_law(title, meta) if doc.language == "de" else None
             entities = entity_rows(chunks, doc_id, doc.language, own_law)
-        return ParsedDocument(doc, sections, blocks, refs, entities, warnings=list(raw.warnings)), chunks
+        return ParsedDocument(doc, sections, refs, entities, warnings=list(raw.warnings)), chunks
 
 
 @dataclass
@@ -176,6 +176,10 @@ class ParsedRun:
     chunks: list[Chunk] = field(default_factory=list)
     sources: list[dict[str, Any]] = field(default_factory=list)
     replaced_ids: list[str] = field(default_factory=list)
+
+    def release(self) -> None:
+        """Forget the parsed rows (the run's ``RunChanges`` carries them into the store, then lets them go)."""
+        self.docs, self.parsed, self.chunks = {}, [], []
 
 
 def parse_sources(

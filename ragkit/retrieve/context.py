@@ -17,6 +17,8 @@ from ragkit.retrieve.tiers import MAX_OVERFETCH, SAMPLE, merge, zscores
 from ragkit.store.reader import IndexReader
 from ragkit.text import compound_parts
 
+COMMON_PART = 0.2  # a compound's part in more than this share of the chunks is left out of the BM25 query
+
 VECTOR_SEED_MIN = 0.5  # cosine: below this a nearest entity is not what the query names
 
 
@@ -106,7 +108,7 @@ class SearchContext:
         fast = [r for r in self.reader.chunks.vector_search(vec, fetch, self.where) if r["id"] not in filled][:limit]
         with self.timed("embed_query_full"):
             full_vec = self.reader.full_embedder.encode_query(self.query.text)
-        pairs = fill.search(full_vec, limit * MAX_OVERFETCH)
+        pairs = fill.search(full_vec, limit * MAX_OVERFETCH if self.where else limit)  # (a prefilter drops some)
         rows = {r["id"]: r for r in self.reader.chunks.by_ids([i for i, _ in pairs], self.where)}
         full = [(rows[i], cos) for i, cos in pairs if i in rows][:limit]
         fast_z = zscores([1.0 - r["_distance"] for r in fast], self.reader.chunks.sample(SAMPLE), vec)
@@ -202,5 +204,9 @@ class SearchContext:
             with self.timed("lexical"):
                 language = self.reader.chunks.compounds  # "de"/"sv": the index holds compounds' parts
                 parts = compound_parts(self.query.text, language, query=True) if language else None
+                if parts:  # a part most chunks hold ("über" of "Betriebsübergang": 59 % of federal law's) adds
+                    # nothing to BM25 and tripled its time (scripts/README.md "All of German federal law")
+                    vocab, n = self.reader.vocabulary, max(self.reader.chunks.count(), 1)
+                    parts = [p for p in parts if vocab.get(p, 0) <= COMMON_PART * n]
                 self._found["lexical", limit] = self.reader.chunks.fts_search(self.query.text, limit, self.where, parts)
         return self.reader.to_hits(self._found["lexical", limit], "lexical")

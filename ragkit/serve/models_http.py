@@ -61,6 +61,75 @@ def _model(served: ServedModels, role: str, asked: str | None):
     return model
 
 
+def _embeddings(served: ServedModels, body: dict[str, Any]) -> dict[str, Any]:
+    """``POST /v1/embeddings`` (OpenAI shape)."""
+    model = _model(served, "embed", body.get("model"))
+    texts = body.get("input")
+    texts = [texts] if isinstance(texts, str) else texts
+    if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
+        raise ApiError(400, "input must be a string or a list of strings")
+    with served.locks["embed"]:
+        vectors = model.encode(texts)
+    return {
+        "object": "list",
+        "model": model.name,
+        "data": [{"object": "embedding", "index": i, "embedding": v.tolist()} for i, v in enumerate(vectors)],
+        "usage": {"prompt_tokens": sum(model.count_tokens(texts)), "total_tokens": 0},
+    }
+
+
+def _rerank(served: ServedModels, body: dict[str, Any]) -> dict[str, Any]:
+    """``POST /v1/rerank`` (Cohere/Jina shape)."""
+    model = _model(served, "rerank", body.get("model"))
+    docs = [d.get("text", "") if isinstance(d, dict) else d for d in body.get("documents") or []]
+    if not isinstance(body.get("query"), str) or not all(isinstance(d, str) for d in docs):
+        raise ApiError(400, "query must be a string and documents a list of strings")
+    try:
+        with served.locks["rerank"]:
+            scores = model.score(body["query"], docs)
+    except RerankUnavailable as exc:
+        raise ApiError(500, str(exc), "server_error") from exc
+    order = sorted(range(len(docs)), key=lambda i: -scores[i])[: body.get("top_n") or len(docs)]
+    results = [{"index": i, "relevance_score": scores[i]} for i in order]
+    if body.get("return_documents"):
+        for r in results:
+            r["document"] = {"text": docs[r["index"]]}
+    return {"model": model.name, "results": results}
+
+
+def _chat(served: ServedModels, body: dict[str, Any]):
+    """``POST /v1/chat/completions`` (OpenAI shape), whole or streamed as server-sent events."""
+    model = _model(served, "generate", body.get("model"))
+    messages = body.get("messages") or []
+    prompt = "\n\n".join(str(m.get("content", "")) for m in messages if m.get("role") != "system")
+    args = {
+        "max_tokens": int(body.get("max_tokens") or 256),
+        "temperature": float(body.get("temperature", 0.0)),
+        "stop": body.get("stop") if isinstance(body.get("stop"), list) else None,
+    }
+    reply = {"id": f"chatcmpl-{uuid.uuid4().hex[:12]}", "created": int(time.time()), "model": model.name}
+    if not body.get("stream"):
+        with served.locks["generate"]:
+            text = model.complete(prompt, **args)
+        message = {"role": "assistant", "content": text}
+        return reply | {
+            "object": "chat.completion",
+            "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+        }
+
+    def events():
+        with served.locks["generate"]:
+            for piece in model.stream(prompt, **args):
+                chunk = reply | {
+                    "object": "chat.completion.chunk",
+                    "choices": [{"index": 0, "delta": {"content": piece}}],
+                }
+                yield f"data: {json.dumps(chunk)}\n\n"
+        yield "data: [DONE]\n\n"
+
+    return StreamingResponse(events(), media_type="text/event-stream")
+
+
 def create_models_app(served: ServedModels) -> FastAPI:
     app = FastAPI(title="ragkit models", version=__version__)
 
@@ -76,84 +145,22 @@ def create_models_app(served: ServedModels) -> FastAPI:
 
     @app.get("/v1/models")
     def list_models():
-        return {
-            "object": "list",
-            "data": [
-                {"id": name, "object": "model", "owned_by": "ragkit", "role": role}
-                for role, name in served.names().items()
-            ],
-        }
+        data = [
+            {"id": name, "object": "model", "owned_by": "ragkit", "role": role} for role, name in served.names().items()
+        ]
+        return {"object": "list", "data": data}
 
     @app.post("/v1/embeddings")
     def embeddings(body: dict[str, Any]):
-        model = _model(served, "embed", body.get("model"))
-        texts = body.get("input")
-        texts = [texts] if isinstance(texts, str) else texts
-        if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
-            raise ApiError(400, "input must be a string or a list of strings")
-        with served.locks["embed"]:
-            vectors = model.encode(texts)
-        return {
-            "object": "list",
-            "model": model.name,
-            "data": [{"object": "embedding", "index": i, "embedding": v.tolist()} for i, v in enumerate(vectors)],
-            "usage": {"prompt_tokens": sum(model.count_tokens(texts)), "total_tokens": 0},
-        }
+        return _embeddings(served, body)
 
     @app.post("/v1/rerank")
     def rerank(body: dict[str, Any]):
-        model = _model(served, "rerank", body.get("model"))
-        docs = [d.get("text", "") if isinstance(d, dict) else d for d in body.get("documents") or []]
-        if not isinstance(body.get("query"), str) or not all(isinstance(d, str) for d in docs):
-            raise ApiError(400, "query must be a string and documents a list of strings")
-        try:
-            with served.locks["rerank"]:
-                scores = model.score(body["query"], docs)
-        except RerankUnavailable as exc:
-            raise ApiError(500, str(exc), "server_error") from exc
-        order = sorted(range(len(docs)), key=lambda i: -scores[i])[: body.get("top_n") or len(docs)]
-        results = [{"index": i, "relevance_score": scores[i]} for i in order]
-        if body.get("return_documents"):
-            for r in results:
-                r["document"] = {"text": docs[r["index"]]}
-        return {"model": model.name, "results": results}
+        return _rerank(served, body)
 
     @app.post("/v1/chat/completions")
     def chat(body: dict[str, Any]):
-        model = _model(served, "generate", body.get("model"))
-        messages = body.get("messages") or []
-        prompt = "\n\n".join(str(m.get("content", "")) for m in messages if m.get("role") != "system")
-        args = {
-            "max_tokens": int(body.get("max_tokens") or 256),
-            "temperature": float(body.get("temperature", 0.0)),
-            "stop": body.get("stop") if isinstance(body.get("stop"), list) else None,
-        }
-        reply_id, created = f"chatcmpl-{uuid.uuid4().hex[:12]}", int(time.time())
-        if not body.get("stream"):
-            with served.locks["generate"]:
-                text = model.complete(prompt, **args)
-            return {
-                "id": reply_id,
-                "object": "chat.completion",
-                "created": created,
-                "model": model.name,
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-            }
-
-        def events():
-            with served.locks["generate"]:
-                for piece in model.stream(prompt, **args):
-                    chunk = {
-                        "id": reply_id,
-                        "object": "chat.completion.chunk",
-                        "created": created,
-                        "model": model.name,
-                        "choices": [{"index": 0, "delta": {"content": piece}}],
-                    }
-                    yield f"data: {json.dumps(chunk)}\n\n"
-            yield "data: [DONE]\n\n"
-
-        return StreamingResponse(events(), media_type="text/event-stream")
+        return _chat(served, body)
 
     return app
 
