@@ -1,7 +1,10 @@
 """German and Swedish compounds: split by word frequency, indexed and searched by BM25 beside the words."""
 
+import pytest
+
 from ragkit import api
 from ragkit.config import QueryConfig
+from ragkit.store import lance as lance_store
 from ragkit.text import compound_parts, split_compound
 from tests.conftest import write
 
@@ -38,7 +41,10 @@ GERMAN = (
 )
 
 
-def test_bm25_finds_a_compound_by_its_parts_and_the_parts_by_a_compound(tmp_path, index_with):
+@pytest.mark.parametrize("rows", [lance_store.BM25F_MAX_ROWS, 0], ids=["one field", "fields apart"])
+def test_bm25_finds_a_compound_by_its_parts_and_the_parts_by_a_compound(tmp_path, index_with, monkeypatch, rows):
+    """Up to ``BM25F_MAX_ROWS`` chunks content and terms are one BM25F field; above, each is searched apart."""
+    monkeypatch.setattr(lance_store, "BM25F_MAX_ROWS", rows)
     root = tmp_path / "de"
     write(
         root,
@@ -58,6 +64,13 @@ def test_bm25_finds_a_compound_by_its_parts_and_the_parts_by_a_compound(tmp_path
     # says "Pause": the parts found it
     r = api.query(reader, "Wie lange ist die Mittagspause?", QueryConfig(strategy="lexical", k=1))
     assert r.passages[0].section.endswith("§ 4 Unterbrechungen")
+    if not rows:  # a chunk found in both fields scores the sum: "Arbeitszeit" in § 5's words, its parts in terms
+        both = reader.chunks.fts_search("Arbeitszeit", 5, None, ["arbeit", "zeit"])
+        content = reader.chunks.ds.to_table(full_text_query=MatchQuery("Arbeitszeit arbeit zeit", "content"))
+        scores = [h["_score"] for h in both]
+        assert len(both) == 2 and scores == sorted(scores, reverse=True)
+        top = dict(zip(content.column("id").to_pylist(), content.column("_score").to_pylist()))
+        assert any(h["_score"] > top.get(h["id"], 0.0) + 1e-6 for h in both)
 
 
 def test_english_indexes_get_no_parts(tmp_path, index_with, corpus):

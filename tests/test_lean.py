@@ -296,6 +296,17 @@ def test_german_questions_are_routed_with_the_german_name_rules(tmp_path, index_
     assert r.plan.language == "de" and r.plan.entities == [] and r.plan.strategy == "hybrid"
     r = api.query(reader, "Which studio did Scott Derrickson work for?", QueryConfig(retry=False))
     assert r.plan.entities == ["scott derrickson"] and r.plan.strategy == "hippo"
+    # a fresh reader routes the same from the store, not loading the entity graph for a query that needs none
+    fresh = api.open_index(reader.index_dir, embedder=reader.embedder)
+    r = api.query(fresh, "Darf mein Arbeitgeber meine Daten speichern?", QueryConfig(retry=False))
+    assert r.plan.entities == [] and r.plan.strategy == "hybrid"
+    assert "entity_graph" not in fresh.__dict__
+    names = {"scott derrickson", "sinister", "arbeitgeber", "nobody known"}
+    assert fresh.known_entities(names) == ["arbeitgeber", "scott derrickson", "sinister"]
+    assert fresh.entity_graph.has_entity("sinister")  # loaded: the graph answers, alike
+    assert fresh.known_entities(names) == ["arbeitgeber", "scott derrickson", "sinister"]
+    r = api.query(fresh, "Which studio did Scott Derrickson work for?", QueryConfig(retry=False))
+    assert r.plan.entities == ["scott derrickson"] and r.plan.strategy == "hippo"
 
 
 def test_a_query_opens_the_store_once_and_lets_it_go(mixed, index_with, monkeypatch):

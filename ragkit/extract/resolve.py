@@ -64,7 +64,10 @@ def ref_rows(chunk_id: str, document_id: str, refs: list[Ref], id_fn) -> list[Re
 
 
 class Resolver:
-    """Lookup tables over documents and sections."""
+    """Lookup tables over documents and sections (saved with each run: a change to what they hold changes
+    ``FORMAT``, so that a reader builds them anew rather than read an older run's)."""
+
+    FORMAT = 1
 
     def __init__(self, documents: list[dict[str, Any]], sections: list[dict[str, Any]]):
         self.docs = {d["id"]: d for d in documents}

@@ -111,14 +111,8 @@ def plan_and_route(reader: IndexReader, text: str, cfg: QueryConfig) -> tuple[Qu
     if cfg.strategy == "auto":
         known = []
         if facts["entities"]:
-            graph = reader.entity_graph
             names = {m.key for m in extract(plan.text, language=plan.language).mentions if m.sentence >= 0}
-            known = sorted(
-                k
-                for k in names
-                if graph.has_entity(graph.aliases.get(k, k))
-                and reader.entity_readable(graph.aliases.get(k, k), cfg.readable)
-            )
+            known = reader.known_entities(names, cfg.readable)
         plan.entities = known
         r = route(
             plan,

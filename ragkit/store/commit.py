@@ -12,12 +12,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ragkit.extract.resolve import Resolver
 from ragkit.records import RunChanges
 from ragkit.store import layout
 from ragkit.store.duck import DuckStore
 from ragkit.store.entity_graph import EntityGraph
 from ragkit.store.graph import EvidenceGraph, save_pickled
-from ragkit.store.layout import VOCAB_FILE
+from ragkit.store.layout import RESOLVER_FILE, VOCAB_FILE
 
 
 @dataclass
@@ -34,11 +35,13 @@ class StagedRun:
 
 
 def write_derived(store: DuckStore, folder: Path, run_id: int) -> None:
-    """The files derived from the store at a commit (evidence graph, entity graph, vocabulary) for ``run_id``,
+    """The files derived from the store at a commit (evidence graph, entity graph, vocabulary, reference
+    resolver) for ``run_id``,
     into the run's graph folder (the indexing run writes them; ``ragkit check --repair`` rebuilds them)."""
     EvidenceGraph.from_store(store, run_id).save(folder)
     EntityGraph.from_store(store, run_id).save(folder)
     save_pickled(folder, VOCAB_FILE, store.vocabulary(), run_id)
+    save_pickled(folder, RESOLVER_FILE, (Resolver.FORMAT, store.resolver()), run_id)
 
 
 def stage_run(

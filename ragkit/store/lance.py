@@ -143,6 +143,11 @@ def _rows(table: pa.Table) -> list[dict[str, Any]]:
 # at most this many chunks are searched exactly, as one in-memory matrix; above it (or once an ANN index
 # exists) Lance's vector index answers (crossover measured by scripts/bench_cost.py vectors, scripts/README.md "Query latency")
 EXACT_MAX_ROWS = 250_000
+# up to this many chunks BM25 reads content and terms as one field (BM25F: 1-2 ms over the 8 laws' 1,048 chunks);
+# above, each field apart, terms weighted TERMS_WEIGHT (over the 8 laws' 68 German questions BM25F found 29 first
+# and 43 in the top 3; the fields apart 29 / 41 at 0.5, 28 / 42 at 1.0)
+BM25F_MAX_ROWS = 50_000
+TERMS_WEIGHT = 0.5
 # the vector index (built from ``vector_index_min_rows``): IVF with RaBitQ codes, a partition per ANN_PARTITION_ROWS
 # rows, ANN_PROBE_SHARE of the partitions searched and the candidates re-ranked with the stored vectors
 # (ANN_REFINE). IVF_PQ with LanceDB's defaults kept 0.66 of the exact top 10 on the German federal laws' vectors;
@@ -314,31 +319,67 @@ class ChunkTable:
     def fts_search(
         self, text: str, limit: int, where: str | None, parts: list[str] | None = None
     ) -> list[dict[str, Any]]:
-        """BM25 hits for ``text``; in an index with compound parts (``compounds``) over content and terms as one
-        field (BM25F), the query's own compounds' ``parts`` added."""
+        """BM25 hits for ``text``. In an index with compound parts (``compounds``) the query with its own
+        compounds' ``parts`` is searched over content and terms (the content's compounds' parts): as one field
+        (BM25F, lance's ``CombinedFieldsQuery``) up to ``BM25F_MAX_ROWS`` chunks; above, each field apart and a
+        chunk's scores added (``TERMS_WEIGHT``), since BM25F skips no posting list: 26-66 ms on all of federal
+        law where each field alone takes 1-4 ms (scripts/README.md "All of German federal law")."""
         if not text.strip():
             return []
         exact = self.exact()
-        query: Any = text  # "content" has the only index (the dict form naming it took 0.9 ms more)
-        if self.compounds:
+        columns = ["id", "_score"] if exact else self.COLUMNS + ["_score"]
+        if not self.compounds:  # "content" has the only index (the MatchQuery naming it took 0.9 ms more)
+            ranked = _rows(self._bm25(text, columns, limit, where))
+        elif self.count() <= BM25F_MAX_ROWS:
             from lance.query import CombinedFieldsQuery
 
             query = CombinedFieldsQuery(" ".join([text, *(parts or [])]), ["content", "terms"])
-        found = self.ds.to_table(
-            columns=["id", "_score"] if exact else self.COLUMNS + ["_score"],
+            ranked = _rows(self._bm25(query, columns, limit, where))
+        else:
+            ranked = self._fields_apart(" ".join([text, *(parts or [])]), limit, where)
+        if not exact:
+            return ranked
+        _, row_of, _ = self.matrix()
+        rows = self.take([row_of[r["id"]] for r in ranked])
+        for r, hit in zip(rows, ranked):
+            r["_score"] = hit["_score"]
+        return rows
+
+    def _fields_apart(self, words: str, limit: int, where: str | None) -> list[dict[str, Any]]:
+        """BM25 over content and terms apart, a chunk's scores added: ids and scores from each field, then the
+        rows of the best ``limit`` read once (by Lance row id; reading them with each field's hits took twice
+        as long)."""
+        from lance.query import MatchQuery
+
+        score: dict[int, float] = {}
+        for field, weight in (("content", 1.0), ("terms", TERMS_WEIGHT)):
+            found = self.ds.to_table(
+                columns=["_score"],
+                with_row_id=True,
+                filter=where,
+                prefilter=True,
+                limit=limit,
+                full_text_query=MatchQuery(words, field),
+                disable_scoring_autoprojection=True,
+            )
+            for row_id, value in zip(found.column("_rowid").to_pylist(), found.column("_score").to_pylist()):
+                score[row_id] = score.get(row_id, 0.0) + weight * value
+        best = sorted(score, key=lambda i: -score[i])[:limit]
+        columns = ["id"] if self.exact() else self.COLUMNS
+        rows = _rows(self.ds._take_rows(best, columns=columns)) if best else []
+        for row, row_id in zip(rows, best):
+            row["_score"] = score[row_id]
+        return rows
+
+    def _bm25(self, query: Any, columns: list[str], limit: int, where: str | None) -> pa.Table:
+        return self.ds.to_table(
+            columns=columns,
             filter=where,
             prefilter=True,
             limit=limit,
             full_text_query=query,
             disable_scoring_autoprojection=True,
         )
-        if not exact:
-            return _rows(found)
-        _, row_of, _ = self.matrix()
-        rows = self.take([row_of[i] for i in found.column("id").to_pylist()])
-        for r, score in zip(rows, found.column("_score").to_pylist()):
-            r["_score"] = score
-        return rows
 
     def rows(self, where: str, limit: int) -> list[dict[str, Any]]:
         """Plain filtered scan (no ranking); rows carry ``_score`` 0."""

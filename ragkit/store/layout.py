@@ -27,6 +27,9 @@ DUCK_NAME = "store.duckdb"  # an index's store before per-run stores (read as su
 LANCE_DIR = "lance"
 GRAPH_DIR = "graph"
 VOCAB_FILE = "vocab.pkl"  # the vocabulary of the committed run, beside its graphs (the speller reads it)
+# its reference resolver (built in 0.56 s over federal law's 130,776 sections, read in 0.24); a cache: a reader
+# without it builds the resolver from the store
+RESOLVER_FILE = "resolver.pkl"
 RUN = r"\.\d+(?:-[0-9a-f]+)?"  # ".<run>", or ".<run>-<token>" on object storage (writers on two machines)
 _RUN_FILE = re.compile(rf"^(store{RUN}\.duckdb(\.wal|\.tmp)?|graph{RUN})$")
 

@@ -20,9 +20,10 @@ from ragkit.store.entity_graph import EntityGraph
 from ragkit.store.fill import FillTable
 from ragkit.store.graph import EvidenceGraph, load_pickled
 from ragkit.store.knowledge.rows import KnowledgeMemory, StoreRows
+from ragkit.store.knowledge.sql import ALIASES_OF, ENTITIES_IN_GRAPH
 from ragkit.store.knowledge.vectors import DerivedVectors
 from ragkit.store.lance import COMPOUND_FTS, ChunkTable
-from ragkit.store.layout import VOCAB_FILE, graph_path, store_path
+from ragkit.store.layout import RESOLVER_FILE, VOCAB_FILE, graph_path, store_path
 from ragkit.store.manifest import NAME as MANIFEST
 from ragkit.store.manifest import read_manifest
 from ragkit.store.terms import TermVectors
@@ -190,15 +191,38 @@ class IndexReader:
 
     @cached_property
     def resolver(self) -> Resolver:
-        """Reference resolver over all documents and sections."""
+        """Reference resolver over all documents and sections: the committed run's, saved beside its graphs,
+        else (stale, missing or of another format) built from the store."""
+        saved = load_pickled(self.graph_dir, RESOLVER_FILE)
+        if saved is not None and saved[1] == self.run_id and saved[0][0] == Resolver.FORMAT:
+            return saved[0][1]
         with self.duck() as store:
             return store.resolver()
 
     @cached_property
     def superseded(self) -> list[str]:
         """The documents a newer version replaces (left out of queries unless ``all_versions``)."""
-        g = self.graph.g
-        return [v["name"] for v in g.vs.select(kind="document", is_latest=False)] if g.vcount() else []
+        return self.graph.superseded()
+
+    def known_entities(self, keys: set[str], readable: tuple[str, ...] | None = None) -> list[str]:
+        """Those of ``keys`` whose entity (a key, or the entity it is an alias of) the entity graph holds and
+        the readable collections mention, sorted. Asked of the store until the graph is loaded: a query routed
+        without it spares a one-shot query the graph's 2 s on all of federal law."""
+        if not keys:
+            return []
+        if "entity_graph" in self.__dict__:
+            aliases = self.entity_graph.aliases
+            held = {k for k in keys if self.entity_graph.has_entity(aliases.get(k, k))}
+        else:
+            with self.duck() as store:
+                marks = ", ".join("?" * len(keys))
+                aliases = {r["alias"]: r["entity"] for r in store.rows(ALIASES_OF.format(marks), sorted(keys))}
+                wanted = sorted({aliases.get(k, k) for k in keys})
+                found = {
+                    r["entity"] for r in store.rows(ENTITIES_IN_GRAPH.format(", ".join("?" * len(wanted))), wanted)
+                }
+            held = {k for k in keys if aliases.get(k, k) in found}
+        return sorted(k for k in held if self.entity_readable(aliases.get(k, k), readable))
 
     def document(self, key: str, readable: tuple[str, ...] | None = None) -> dict[str, Any] | None:
         """A document (by id or path) with its text, chunk by chunk with their lines (and pages), or None
