@@ -113,3 +113,36 @@ def test_ann_path_above_the_exact_limit(reader, monkeypatch):
     exact = [r["id"] for r in reader.chunks.vector_search(vec, 4, None)]
     monkeypatch.setattr(lance_store, "EXACT_MAX_ROWS", 0)
     assert not reader.chunks.exact() and [r["id"] for r in reader.chunks.vector_search(vec, 4, None)] == exact
+
+
+@pytest.mark.parametrize("where", [{}, {"doc_type": "policy"}])
+def test_large_table_fuses_ids_then_reads_the_kept_rows(reader, monkeypatch, where):
+    """Above ``EXACT_MAX_ROWS`` hybrid fuses ids and scores (``SearchContext.text_rankings``) and reads only
+    the rows it keeps: the same passages, scores and fields as the rows read with every hit."""
+    import ragkit.store.lance as lance_store
+    from ragkit.retrieve.context import SearchContext
+
+    cfg = QueryConfig(strategy="hybrid", k=4, retry=False, filters=where)
+    monkeypatch.setattr(lance_store, "EXACT_MAX_ROWS", 0)
+    lean = api.query(reader, "how is overtime compensated", cfg)
+    monkeypatch.setattr(SearchContext, "text_rankings", lambda self, n: (self.dense(n), self.lexical(n)))
+    full = api.query(reader, "how is overtime compensated", cfg)
+    assert lean.passages and [p.text for p in lean.passages] == [p.text for p in full.passages]
+    assert [round(p.score, 6) for p in lean.passages] == [round(p.score, 6) for p in full.passages]
+    assert [(h.path, h.line_start, h.section_id, h.ranks) for h in lean.hits] == [
+        (h.path, h.line_start, h.section_id, h.ranks) for h in full.hits
+    ]
+    assert "rows" in lean.timings_ms and "rows" not in full.timings_ms
+
+
+def test_a_table_with_a_vector_index_gets_scalar_indexes(index_with, corpus):
+    """From ``vector_index_min_rows`` a run builds the vector index and BTREE indexes on the columns queries
+    filter by (``SCALAR_INDEXED``); hybrid then reads only the rows it keeps."""
+    from ragkit.config import IndexConfig
+    from ragkit.store.lance import SCALAR_INDEXED
+
+    _, reader = index_with(corpus, cfg=IndexConfig(vector_index_min_rows=1))
+    indexed = {tuple(i.field_names): i.index_type for i in reader.chunks.ds.describe_indices()}
+    assert not reader.chunks.exact() and all(indexed.get((c,)) == "BTree" for c in SCALAR_INDEXED), indexed
+    r = api.query(reader, "how is overtime compensated", QueryConfig(strategy="hybrid", k=3, retry=False))
+    assert r.passages and all(h.text and h.section_id for h in r.hits) and "rows" in r.timings_ms

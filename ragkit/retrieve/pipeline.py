@@ -256,6 +256,7 @@ def _with_queries(ctx, hits, queries: list[str], strategy, kind: str, share: flo
             context_items=[],
             _qvec=vectors[i],
             _found={},
+            _lean={},
         )
         lists[f"{kind}{i}"] = strategy(sub)
         weights[f"{kind}{i}"] = share / len(queries)

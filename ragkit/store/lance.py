@@ -156,6 +156,11 @@ ANN_TYPE = "IVF_RQ"
 ANN_PARTITION_ROWS = 1024
 ANN_PROBE_SHARE, ANN_MIN_PROBES = 0.3, 16
 ANN_REFINE = 5
+# columns with a BTREE index once a table has a vector index (below, the query path reads them from memory):
+# rows by id (the graph strategies', the full tier's, a hybrid query's kept hits) without a scan, all federal
+# law's 40 ids 16 → 7 ms; a cited section's chunks 11.6 → 1.5 ms; the best chunk of the documents a query names
+# (links), an ANN search filtered by document, 15.4 → 7.8 ms. 5 MB for all federal law's 266,399 chunks
+SCALAR_INDEXED = ("id", "section_id", "document_id")
 COMPACT_ROWS = 16_384  # fragments with fewer rows are merged at the end of a run
 WRITE_ROWS = 32_768  # chunk rows built and written at a time: a run's Arrow copy of all its rows held at once
 # took 1.2 GB of all federal law's 265,000 chunks (scripts/README.md "All of German federal law")
@@ -319,66 +324,85 @@ class ChunkTable:
     def fts_search(
         self, text: str, limit: int, where: str | None, parts: list[str] | None = None
     ) -> list[dict[str, Any]]:
-        """BM25 hits for ``text``. In an index with compound parts (``compounds``) the query with its own
-        compounds' ``parts`` is searched over content and terms (the content's compounds' parts): as one field
-        (BM25F, lance's ``CombinedFieldsQuery``) up to ``BM25F_MAX_ROWS`` chunks; above, each field apart and a
-        chunk's scores added (``TERMS_WEIGHT``), since BM25F skips no posting list: 26-66 ms on all of federal
-        law where each field alone takes 1-4 ms (scripts/README.md "All of German federal law")."""
-        if not text.strip():
-            return []
-        exact = self.exact()
-        columns = ["id", "_score"] if exact else self.COLUMNS + ["_score"]
-        if not self.compounds:  # "content" has the only index (the MatchQuery naming it took 0.9 ms more)
-            ranked = _rows(self._bm25(text, columns, limit, where))
-        elif self.count() <= BM25F_MAX_ROWS:
-            from lance.query import CombinedFieldsQuery
-
-            query = CombinedFieldsQuery(" ".join([text, *(parts or [])]), ["content", "terms"])
-            ranked = _rows(self._bm25(query, columns, limit, where))
-        else:
-            ranked = self._fields_apart(" ".join([text, *(parts or [])]), limit, where)
-        if not exact:
-            return ranked
-        _, row_of, _ = self.matrix()
-        rows = self.take([row_of[r["id"]] for r in ranked])
-        for r, hit in zip(rows, ranked):
-            r["_score"] = hit["_score"]
+        """BM25 hits for ``text`` (see ``bm25_ids``), as rows."""
+        found = self.bm25_ids(text, limit, where, parts)
+        rows = self.rows_at(found)
+        for row, (_, _, score) in zip(rows, found):
+            row["_score"] = score
         return rows
 
-    def _fields_apart(self, words: str, limit: int, where: str | None) -> list[dict[str, Any]]:
-        """BM25 over content and terms apart, a chunk's scores added: ids and scores from each field, then the
-        rows of the best ``limit`` read once (by Lance row id; reading them with each field's hits took twice
-        as long)."""
+    def bm25_ids(
+        self, text: str, limit: int, where: str | None, parts: list[str] | None = None
+    ) -> list[tuple[int, str, float]]:
+        """(Lance row id, chunk id, BM25 score) of the best ``limit`` chunks for ``text``, best first. In an index
+        with compound parts (``compounds``) the query with its own compounds' ``parts`` is searched over content
+        and terms (the content's compounds' parts): as one field (BM25F, lance's ``CombinedFieldsQuery``) up to
+        ``BM25F_MAX_ROWS`` chunks; above, each field apart and a chunk's scores added (``TERMS_WEIGHT``), since
+        BM25F skips no posting list: 26-66 ms on all of federal law where each field alone takes 1-4 ms
+        (scripts/README.md "All of German federal law")."""
+        if not text.strip():
+            return []
+        if not self.compounds:  # "content" has the only index (the MatchQuery naming it took 0.9 ms more)
+            return self._bm25(text, limit, where)
+        words = " ".join([text, *(parts or [])])
+        if self.count() <= BM25F_MAX_ROWS:
+            from lance.query import CombinedFieldsQuery
+
+            return self._bm25(CombinedFieldsQuery(words, ["content", "terms"]), limit, where)
         from lance.query import MatchQuery
 
         score: dict[int, float] = {}
+        chunk: dict[int, str] = {}
         for field, weight in (("content", 1.0), ("terms", TERMS_WEIGHT)):
-            found = self.ds.to_table(
-                columns=["_score"],
-                with_row_id=True,
-                filter=where,
-                prefilter=True,
-                limit=limit,
-                full_text_query=MatchQuery(words, field),
-                disable_scoring_autoprojection=True,
-            )
-            for row_id, value in zip(found.column("_rowid").to_pylist(), found.column("_score").to_pylist()):
+            for row_id, cid, value in self._bm25(MatchQuery(words, field), limit, where):
                 score[row_id] = score.get(row_id, 0.0) + weight * value
+                chunk[row_id] = cid
         best = sorted(score, key=lambda i: -score[i])[:limit]
-        columns = ["id"] if self.exact() else self.COLUMNS
-        rows = _rows(self.ds._take_rows(best, columns=columns)) if best else []
-        for row, row_id in zip(rows, best):
-            row["_score"] = score[row_id]
-        return rows
+        return [(i, chunk[i], score[i]) for i in best]
 
-    def _bm25(self, query: Any, columns: list[str], limit: int, where: str | None) -> pa.Table:
-        return self.ds.to_table(
-            columns=columns,
+    def nearest_ids(self, vector: np.ndarray, limit: int, where: str | None) -> list[tuple[int, str, float]]:
+        """(Lance row id, chunk id, cosine) of the ``limit`` nearest chunks by the vector index, nearest first,
+        no other column read (a large table; the rows of the hits a query keeps are read by ``rows_at``)."""
+        found = self.ds.to_table(
+            columns=["id", "_distance"],
+            with_row_id=True,
+            filter=where,
+            prefilter=True,
+            nearest=ann_query(np.asarray(vector, dtype=np.float32), limit, self.count()),
+            disable_scoring_autoprojection=True,
+        )
+        cosines = [1.0 - float(d) for d in found.column("_distance").to_pylist()]
+        return list(zip(found.column("_rowid").to_pylist(), found.column("id").to_pylist(), cosines))
+
+    def rows_at(self, found: list[tuple[int, str, float]]) -> list[dict[str, Any]]:
+        """The rows of (row id, chunk id, …) triples, in that order: from memory in exact mode, else read once
+        by Lance row id (reading 120 rows with every column took twice as long as their ids alone)."""
+        if not found:
+            return []
+        if self.exact():
+            _, row_of, _ = self.matrix()
+            return self.take([row_of[cid] for _, cid, _ in found])
+        return _rows(self.ds._take_rows([row_id for row_id, _, _ in found], columns=self.COLUMNS))
+
+    def vectors_at(self, row_ids: list[int]) -> np.ndarray:
+        """The vectors of these Lance row ids, in that order (one row each)."""
+        if not row_ids:
+            return np.zeros((0, 1), dtype=np.float32)
+        vec = self.ds._take_rows(row_ids, columns=["vector"]).column("vector").combine_chunks()
+        return vec.values.to_numpy(zero_copy_only=False).reshape(len(row_ids), -1)
+
+    def _bm25(self, query: Any, limit: int, where: str | None) -> list[tuple[int, str, float]]:
+        found = self.ds.to_table(
+            columns=["id", "_score"],
+            with_row_id=True,
             filter=where,
             prefilter=True,
             limit=limit,
             full_text_query=query,
             disable_scoring_autoprojection=True,
+        )
+        return list(
+            zip(found.column("_rowid").to_pylist(), found.column("id").to_pylist(), found.column("_score").to_pylist())
         )
 
     def rows(self, where: str, limit: int) -> list[dict[str, Any]]:
@@ -627,9 +651,8 @@ class ChunkWriter:
         ):
             build_ann(self.table.to_lance())
             self.table.checkout_latest()
-        if rows >= self.vector_index_min_rows and not any(i.columns == ["id"] for i in self.table.list_indices()):
-            # rows by id (the graph strategies', the full tier's, cited sections') without a scan: all federal
-            # law's 40 ids 16 → 7 ms; below it the query path reads ids from memory
-            self.table.to_lance().create_scalar_index("id", index_type="BTREE")
-            self.table.checkout_latest()
+        for column in SCALAR_INDEXED if rows >= self.vector_index_min_rows else ():
+            if not any(i.columns == [column] for i in self.table.list_indices()):
+                self.table.to_lance().create_scalar_index(column, index_type="BTREE")
+                self.table.checkout_latest()
         return self.table.version

@@ -40,6 +40,7 @@ def _stamp(index_dir: Path, max_age: float = 1.0) -> tuple[int, int] | None:
     return st.st_ino, st.st_mtime_ns
 
 
+KNOWN_NAMES = 50_000  # names whose entity (or none) a reader remembers (``known_entities``)
 HOLDS_WORD_CHUNKS = 20  # BM25 hits looked through for a word (stemming may find others first)
 
 
@@ -75,6 +76,7 @@ class IndexReader:
         self._given_embedder = embedder
         self.given_full_embedder: Embedder | None = None  # a progressive index's full model, if the caller has it
         self._memo: dict[str, Any] = {}
+        self._entity_of: dict[str, str | None] = {}  # a name → its entity, None: none (``known_entities``)
         self._sharing = 0  # depth of one_connection() blocks
         self._shared: DuckStore | None = None
         self._queries = 0  # one_connection() blocks so far (queries answered)
@@ -206,23 +208,29 @@ class IndexReader:
 
     def known_entities(self, keys: set[str], readable: tuple[str, ...] | None = None) -> list[str]:
         """Those of ``keys`` whose entity (a key, or the entity it is an alias of) the entity graph holds and
-        the readable collections mention, sorted. Asked of the store until the graph is loaded: a query routed
-        without it spares a one-shot query the graph's 2 s on all of federal law."""
+        the readable collections mention, sorted. Asked of the store until the graph is loaded (a query routed
+        without it spares a one-shot query the graph's 2 s on all of federal law), 8 ms there per query, so
+        each name's answer is kept for the reader's life (up to ``KNOWN_NAMES`` names)."""
         if not keys:
             return []
         if "entity_graph" in self.__dict__:
-            aliases = self.entity_graph.aliases
-            held = {k for k in keys if self.entity_graph.has_entity(aliases.get(k, k))}
+            graph = self.entity_graph
+            entity = {k: graph.aliases.get(k, k) for k in keys}
+            entity = {k: e for k, e in entity.items() if graph.has_entity(e)}
         else:
-            with self.duck() as store:
-                marks = ", ".join("?" * len(keys))
-                aliases = {r["alias"]: r["entity"] for r in store.rows(ALIASES_OF.format(marks), sorted(keys))}
-                wanted = sorted({aliases.get(k, k) for k in keys})
-                found = {
-                    r["entity"] for r in store.rows(ENTITIES_IN_GRAPH.format(", ".join("?" * len(wanted))), wanted)
-                }
-            held = {k for k in keys if aliases.get(k, k) in found}
-        return sorted(k for k in held if self.entity_readable(aliases.get(k, k), readable))
+            asked = sorted(k for k in keys if k not in self._entity_of)
+            if asked:
+                with self.duck() as store:
+                    marks = ", ".join("?" * len(asked))
+                    aliases = {r["alias"]: r["entity"] for r in store.rows(ALIASES_OF.format(marks), asked)}
+                    wanted = sorted({aliases.get(k, k) for k in asked})
+                    marks = ", ".join("?" * len(wanted))
+                    found = {r["entity"] for r in store.rows(ENTITIES_IN_GRAPH.format(marks), wanted)}
+                if len(self._entity_of) > KNOWN_NAMES:
+                    self._entity_of.clear()
+                self._entity_of.update({k: aliases.get(k, k) if aliases.get(k, k) in found else None for k in asked})
+            entity = {k: self._entity_of[k] for k in keys if self._entity_of.get(k)}
+        return sorted(k for k, e in entity.items() if self.entity_readable(e, readable))
 
     def document(self, key: str, readable: tuple[str, ...] | None = None) -> dict[str, Any] | None:
         """A document (by id or path) with its text, chunk by chunk with their lines (and pages), or None

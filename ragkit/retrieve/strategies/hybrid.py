@@ -14,8 +14,7 @@ if TYPE_CHECKING:  # a strategy is called with a context; it needs none at impor
 
 def search(ctx: SearchContext) -> list[Hit]:
     fetch = ctx.limit * ctx.cfg.overfetch
-    dense = ctx.dense(fetch)
-    lexical = ctx.lexical(fetch)
+    dense, lexical = ctx.text_rankings(fetch)
     with ctx.timed("fusion"):
         if ctx.cfg.fusion == "rrf":
             fused = weighted_rrf(
@@ -25,4 +24,4 @@ def search(ctx: SearchContext) -> list[Hit]:
             )
         else:
             fused = convex(dense, lexical, ctx.cfg.alpha, ctx.query_vector())
-    return fused[: ctx.limit]
+    return ctx.complete(fused[: ctx.limit])
