@@ -103,7 +103,9 @@ class EvidenceGraph(PickledGraph):
         self._g = None
 
     @cached_property
-    def _chunks_per_doc(self) -> Counter:
+    def _chunks_per_doc(self) -> dict[str, int]:
+        if "chunks_per_doc" in self.data:  # counted when built (0.13 s of a one-shot query over federal law)
+            return self.data["chunks_per_doc"]
         chunk = self._kinds.index("chunk") if "chunk" in self._kinds else -1
         return Counter(d for d, k in zip(self.data["doc"], self.data["kind"]) if k == chunk)
 
@@ -193,6 +195,7 @@ class EvidenceGraph(PickledGraph):
             "is_latest": np.asarray(latest, dtype=bool),
             "edges": np.asarray(edges, dtype=np.int32).reshape(-1, 2),
             "etype": np.asarray(types, dtype=np.uint8),
+            "chunks_per_doc": dict(Counter(c["document_id"] for c in chunks)),
         }
         return cls(data, run_id)
 
