@@ -277,5 +277,5 @@ class SearchContext:
         out = []
         for hit, row in zip(hits, full):
             keep = {"score": hit.score, "ranks": hit.ranks, "scores": hit.scores}
-            out.append(Hit(**{**row.__dict__, **keep, "vector": row.vector}))
+            out.append(Hit(**{**row.__dict__, **keep}))
         return out

@@ -103,6 +103,13 @@ class EvidenceGraph(PickledGraph):
         self._g = None
 
     @cached_property
+    def _labels(self) -> list[str]:
+        """The vertices' labels (titles, breadcrumbs): kept pickled until asked for, since no query reads them
+        (26 of the 56 MB of federal law's graph, 0.1 s to read back)."""
+        labels = self.data["label"]
+        return pickle.loads(labels) if isinstance(labels, bytes) else labels
+
+    @cached_property
     def _chunks_per_doc(self) -> dict[str, int]:
         if "chunks_per_doc" in self.data:  # counted when built (0.13 s of a one-shot query over federal law)
             return self.data["chunks_per_doc"]
@@ -118,7 +125,7 @@ class EvidenceGraph(PickledGraph):
             d = self.data
             g = ig.Graph(n=len(self._names), directed=True)
             g.add_edges(d["edges"])
-            g.vs["name"], g.vs["doc"], g.vs["label"] = self._names, d["doc"], d["label"]
+            g.vs["name"], g.vs["doc"], g.vs["label"] = self._names, d["doc"], self._labels
             g.vs["kind"] = [self._kinds[k] for k in d["kind"]]
             g.vs["order"], g.vs["is_latest"] = d["order"].tolist(), d["is_latest"].tolist()
             g.es["type"] = [EDGE_TYPES[t] for t in self._etype]
@@ -190,7 +197,7 @@ class EvidenceGraph(PickledGraph):
             "kinds": codes,
             "kind": np.asarray([codes.index(k) for k in kinds], dtype=np.uint8),
             "doc": docs,
-            "label": labels,
+            "label": pickle.dumps(labels, protocol=pickle.HIGHEST_PROTOCOL),  # read when asked (``_labels``)
             "order": np.asarray(order, dtype=np.int32),
             "is_latest": np.asarray(latest, dtype=bool),
             "edges": np.asarray(edges, dtype=np.int32).reshape(-1, 2),
@@ -213,7 +220,7 @@ class EvidenceGraph(PickledGraph):
             "name": node,
             "kind": self.kind(node),
             "doc": d["doc"][i],
-            "label": d["label"][i],
+            "label": self._labels[i],
             "order": int(d["order"][i]),
             "is_latest": bool(d["is_latest"][i]),
         }
