@@ -146,3 +146,4 @@ def test_a_table_with_a_vector_index_gets_scalar_indexes(index_with, corpus):
     assert not reader.chunks.exact() and all(indexed.get((c,)) == "BTree" for c in SCALAR_INDEXED), indexed
     r = api.query(reader, "how is overtime compensated", QueryConfig(strategy="hybrid", k=3, retry=False))
     assert r.passages and all(h.text and h.section_id for h in r.hits) and "rows" in r.timings_ms
+    assert reader.titles() == reader.chunks.titles() and len(reader.titles()) > 1  # from the store, alike

@@ -40,7 +40,7 @@ def title_index(reader: IndexReader) -> TitleIndex:
     """The index's specific titles, read once per reader; common words are English's and the index language's."""
 
     def build() -> TitleIndex:
-        return TitleIndex(reader.chunks.titles(), lambda w: is_known_word(w, "en") or is_known_word(w, reader.language))
+        return TitleIndex(reader.titles(), lambda w: is_known_word(w, "en") or is_known_word(w, reader.language))
 
     return reader.memo("title_index", build)
 

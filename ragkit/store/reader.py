@@ -40,6 +40,7 @@ def _stamp(index_dir: Path, max_age: float = 1.0) -> tuple[int, int] | None:
     return st.st_ino, st.st_mtime_ns
 
 
+DOCUMENT_TITLES = "SELECT id, title FROM documents WHERE id IN (SELECT document_id FROM chunks) ORDER BY rowid"
 KNOWN_NAMES = 50_000  # names whose entity (or none) a reader remembers (``known_entities``)
 HOLDS_WORD_CHUNKS = 20  # BM25 hits looked through for a word (stemming may find others first)
 
@@ -205,6 +206,15 @@ class IndexReader:
     def superseded(self) -> list[str]:
         """The documents a newer version replaces (left out of queries unless ``all_versions``)."""
         return self.graph.superseded()
+
+    def titles(self) -> list[tuple[str, str]]:
+        """Every document's (id, title) with chunks, in the order they were stored: from the chunks held in
+        memory, or for a large table from the store (scanning 266,851 chunk rows for 6,637 titles took 0.1-0.2 s
+        of a one-shot query)."""
+        if self.chunks.exact():
+            return self.chunks.titles()
+        with self.duck() as store:
+            return [(r["id"], r["title"]) for r in store.rows(DOCUMENT_TITLES)]
 
     def known_entities(self, keys: set[str], readable: tuple[str, ...] | None = None) -> list[str]:
         """Those of ``keys`` whose entity (a key, or the entity it is an alias of) the entity graph holds and
