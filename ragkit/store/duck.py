@@ -65,8 +65,10 @@ CREATE TABLE IF NOT EXISTS runs (
 DOCUMENT_TABLES = ("chunks", "refs", "mentions", "cooccur", "aliases", "sections", "summaries")
 INSERT_ROWS = 50_000
 # a writer's DuckDB keeps the pages a run inserts in memory up to its limit (by default 80 % of the machine's):
-# all federal law's run held 1.5 GB of them before the commit; beyond the limit it writes them out
-WRITER_MEMORY = "1GB"
+# all federal law's run held 1.5 GB of them before the commit; beyond the limit it writes them out. At 1 GB that
+# run peaked at 4,099-4,271 MiB (inserting its rows added 1.2 GB, the communities the last 0.2), at 512 MB at
+# 3,958 MiB with its commit 4 % slower (141 -> 147 s; scripts/README.md "All of German federal law")
+WRITER_MEMORY = "512MB"
 WORD = "[a-zà-öø-ÿß]{3,}"  # a vocabulary word: three or more letters
 # DuckDB's default 256 KiB blocks give every table and column a quarter megabyte at least (an index of
 # a 36 KB folder took 5.8 MB); 16 KiB blocks keep small indexes small (fixed when the file is created)
