@@ -61,21 +61,40 @@ class PickledGraph:
         return cls(*data) if data else None
 
 
-def _arrays(g) -> dict[str, Any]:
-    """An igraph evidence graph as EvidenceGraph's arrays."""
-    kinds = g.vs["kind"] if g.vcount() else []
+def _pack(names, kinds, docs, labels, order, latest, edges, types, chunks_per_doc=None) -> dict[str, Any]:
+    """EvidenceGraph's arrays from per-vertex lists and (source, target) edges with their types' names."""
     codes = sorted(set(kinds))
-    return {
-        "name": g.vs["name"] if g.vcount() else [],
+    data = {
+        "name": list(names),
         "kinds": codes,
         "kind": np.asarray([codes.index(k) for k in kinds], dtype=np.uint8),
-        "doc": g.vs["doc"] if g.vcount() else [],
-        "label": g.vs["label"] if g.vcount() else [],
-        "order": np.asarray(g.vs["order"] if g.vcount() else [], dtype=np.int32),
-        "is_latest": np.asarray(g.vs["is_latest"] if g.vcount() else [], dtype=bool),
-        "edges": np.asarray(g.get_edgelist(), dtype=np.int32).reshape(-1, 2),
-        "etype": np.asarray([EDGE_TYPES.index(t) for t in (g.es["type"] if g.ecount() else [])], dtype=np.uint8),
+        "doc": list(docs),
+        "label": pickle.dumps(list(labels), protocol=pickle.HIGHEST_PROTOCOL),  # read when asked (``_labels``)
+        "order": np.asarray(order, dtype=np.int32),
+        "is_latest": np.asarray(latest, dtype=bool),
+        "edges": np.asarray(edges, dtype=np.int32).reshape(-1, 2),
+        "etype": np.asarray([EDGE_TYPES.index(t) for t in types], dtype=np.uint8),
     }
+    if chunks_per_doc is not None:
+        data["chunks_per_doc"] = chunks_per_doc
+    return data
+
+
+def _arrays(g) -> dict[str, Any]:
+    """An igraph evidence graph as EvidenceGraph's arrays."""
+    n, e = g.vcount(), g.ecount()
+    attr = (lambda name: g.vs[name]) if n else (lambda name: [])
+    types = g.es["type"] if e else []
+    return _pack(
+        attr("name"),
+        attr("kind"),
+        attr("doc"),
+        attr("label"),
+        attr("order"),
+        attr("is_latest"),
+        g.get_edgelist(),
+        types,
+    )
 
 
 class EvidenceGraph(PickledGraph):
@@ -106,8 +125,7 @@ class EvidenceGraph(PickledGraph):
     def _labels(self) -> list[str]:
         """The vertices' labels (titles, breadcrumbs): kept pickled until asked for, since no query reads them
         (26 of the 56 MB of federal law's graph, 0.1 s to read back)."""
-        labels = self.data["label"]
-        return pickle.loads(labels) if isinstance(labels, bytes) else labels
+        return pickle.loads(self.data["label"])
 
     @cached_property
     def _chunks_per_doc(self) -> dict[str, int]:
@@ -166,15 +184,15 @@ class EvidenceGraph(PickledGraph):
             add(c["id"], "chunk", c["document_id"], "", c["chunk_index"])
         idx = {n: i for i, n in enumerate(names)}
         edges: list[tuple[int, int]] = []
-        types: list[int] = []
+        types: list[str] = []
 
         def link(a, b, kind, both: str | None = None):
             if a in idx and b in idx:
                 edges.append((idx[a], idx[b]))
-                types.append(EDGE_TYPES.index(kind))
+                types.append(kind)
                 if both:
                     edges.append((idx[b], idx[a]))
-                    types.append(EDGE_TYPES.index(both))
+                    types.append(both)
 
         for s in sections:
             link(s["parent_id"] or s["document_id"], s["id"], "parent_of", "child_of")
@@ -191,19 +209,9 @@ class EvidenceGraph(PickledGraph):
             link(r["chunk_id"], r["t"], "references")
         for old, new in store.resolver().superseded().items():
             link(new, old, "supersedes")
-        codes = sorted(set(kinds))
-        data = {
-            "name": names,
-            "kinds": codes,
-            "kind": np.asarray([codes.index(k) for k in kinds], dtype=np.uint8),
-            "doc": docs,
-            "label": pickle.dumps(labels, protocol=pickle.HIGHEST_PROTOCOL),  # read when asked (``_labels``)
-            "order": np.asarray(order, dtype=np.int32),
-            "is_latest": np.asarray(latest, dtype=bool),
-            "edges": np.asarray(edges, dtype=np.int32).reshape(-1, 2),
-            "etype": np.asarray(types, dtype=np.uint8),
-            "chunks_per_doc": dict(Counter(c["document_id"] for c in chunks)),
-        }
+        data = _pack(
+            names, kinds, docs, labels, order, latest, edges, types, dict(Counter(c["document_id"] for c in chunks))
+        )
         return cls(data, run_id)
 
     # ---------------------------------------------------------------- traversal

@@ -195,6 +195,13 @@ def build_ann(ds, column: str = "vector") -> None:
     ds.create_index(column, ANN_TYPE, metric="cosine", num_partitions=ann_partitions(ds.count_rows()), replace=True)
 
 
+def _combined(text: str, parts: list[str] | None):
+    """BM25F over content and terms (a compound index's query with its compounds' parts)."""
+    from lance.query import CombinedFieldsQuery
+
+    return CombinedFieldsQuery(" ".join([text, *(parts or [])]), ["content", "terms"])
+
+
 class ChunkTable:
     """Read side: one checked-out version of the chunks table.
 
@@ -326,7 +333,13 @@ class ChunkTable:
     def fts_search(
         self, text: str, limit: int, where: str | None, parts: list[str] | None = None
     ) -> list[dict[str, Any]]:
-        """BM25 hits for ``text`` (see ``bm25_ids``), as rows."""
+        """BM25 hits for ``text`` (see ``bm25_ids``), as rows: read with the hits in one query where one query
+        answers (a large table, no fields apart), else from memory or by row id."""
+        if not text.strip():
+            return []
+        if not self.exact() and not (self.compounds and self.count() > BM25F_MAX_ROWS):
+            query = _combined(text, parts) if self.compounds else text
+            return _rows(self._bm25_table(query, self.COLUMNS + ["_score"], limit, where))
         found = self.bm25_ids(text, limit, where, parts)
         rows = self.rows_at(found)
         for row, (_, _, score) in zip(rows, found):
@@ -346,12 +359,11 @@ class ChunkTable:
             return []
         if not self.compounds:  # "content" has the only index (the MatchQuery naming it took 0.9 ms more)
             return self._bm25(text, limit, where)
-        words = " ".join([text, *(parts or [])])
         if self.count() <= BM25F_MAX_ROWS:
-            from lance.query import CombinedFieldsQuery
-
-            return self._bm25(CombinedFieldsQuery(words, ["content", "terms"]), limit, where)
+            return self._bm25(_combined(text, parts), limit, where)
         from lance.query import MatchQuery
+
+        words = " ".join([text, *(parts or [])])
 
         score: dict[int, float] = {}
         chunk: dict[int, str] = {}
@@ -394,17 +406,20 @@ class ChunkTable:
         return vec.values.to_numpy(zero_copy_only=False).reshape(len(row_ids), -1)
 
     def _bm25(self, query: Any, limit: int, where: str | None) -> list[tuple[int, str, float]]:
-        found = self.ds.to_table(
-            columns=["id", "_score"],
+        found = self._bm25_table(query, ["id", "_score"], limit, where)
+        return list(
+            zip(found.column("_rowid").to_pylist(), found.column("id").to_pylist(), found.column("_score").to_pylist())
+        )
+
+    def _bm25_table(self, query: Any, columns: list[str], limit: int, where: str | None) -> pa.Table:
+        return self.ds.to_table(
+            columns=columns,
             with_row_id=True,
             filter=where,
             prefilter=True,
             limit=limit,
             full_text_query=query,
             disable_scoring_autoprojection=True,
-        )
-        return list(
-            zip(found.column("_rowid").to_pylist(), found.column("id").to_pylist(), found.column("_score").to_pylist())
         )
 
     def rows(self, where: str, limit: int) -> list[dict[str, Any]]:
