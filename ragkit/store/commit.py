@@ -38,10 +38,11 @@ def write_derived(store: DuckStore, folder: Path, run_id: int) -> None:
     """The files derived from the store at a commit (evidence graph, entity graph, vocabulary, reference
     resolver) for ``run_id``,
     into the run's graph folder (the indexing run writes them; ``ragkit check --repair`` rebuilds them)."""
-    EvidenceGraph.from_store(store, run_id).save(folder)
+    resolver = store.resolver()  # built once: the evidence graph's versions, and saved for readers
+    EvidenceGraph.from_store(store, run_id, resolver).save(folder)
     EntityGraph.from_store(store, run_id).save(folder)
     save_pickled(folder, VOCAB_FILE, store.vocabulary(), run_id)
-    save_pickled(folder, RESOLVER_FILE, (Resolver.FORMAT, store.resolver()), run_id)
+    save_pickled(folder, RESOLVER_FILE, (Resolver.FORMAT, resolver), run_id)
 
 
 def stage_run(

@@ -156,7 +156,8 @@ class EvidenceGraph(PickledGraph):
     # ---------------------------------------------------------------- build
 
     @classmethod
-    def from_store(cls, store, run_id: int | None = None) -> EvidenceGraph:
+    def from_store(cls, store, run_id: int | None = None, resolver=None) -> EvidenceGraph:
+        """``resolver``: the store's, when the caller has built it already."""
         names: list[str] = []
         kinds: list[str] = []
         docs: list[str] = []
@@ -207,7 +208,7 @@ class EvidenceGraph(PickledGraph):
             "FROM refs WHERE resolved_document_id IS NOT NULL"
         ):
             link(r["chunk_id"], r["t"], "references")
-        for old, new in store.resolver().superseded().items():
+        for old, new in (resolver or store.resolver()).superseded().items():
             link(new, old, "supersedes")
         data = _pack(
             names, kinds, docs, labels, order, latest, edges, types, dict(Counter(c["document_id"] for c in chunks))
