@@ -11,6 +11,7 @@ Subcommands:
   ann      the vector index against exact search: recall@10 and milliseconds with real query vectors
   quality  legal reference queries (section first) and the German everyday questions (top-1/top-3) on indexes
            side by side (the 8 laws alone, all of federal law)
+  refs     how the references resolved: to a law, and to the cited section in it (a wrong law rarely has it)
   update   an incremental run between two upstream commits of the laws: seconds per changed law, what it touched
   ray      ``--engine ray`` with two workers against the local pipeline on a share of the laws: the same index?
 
@@ -229,6 +230,34 @@ def quality_cmd(args) -> None:
         )
     cols = ("index", "legal refs first", "German tuned top-1 / top-3", "held out top-1 / top-3")
     print_table("quality inside the index", cols, rows, width=140)
+
+
+@cli.command("refs", arg("--index", type=Path, action="append", required=True, help="repeatable"))
+def refs_cmd(args) -> None:
+    """Per index: how its references resolved. A law named in the text ("§ 5 des Kreditwesengesetzes") that
+    resolves to a law holding the cited section is most likely the right law; one resolving to a law without
+    it most likely a wrong one (a law with the § numbered so counts as right: an upper bound).
+
+        python scripts/bench_scale.py refs --index <before> --index <after>
+    """
+    from ragkit import api
+    from ragkit.config import resolve_index_dir
+    from ragkit.store.duck import DuckStore
+    from ragkit.store.layout import store_path
+
+    count = (
+        "SELECT count(*), count(resolved_document_id), count(resolved_section_id) FROM refs "
+        "WHERE kind = 'law' AND numbers <> [] AND {}"
+    )
+    rows = []
+    for index in args.index:
+        with DuckStore(store_path(resolve_index_dir(str(index)), api.open_index(index).manifest)) as db:
+            for what, where in (("named (des …gesetzes)", "target LIKE 'name:%'"), ("all with a §", "true")):
+                n, law, section = db.con.execute(count.format(where)).fetchone()
+                share = f"{section / law:.2f}" if law else "-"
+                rows.append((str(index), what, f"{n:,}", f"{law:,}", f"{section:,}", share))
+    cols = ("index", "references", "count", "to a law", "to its section", "section / law")
+    print_table("references resolved", cols, rows, width=130)
 
 
 # --- update --------------------------------------------------------------------------------------------------------

@@ -150,8 +150,8 @@ def test_a_swedish_reference_finds_its_paragraph_first(tmp_path, index_with):
 
 
 def test_a_law_named_in_the_text_resolves_among_many_laws_by_its_title():
-    """ "§ 5 des Arbeitszeitgesetzes" finds the law whose title word starts with the name's stem, the first of
-    them in the order given, and the section by its number; the same name asked again gets the same answer."""
+    """ "§ 5 des Arbeitszeitgesetzes" finds the law with that title (not "Kraftfahrer-Arbeitszeitgesetz") and the
+    section by its number; the same name asked again gets the same answer."""
     from ragkit.extract.resolve import RefRow, Resolver
     from ragkit.legal import find_legal_refs
 
@@ -180,3 +180,58 @@ def test_a_law_named_in_the_text_resolves_among_many_laws_by_its_title():
     assert resolver.resolve(row) == ("d1", "s1-5")
     assert resolver.resolve(row) == ("d1", "s1-5")  # answered from what the first look-up found
     assert resolver.law_document("name:des Zeitg") is None  # a stem under six letters names no law
+
+
+# real titles and abbreviations of bundestag/gesetze: the laws a name in the text means, and those it might be
+# taken for (before: a title word sharing the name's first eight letters, the first such law by path)
+FEDERAL = [
+    ("bgb", "Bürgerliches Gesetzbuch", "BGB"),
+    ("bgbabest_1898", "Bekanntmachung betreffend Ausführungsbestimmungen zu den §§ 980, 981, 983 des Bürgerlichen Gesetzbuchs", "BGBABest 1898"),
+    ("baeckmstrv", "Verordnung über das Berufsbild und über die Prüfungsanforderungen im praktischen und im fachtheoretischen Teil der Meisterprüfung für das Bäcker-Handwerk", "BäckMstrV"),
+    ("bbig_2005", "Berufsbildungsgesetz", "BBiG 2005"),
+    ("kredwg", "Gesetz über das Kreditwesen", "KredWG"),
+    ("sgb_5", "Sozialgesetzbuch (SGB) Fünftes Buch (V) - Gesetzliche Krankenversicherung - (Artikel 1 des Gesetzes v. 20. Dezember 1988, BGBl. I S. 2477)", "SGB 5"),
+    ("algiiv_2008", "Verordnung zur Berechnung von Einkommen sowie zur Nichtberücksichtigung von Einkommen und Vermögen beim Arbeitslosengeld II/Sozialgeld", "AlgIIV 2008"),
+    ("hwo", "Gesetz zur Ordnung des Handwerks", "HwO"),
+    ("hwwahlo", "Wahlordnung für die Wahlen der Mitglieder der Vollversammlung der Handwerkskammern (Anlage C zu dem Gesetz zur Ordnung des Handwerks (Handwerksordnung))", "HwWahlO"),
+    ("sg", "Gesetz über die Rechtsstellung der Soldaten", "SG"),
+    ("seg", "Gesetz über die Entschädigung der Soldatinnen und Soldaten", "SEG"),
+    ("beamtvg", "Gesetz über die Versorgung der Beamten und Richter des Bundes", "BeamtVG"),
+    ("bvg", "Gesetz über die Versorgung der Opfer des Krieges", "BVG"),
+    ("energiestg", "Energiesteuergesetz", "EnergieStG"),
+    ("enwg_2005", "Gesetz über die Elektrizitäts- und Gasversorgung", "EnWG 2005"),
+    ("sgb9uaaendg", "Sozialgesetzbuch - Neuntes Buch - (SGB IX) Rehabilitation und Teilhabe behinderter Menschen", "SGB9uaÄndG"),
+    ("sgb_9_2018", "Sozialgesetzbuch Neuntes Buch – Rehabilitation und Teilhabe von Menschen mit Behinderungen – (Artikel 1 des Gesetzes v. 23. Dezember 2016, BGBl. I S. 3234)", "SGB 9 2018"),
+    ("arbschg", "Gesetz über die Durchführung von Maßnahmen des Arbeitsschutzes zur Verbesserung der Sicherheit und des Gesundheitsschutzes der Beschäftigten bei der Arbeit", "ArbSchG"),
+    ("asg", "Gesetz zur Sicherstellung von Arbeitsleistungen für Zwecke der Verteidigung einschließlich des Schutzes der Zivilbevölkerung", "ASG"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "text, law",
+    [
+        ("nach § 5 des Berufsbildungsgesetzes", "bbig_2005"),  # its title, not a title word's first letters
+        ("nach § 2 des Bürgerlichen\nGesetzbuchs", "bgb"),  # case endings and a line break
+        ("nach § 1 Abs. 1 des Kreditwesengesetzes", "kredwg"),  # "KredWG" spells it, the long title says it
+        ("nach § 1 des Fünften Buches Sozialgesetzbuch", "sgb_5"),  # the book by its number
+        ("nach § 2 SGB IX", "sgb_9_2018"),  # its own "SGB 9 2018", not "(SGB IX)" in an amending law's title
+        ("nach § 1 der Handwerksordnung", "hwo"),  # not the law naming it within brackets in brackets
+        ("nach § 1 des Soldatengesetzes", "sg"),  # of two titles saying "Soldaten", the one saying least else
+        ("nach § 1 des Beamtenversorgungsgesetzes", "beamtvg"),
+        ("nach § 1 des Bundesversorgungsgesetzes", "bvg"),
+        ("nach § 1 des Arbeitsschutzgesetzes", "arbschg"),
+        ("nach § 1 der Verordnung", None),  # which one, the text said before
+        ("nach § 5 des Energiewirtschaftsgesetzes", None),  # no title says it; "Energiesteuergesetz" is another law
+    ],
+)
+def test_a_law_named_in_the_text_resolves_among_federal_titles(text, law):
+    from ragkit.extract.resolve import Resolver
+    from ragkit.legal import find_legal_refs
+
+    docs = [
+        {"id": slug, "path": f"{slug}/index.md", "source_path": f"/g/{slug}/index.md", "external_id": None,
+         "title": title, "metadata": {"jurabk": abbr}, "supersedes": None}
+        for slug, title, abbr in FEDERAL
+    ]  # fmt: skip
+    ref = next(r for r in find_legal_refs(text) if r.numbers)
+    assert Resolver(docs, []).law_document(ref.target) == law

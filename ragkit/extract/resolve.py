@@ -17,7 +17,91 @@ from ragkit.extract.refs import slug
 from ragkit.legal import heading_key, law_key, law_keys, loose_law_keys
 from ragkit.records import Ref
 
-_SWEDISH_LAW = re.compile(r"(lag|balk|förordning)(?:en)?$")  # "arbetsmiljölagen" is "Arbetsmiljölag (1977:1160)"
+_ARTICLES = {"des", "der", "dem", "den", "die", "das", "eines", "einer", "dieses", "dieser"}
+# a name made only of these names no one law ("§ 1 der Verordnung", "des Gesetzbuchs")
+_GENERIC = set("gesetz verordnung ordnung gesetzbuch buch vertrag abkommen satzung lag förordning".split())
+_INFLECTED = ("es", "en", "er", "em", "s", "n", "e")
+
+
+def _stem(word: str) -> str:
+    """A word without its case ending, the same for the name a law is cited by and its title ("Bürgerlichen
+    Gesetzbuchs" and "Bürgerliches Gesetzbuch", "arbetsmiljölagen" and "Arbetsmiljölag")."""
+    word = word.lower().replace("ß", "ss")
+    for tail in _INFLECTED:
+        if word.endswith(tail) and len(word) - len(tail) >= 3:
+            return word[: -len(tail)]
+    return word
+
+
+def _stems(text: str) -> tuple[str, ...]:
+    return tuple(_stem(w) for w in re.findall(r"\w+", text))
+
+
+_ORDINALS = ("erst", "zweit", "dritt", "viert", "fünft", "sechst", "siebt", "acht", "neunt", "zehnt", "elft", "zwölft")
+_TAILS = ("gesetzbuch", "verordnung", "ordnung", "gesetz", "buch")  # what a law name's last letter stands for
+
+
+def _spelled(abbr: str, name: str) -> bool:
+    """The abbreviation spells the name: its letters in order, its first part at the name's start and its last
+    at the name's last part (``KredWG``, ``EnWG``, ``ZPO``, ``HGB``; not ``StGB`` for "Soldatengesetz")."""
+    parts = [p.lower() for p in re.findall(r"[A-ZÄÖÜ][a-zäöü]*", abbr)]
+    tail = next((t for t in _TAILS if name.endswith(t) and len(name) > len(t)), None)
+    if "".join(parts) != abbr.lower() or tail is None or len(parts) < 2:
+        return False
+    last = len(name) - len(tail) + (6 if tail == "gesetzbuch" and parts[-1] == "b" else 0)  # HGB: "buch"
+    at = 0
+    for k, part in enumerate(parts):
+        start = 0 if k == 0 else (last if k == len(parts) - 1 else name.find(part[0], at))
+        if start < 0 or start >= len(name) or name[start] != part[0] or (k < len(parts) - 1 and start >= last):
+            return False
+        at = start + 1
+        for letter in part[1:]:
+            at = name.find(letter, at) + 1
+            if at == 0:
+                return False
+    return True
+
+
+_COMMON = {"gesetz", "verordnung", "ordnung", "deutschland", "änderung", "durchführung", "regelung", "bundesrepublik"}
+
+
+def _covered(title: str, name: str) -> tuple[int, float]:
+    """How many letters of the name before its last part ("gesetz") the long title's words say, each word by
+    its longest beginning of five letters or more that stands in the name, and the share of the title's words
+    that does: "Gesetz über die Versorgung der Beamten und Richter des Bundes" covers "beamtenversorgungsgesetz"
+    with "versorgung" and "beamt" (15 letters), "Gesetz über die Versorgung der Opfer des Krieges" with
+    "versorgung" (10). (0, 0) where that is under half the name, or where the title is itself a law's name
+    ("Energiesteuergesetz")."""
+    words = {w for w in _stems(title) if len(w) >= 5 and w not in _COMMON and not w.startswith(("gesetz", "bundes"))}
+    tail = next((t for t in _TAILS if name.endswith(t)), "")
+    if len(_stems(title)) == 1 and title.lower().endswith(_TAILS) or len(name) == len(tail) or not words:
+        return 0, 0.0
+    said = set()
+    for w in words:
+        k = next((k for k in range(len(w), 4, -1) if w[:k] in name), 0)
+        if k:
+            at = name.index(w[:k])
+            said.update(range(at, at + k))
+    covered = len(said - set(range(len(name) - len(tail), len(name))))
+    if 2 * covered < len(name) - len(tail):
+        return 0, 0.0
+    return covered, covered / sum(map(len, words))
+
+
+def _bracketed(title: str) -> list[str]:
+    """What the title says in brackets of its own, not in brackets within brackets: "(Jugendarbeitsschutzgesetz
+    - JArbSchG)", never "(Anlage C zu dem Gesetz zur Ordnung des Handwerks (Handwerksordnung))", which names the
+    law the document belongs to."""
+    out, depth, start = [], 0, 0
+    for i, ch in enumerate(title):
+        if ch == "(":
+            depth += 1
+            start = i + 1 if depth == 1 else -1  # -1: a bracket within, the outer one is not a name
+        elif ch == ")" and depth:
+            depth -= 1
+            if depth == 0 and start > 0:
+                out.append(title[start:i])
+    return out
 
 
 def _titled(about: list[str], title: str) -> bool:
@@ -67,14 +151,23 @@ class Resolver:
     """Lookup tables over documents and sections (saved with each run: a change to what they hold changes
     ``FORMAT``, so that a reader builds them anew rather than read an older run's)."""
 
-    FORMAT = 1
+    FORMAT = 2
 
     def __init__(self, documents: list[dict[str, Any]], sections: list[dict[str, Any]]):
         self.docs = {d["id"]: d for d in documents}
         self.by_source = {d["source_path"]: d["id"] for d in documents}
         self.by_law: dict[str, str] = {}
         loose: dict[str, set[str]] = defaultdict(set)
-        for d in sorted(documents, key=lambda d: d["path"] or ""):  # a key two laws share: the first by path
+        ordered = sorted(documents, key=lambda d: d["path"] or "")
+        dated: dict[str, set[str]] = defaultdict(set)
+        for d in ordered:  # a key two laws share: the first by path, a law's own abbreviation before a title's
+            for key in law_keys("", d["metadata"] or {}):  # "(SGB IX)" in the title of a law amending it
+                self.by_law.setdefault(key, d["id"])
+                dated[re.sub(r" (?:1[89]|20)\d\d$", "", key)].add(d["id"])
+        for key, ids in dated.items():  # "SGB 9" for "SGB 9 2018", unless another law answers to it too
+            if len(ids) == 1:
+                self.by_law.setdefault(key, next(iter(ids)))
+        for d in ordered:
             keys = law_keys(d["title"] or "", d["metadata"] or {})
             for key in keys:
                 self.by_law.setdefault(key, d["id"])
@@ -92,7 +185,8 @@ class Resolver:
             for key in law_keys(secs[0]["heading"] or "", {}):
                 self.by_law.setdefault(key, doc_id)
         self._named: dict[str, str | None] = {}  # law_document's answers: laws cite the same few names again and again
-        self._stems: dict[str, str] | None = None  # a title word's prefixes (6 letters and more) → its first document
+        self._titles: dict[str, list[tuple[tuple[str, ...], str]]] | None = None  # first word → (title stems, id)
+        self._abbreviations: dict[str, list[tuple[str, str]]] = {}  # first letter → (abbreviation, id)
         self._keyed: dict[str, dict[tuple, list[dict[str, Any]]]] = {}  # per document: heading key → its sections
 
     def _section_with_key(self, doc_id: str, unit: str, number: str, chapter: str | None) -> str | None:
@@ -121,25 +215,61 @@ class Resolver:
             self._named[name] = self._law_document(name)
         return self._named[name]
 
-    def _title_stem(self, stem: str) -> str | None:
-        """The first document (in the order given) with a title word starting with ``stem``."""
-        if self._stems is None:
-            self._stems = {}
-            for d in self.docs.values():
-                for w in re.findall(r"\w+", (d["title"] or "").lower()):
-                    for end in range(6, len(w) + 1):
-                        self._stems.setdefault(w[:end], d["id"])
-        return self._stems.get(stem)
+    def _titled_by(self, name: str) -> str | None:
+        """The document a law's name in the text means: the one with that title or that name in its title's
+        brackets (case endings aside), else the one title that begins with it, else the one law whose
+        abbreviation spells the name ("KredWG": "Kreditwesengesetz", which the long title "Gesetz über das
+        Kreditwesen" does not say); None where several laws answer (all of federal law has 40 titles beginning
+        "Verordnung über das Berufsbild") or the name says no more than "der Verordnung"."""
+        words = list(_stems(name))
+        while words and words[0] in _ARTICLES:
+            words.pop(0)
+        if not words or set(words) <= _GENERIC or (len(words) == 1 and len(words[0]) < 6):
+            return None
+        if len(words) == 3 and words[1:] == ["buch", "sozialgesetzbuch"] and words[0] in _ORDINALS:
+            return self.by_law.get(f"sgb {_ORDINALS.index(words[0]) + 1}")  # "des Fünften Buches Sozialgesetzbuch"
+        if self._titles is None:
+            self._index_titles()
+        n, first = len(words), tuple(words)
+        exact = [i for t, i in self._titles.get(words[0], []) if t == first]
+        if exact:  # one title in several documents (a law and its older version): the first by path
+            return exact[0]
+        begun = list(dict.fromkeys(i for t, i in self._titles.get(words[0], []) if t[:n] == first))
+        if begun:
+            return begun[0] if len(begun) == 1 else None
+        if n > 1:
+            return None
+        name = words[0]
+        scored = {}  # of the laws it might mean: the one whose title says least else, then most of the name
+        for a, i in self._abbreviations.get(name[0], []):
+            covered = _covered(self.docs[i]["title"] or "", name) if _spelled(a, name) else (0, 0.0)
+            if covered[0]:
+                scored[i] = covered[::-1]
+        most = sorted(scored.items(), key=lambda kv: kv[1], reverse=True)[:2]
+        return most[0][0] if most and (len(most) == 1 or most[0][1] > most[1][1]) else None
+
+    def _index_titles(self) -> None:
+        """Each document's title and the names in its title's brackets ("(Jugendarbeitsschutzgesetz - JArbSchG)"),
+        by their first word, and its abbreviations without their year ("EnWG 2005") by their first letter."""
+        self._titles = defaultdict(list)
+        self._abbreviations = defaultdict(list)
+        for d in sorted(self.docs.values(), key=lambda d: d["path"] or ""):
+            title = d["title"] or ""
+            names = [title] + [b.split(" - ")[0] for b in _bracketed(title)]
+            for stems in dict.fromkeys(_stems(t) for t in names):
+                if stems:
+                    self._titles[stems[0]].append((stems, d["id"]))
+            meta = d["metadata"] or {}
+            for abbr in {str(meta.get(k) or "").split(" ")[0] for k in ("jurabk", "amtabk", "abbreviation")} - {""}:
+                self._abbreviations[abbr[0].lower()].append((abbr, d["id"]))
 
     def _law_document(self, name: str) -> str | None:
         if name.startswith("about:"):  # "i föreskrifterna om radon på arbetsplatser": the one titled so
             about = re.findall(r"\w+", name[6:].lower())
             found = [d["id"] for d in self.docs.values() if _titled(about, d["title"] or "")]
             return found[0] if len(found) == 1 else None
-        if name.startswith("name:"):  # "§ 5 des Arbeitszeitgesetzes": match a title by its stem
-            word = name[5:].split()[-1].lower()
-            stem = _SWEDISH_LAW.sub(r"\1", word) if _SWEDISH_LAW.search(word) else word[:8]  # arbetsmiljölag(en)
-            return self._title_stem(stem) if len(stem) >= 6 else None
+        if name.startswith("name:"):  # "§ 5 des Arbeitszeitgesetzes", "3 kap. 2 § arbetsmiljölagen"
+            return self._titled_by(name[5:])
         return self.by_law.get(law_key(name)) if not name[0].isdigit() else self.by_law.get(name)
 
     def resolve(self, ref: RefRow) -> tuple[str | None, str | None]:
