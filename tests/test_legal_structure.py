@@ -183,27 +183,33 @@ def test_a_law_named_in_the_text_resolves_among_many_laws_by_its_title():
 
 
 # real titles and abbreviations of bundestag/gesetze: the laws a name in the text means, and those it might be
-# taken for (before: a title word sharing the name's first eight letters, the first such law by path)
+# taken for (before: a title word sharing the name's first eight letters), each decoy first by path
 FEDERAL = [
-    ("bgb", "Bürgerliches Gesetzbuch", "BGB"),
+    ("aeg", "Allgemeines Eisenbahngesetz", "AEG"),  # the old law: "AEG 1994" is the current one
+    ("aeg_1994", "Allgemeines Eisenbahngesetz", "AEG 1994"),
+    ("amwarnv", "Arzneimittel-Warnhinweisverordnung", "AMWarnV"),
     ("bgbabest_1898", "Bekanntmachung betreffend Ausführungsbestimmungen zu den §§ 980, 981, 983 des Bürgerlichen Gesetzbuchs", "BGBABest 1898"),
+    ("bgb", "Bürgerliches Gesetzbuch", "BGB"),
     ("baeckmstrv", "Verordnung über das Berufsbild und über die Prüfungsanforderungen im praktischen und im fachtheoretischen Teil der Meisterprüfung für das Bäcker-Handwerk", "BäckMstrV"),
     ("bbig_2005", "Berufsbildungsgesetz", "BBiG 2005"),
     ("kredwg", "Gesetz über das Kreditwesen", "KredWG"),
-    ("sgb_5", "Sozialgesetzbuch (SGB) Fünftes Buch (V) - Gesetzliche Krankenversicherung - (Artikel 1 des Gesetzes v. 20. Dezember 1988, BGBl. I S. 2477)", "SGB 5"),
+    ("lfgb", "Lebensmittel-, Bedarfsgegenstände- und Futtermittelgesetzbuch", "LFGB"),
     ("algiiv_2008", "Verordnung zur Berechnung von Einkommen sowie zur Nichtberücksichtigung von Einkommen und Vermögen beim Arbeitslosengeld II/Sozialgeld", "AlgIIV 2008"),
-    ("hwo", "Gesetz zur Ordnung des Handwerks", "HwO"),
+    ("sgb_5", "Sozialgesetzbuch (SGB) Fünftes Buch (V) - Gesetzliche Krankenversicherung - (Artikel 1 des Gesetzes v. 20. Dezember 1988, BGBl. I S. 2477)", "SGB 5"),
     ("hwwahlo", "Wahlordnung für die Wahlen der Mitglieder der Vollversammlung der Handwerkskammern (Anlage C zu dem Gesetz zur Ordnung des Handwerks (Handwerksordnung))", "HwWahlO"),
-    ("sg", "Gesetz über die Rechtsstellung der Soldaten", "SG"),
+    ("hwo", "Gesetz zur Ordnung des Handwerks", "HwO"),
     ("seg", "Gesetz über die Entschädigung der Soldatinnen und Soldaten", "SEG"),
-    ("beamtvg", "Gesetz über die Versorgung der Beamten und Richter des Bundes", "BeamtVG"),
+    ("sg", "Gesetz über die Rechtsstellung der Soldaten", "SG"),
     ("bvg", "Gesetz über die Versorgung der Opfer des Krieges", "BVG"),
+    ("beamtvg", "Gesetz über die Versorgung der Beamten und Richter des Bundes", "BeamtVG"),
     ("energiestg", "Energiesteuergesetz", "EnergieStG"),
     ("enwg_2005", "Gesetz über die Elektrizitäts- und Gasversorgung", "EnWG 2005"),
     ("sgb9uaaendg", "Sozialgesetzbuch - Neuntes Buch - (SGB IX) Rehabilitation und Teilhabe behinderter Menschen", "SGB9uaÄndG"),
     ("sgb_9_2018", "Sozialgesetzbuch Neuntes Buch – Rehabilitation und Teilhabe von Menschen mit Behinderungen – (Artikel 1 des Gesetzes v. 23. Dezember 2016, BGBl. I S. 3234)", "SGB 9 2018"),
-    ("arbschg", "Gesetz über die Durchführung von Maßnahmen des Arbeitsschutzes zur Verbesserung der Sicherheit und des Gesundheitsschutzes der Beschäftigten bei der Arbeit", "ArbSchG"),
     ("asg", "Gesetz zur Sicherstellung von Arbeitsleistungen für Zwecke der Verteidigung einschließlich des Schutzes der Zivilbevölkerung", "ASG"),
+    ("arbschg", "Gesetz über die Durchführung von Maßnahmen des Arbeitsschutzes zur Verbesserung der Sicherheit und des Gesundheitsschutzes der Beschäftigten bei der Arbeit", "ArbSchG"),
+    ("vgv_2016", "Verordnung über die Vergabe öffentlicher Aufträge", "VgV 2016"),
+    ("vsvgv", "Vergabeverordnung für die Bereiche Verteidigung und Sicherheit zur Umsetzung der Richtlinie 2009/81/EG", "VSVgV"),
 ]  # fmt: skip
 
 
@@ -220,6 +226,10 @@ FEDERAL = [
         ("nach § 1 des Beamtenversorgungsgesetzes", "beamtvg"),
         ("nach § 1 des Bundesversorgungsgesetzes", "bvg"),
         ("nach § 1 des Arbeitsschutzgesetzes", "arbschg"),
+        ("nach § 1 des Allgemeinen Eisenbahngesetzes", "aeg_1994"),  # one title, two laws: the current one
+        ("nach § 2 der Vergabeverordnung", "vgv_2016"),  # "Vergabeverordnung für …" is a narrower one
+        ("nach § 2 des Lebensmittel-\nund Futtermittelgesetzbuches", "lfgb"),  # cut at the line: "Lebensmittel-,"
+        ("nach § 2 der Arzneimittel-\nverordnung", None),  # cut, and no title going on with "," or "und"
         ("nach § 1 der Verordnung", None),  # which one, the text said before
         ("nach § 5 des Energiewirtschaftsgesetzes", None),  # no title says it; "Energiesteuergesetz" is another law
     ],
@@ -229,9 +239,28 @@ def test_a_law_named_in_the_text_resolves_among_federal_titles(text, law):
     from ragkit.legal import find_legal_refs
 
     docs = [
-        {"id": slug, "path": f"{slug}/index.md", "source_path": f"/g/{slug}/index.md", "external_id": None,
+        {"id": slug, "path": f"{n:02d}/index.md", "source_path": f"/g/{n:02d}/index.md", "external_id": None,
          "title": title, "metadata": {"jurabk": abbr}, "supersedes": None}
-        for slug, title, abbr in FEDERAL
+        for n, (slug, title, abbr) in enumerate(FEDERAL)
     ]  # fmt: skip
     ref = next(r for r in find_legal_refs(text) if r.numbers)
     assert Resolver(docs, []).law_document(ref.target) == law
+
+
+def test_a_swedish_law_in_two_versions_resolves_to_the_current_one():
+    """ "arbetsmiljölagen" names the law titled "Arbetsmiljölag (1977:1160)"; of two documents with that title,
+    the one the other does not supersede; a name several laws begin with stays unresolved."""
+    from ragkit.extract.resolve import Resolver
+
+    titles = [("a", "Arbetsmiljölag (1977:1160)", "b"), ("b", "Arbetsmiljölag (1977:1160)", None)]
+    titles += [("c", "Miljöbalk (1998:808)", None), ("d", "Miljöbalksförordning", None)]
+    titles += [("e", "Lag om ändring i miljöbalken", None)]
+    docs = [
+        {"id": i, "path": f"{i}.pdf", "source_path": f"/s/{i}.pdf", "external_id": None, "title": t,
+         "metadata": {}, "supersedes": old}
+        for i, t, old in titles
+    ]  # fmt: skip
+    resolver = Resolver(docs, [])
+    assert resolver.law_document("name:arbetsmiljölagen") == "a"  # b is the older version
+    assert resolver.law_document("name:miljöbalken") == "c"
+    assert resolver.law_document("name:lagen") is None

@@ -18,19 +18,27 @@ from ragkit.legal import heading_key, law_key, law_keys, loose_law_keys
 from ragkit.records import Ref
 
 _ARTICLES = {"des", "der", "dem", "den", "die", "das", "eines", "einer", "dieses", "dieser"}
-# a name made only of these names no one law ("§ 1 der Verordnung", "des Gesetzbuchs")
-_GENERIC = set("gesetz verordnung ordnung gesetzbuch buch vertrag abkommen satzung lag förordning".split())
-_INFLECTED = ("es", "en", "er", "em", "s", "n", "e")
+_INFLECTED = ("ens", "es", "en", "er", "em", "s", "n", "e")
 
 
 def _stem(word: str) -> str:
-    """A word without its case ending, the same for the name a law is cited by and its title ("Bürgerlichen
-    Gesetzbuchs" and "Bürgerliches Gesetzbuch", "arbetsmiljölagen" and "Arbetsmiljölag")."""
+    """A word lower-cased, "ß" as "ss", without its last ending of ``_INFLECTED`` (leaving three letters or
+    more; no "s" cut after an "s"): the same for the name a law is cited by and its title ("Bürgerlichen
+    Gesetzbuchs" and "Bürgerliches Gesetzbuch", "Abkommens" and "Abkommen", "arbetsmiljölagen" and
+    "Arbetsmiljölag"), and for any other word alike ("Kreditwesen": "kreditwes")."""
     word = word.lower().replace("ß", "ss")
     for tail in _INFLECTED:
-        if word.endswith(tail) and len(word) - len(tail) >= 3:
+        if word.endswith(tail) and len(word) - len(tail) >= 3 and not (tail == "s" and word.endswith("ss")):
             return word[: -len(tail)]
     return word
+
+
+# a name made only of these names no one law ("§ 1 der Verordnung", "des Gesetzbuchs")
+_GENERIC = {_stem(w) for w in "Gesetz Verordnung Ordnung Gesetzbuch Buch Vertrag Abkommen Übereinkommen".split()}
+_GENERIC |= {_stem(w) for w in "Satzung lag förordning".split()}
+# a title going on with these after a one-word name is a narrower thing ("Vergabeverordnung für die Bereiche
+# Verteidigung und Sicherheit" is not "die Vergabeverordnung")
+_NARROWER = {"für", "nach", "zu", "zum", "zur", "über", "in", "im", "bei", "von", "vom", "auf", "des", "der", "dem"}
 
 
 def _stems(text: str) -> tuple[str, ...]:
@@ -38,12 +46,15 @@ def _stems(text: str) -> tuple[str, ...]:
 
 
 _ORDINALS = ("erst", "zweit", "dritt", "viert", "fünft", "sechst", "siebt", "acht", "neunt", "zehnt", "elft", "zwölft")
+_ORDINALS += ("dreizehnt", "vierzehnt")
 _TAILS = ("gesetzbuch", "verordnung", "ordnung", "gesetz", "buch")  # what a law name's last letter stands for
 
 
 def _spelled(abbr: str, name: str) -> bool:
-    """The abbreviation spells the name: its letters in order, its first part at the name's start and its last
-    at the name's last part (``KredWG``, ``EnWG``, ``ZPO``, ``HGB``; not ``StGB`` for "Soldatengesetz")."""
+    """The abbreviation spells the name: two capital-led parts or more, letters only, the name ending in one of
+    ``_TAILS``; the abbreviation's letters in order in the name, its first part at the name's start, its last at
+    the name's last part, a middle part's first letter anywhere before that (``KredWG``, ``EnWG``, ``ZPO``,
+    ``HGB``; not ``StGB`` for "Soldatengesetz"). Loose: the long title decides among those that spell it."""
     parts = [p.lower() for p in re.findall(r"[A-ZÄÖÜ][a-zäöü]*", abbr)]
     tail = next((t for t in _TAILS if name.endswith(t) and len(name) > len(t)), None)
     if "".join(parts) != abbr.lower() or tail is None or len(parts) < 2:
@@ -66,12 +77,13 @@ _COMMON = {"gesetz", "verordnung", "ordnung", "deutschland", "änderung", "durch
 
 
 def _covered(title: str, name: str) -> tuple[int, float]:
-    """How many letters of the name before its last part ("gesetz") the long title's words say, each word by
-    its longest beginning of five letters or more that stands in the name, and the share of the title's words
-    that does: "Gesetz über die Versorgung der Beamten und Richter des Bundes" covers "beamtenversorgungsgesetz"
-    with "versorgung" and "beamt" (15 letters), "Gesetz über die Versorgung der Opfer des Krieges" with
-    "versorgung" (10). (0, 0) where that is under half the name, or where the title is itself a law's name
-    ("Energiesteuergesetz")."""
+    """(letters, share): how many letters of the name before its last part ("gesetz") the long title's words
+    say, each word (stemmed, five letters or more, not ``_COMMON``, not beginning "gesetz" or "bundes") by its
+    longest beginning of five letters or more that stands in the name, and those letters over all the counted
+    words' letters: "Gesetz über die Versorgung der Beamten und Richter des Bundes" says "versorgung" and "beamt"
+    of "beamtenversorgungsgesetz" (15 letters), "Gesetz über die Versorgung der Opfer des Krieges" "versorgung"
+    (10). (0, 0) where that is under half the name, or for a one-word title ending in one of ``_TAILS``
+    ("Energiesteuergesetz": a law's own name, said only by an exact match)."""
     words = {w for w in _stems(title) if len(w) >= 5 and w not in _COMMON and not w.startswith(("gesetz", "bundes"))}
     tail = next((t for t in _TAILS if name.endswith(t)), "")
     if len(_stems(title)) == 1 and title.lower().endswith(_TAILS) or len(name) == len(tail) or not words:
@@ -187,6 +199,7 @@ class Resolver:
         self._named: dict[str, str | None] = {}  # law_document's answers: laws cite the same few names again and again
         self._titles: dict[str, list[tuple[tuple[str, ...], str]]] | None = None  # first word → (title stems, id)
         self._abbreviations: dict[str, list[tuple[str, str]]] = {}  # first letter → (abbreviation, id)
+        self._old: set[str] | None = None  # documents another supersedes (``_current``)
         self._keyed: dict[str, dict[tuple, list[dict[str, Any]]]] = {}  # per document: heading key → its sections
 
     def _section_with_key(self, doc_id: str, unit: str, number: str, chapter: str | None) -> str | None:
@@ -216,14 +229,22 @@ class Resolver:
         return self._named[name]
 
     def _titled_by(self, name: str) -> str | None:
-        """The document a law's name in the text means: the one with that title or that name in its title's
-        brackets (case endings aside), else the one title that begins with it, else the one law whose
-        abbreviation spells the name ("KredWG": "Kreditwesengesetz", which the long title "Gesetz über das
-        Kreditwesen" does not say); None where several laws answer (all of federal law has 40 titles beginning
-        "Verordnung über das Berufsbild") or the name says no more than "der Verordnung"."""
-        words = list(_stems(name))
-        while words and words[0] in _ARTICLES:
-            words.pop(0)
+        """The document a law's name in the text means, case endings aside:
+        - the one with that title or with the name in its title's own brackets;
+        - else the one title beginning with it (a one-word name: not going on with "für", "über", … — a
+          narrower law); a name cut at a line break ("des Lebensmittel-") only so, its title going on with ","
+          or "und";
+        - "des N-ten Buches Sozialgesetzbuch": that book ("SGB N");
+        - else, for a one-word name, the law whose abbreviation spells it (``_spelled``) and whose long title
+          says at least half of it, the one saying least else, then most of it ("KredWG", "Gesetz über das
+          Kreditwesen": "Kreditwesengesetz", which no title says).
+        Where one title stands for several documents, the current one (``_current``). None where several laws
+        answer (federal law has 40 titles beginning "Verordnung über das Berufsbild"), the name says no more than
+        "der Verordnung", or is one word of under six letters."""
+        raw = re.findall(r"\w+", name)
+        while raw and raw[0].lower() in _ARTICLES:
+            raw.pop(0)
+        words = [_stem(w) for w in raw]
         if not words or set(words) <= _GENERIC or (len(words) == 1 and len(words[0]) < 6):
             return None
         if len(words) == 3 and words[1:] == ["buch", "sozialgesetzbuch"] and words[0] in _ORDINALS:
@@ -231,13 +252,19 @@ class Resolver:
         if self._titles is None:
             self._index_titles()
         n, first = len(words), tuple(words)
-        exact = [i for t, i in self._titles.get(words[0], []) if t == first]
-        if exact:  # one title in several documents (a law and its older version): the first by path
-            return exact[0]
-        begun = list(dict.fromkeys(i for t, i in self._titles.get(words[0], []) if t[:n] == first))
-        if begun:
-            return begun[0] if len(begun) == 1 else None
-        if n > 1:
+        cut = name.rstrip().endswith("-")
+        held = [(t, i) for t, i in self._titles.get(words[0], []) if t[:n] == first]
+        exact = [i for t, i in held if t == first]
+        if exact and not cut:
+            return self._current(exact)
+        if cut:
+            begun = re.compile(re.escape(name.strip()) + r"(?:,|\s+(?:und|oder|sowie)\b)", re.IGNORECASE)
+            held = [(t, i) for t, i in held if begun.match(self.docs[i]["title"] or "")]
+        elif n == 1:
+            held = [(t, i) for t, i in held if len(t) > 1 and t[1] not in _NARROWER]
+        if held:
+            return self._current([i for _, i in held]) if len({t for t, _ in held}) == 1 else None
+        if n > 1 or cut:
             return None
         name = words[0]
         scored = {}  # of the laws it might mean: the one whose title says least else, then most of the name
@@ -248,9 +275,22 @@ class Resolver:
         most = sorted(scored.items(), key=lambda kv: kv[1], reverse=True)[:2]
         return most[0][0] if most and (len(most) == 1 or most[0][1] > most[1][1]) else None
 
+    def _current(self, ids: list[str]) -> str:
+        """Of documents with one title, the current law: none superseding it, the latest year in its abbreviation
+        ("AEG 1994" before "AEG"), the most sections; then the first by path."""
+        if self._old is None:
+            self._old = set(self.superseded())
+
+        def rank(i: str) -> tuple[bool, int, int]:
+            years = re.findall(r"\b(?:1[89]|20)\d\d\b", str((self.docs[i]["metadata"] or {}).get("jurabk") or ""))
+            return i not in self._old, int(years[-1]) if years else 0, len(self.sections_of.get(i, ()))
+
+        return max(dict.fromkeys(ids), key=rank)
+
     def _index_titles(self) -> None:
-        """Each document's title and the names in its title's brackets ("(Jugendarbeitsschutzgesetz - JArbSchG)"),
-        by their first word, and its abbreviations without their year ("EnWG 2005") by their first letter."""
+        """Each document's title and the names in its title's own brackets ("(Jugendarbeitsschutzgesetz -
+        JArbSchG)") as stems, by their first word, and the first word of its abbreviations ("EnWG" of "EnWG 2005")
+        by their first letter; documents in path order."""
         self._titles = defaultdict(list)
         self._abbreviations = defaultdict(list)
         for d in sorted(self.docs.values(), key=lambda d: d["path"] or ""):
@@ -260,8 +300,9 @@ class Resolver:
                 if stems:
                     self._titles[stems[0]].append((stems, d["id"]))
             meta = d["metadata"] or {}
-            for abbr in {str(meta.get(k) or "").split(" ")[0] for k in ("jurabk", "amtabk", "abbreviation")} - {""}:
-                self._abbreviations[abbr[0].lower()].append((abbr, d["id"]))
+            for abbr in sorted({str(meta.get(k) or "").split(" ")[0] for k in ("jurabk", "amtabk", "abbreviation")}):
+                if abbr:
+                    self._abbreviations[abbr[0].lower()].append((abbr, d["id"]))
 
     def _law_document(self, name: str) -> str | None:
         if name.startswith("about:"):  # "i föreskrifterna om radon på arbetsplatser": the one titled so
