@@ -15,12 +15,15 @@ from ragkit.records import Ref
 _NUM = r"\d+[a-z]?\b"
 # law abbreviations: BGB, GG, ArbZG, BetrVG, KSchG, SGB IX, … (two capitals at least)
 _ABBR = r"(?P<law>(?:[A-ZÄÖÜ][a-zäöüß]*){1,4}[A-Z][A-Za-zäöü]*(?:\s(?:[IVX]{1,4})\b)?)"
+# a word of a law's name, with the words it is coordinated with after a hyphen: "Mess- und Eichgesetzes",
+# "Lebensmittel-, Bedarfsgegenstände- und Futtermittelgesetzbuches" (also across a line break)
+_NAME_WORD = r"[A-ZÄÖÜ][\w-]+(?:(?<=-)(?:,\s+[A-ZÄÖÜ][\w-]*-)*\s+(?:und|oder|sowie)\s+[A-ZÄÖÜ][\w-]+)?"
 _DE_PARA = re.compile(
     r"(?P<sign>§§?)\s*(?P<first>" + _NUM + r")"
     r"(?P<more>(?:\s*(?:,|bis|und|-|–)\s*" + _NUM + r")*)"
     r"(?:\s+(?:Abs\.|Absatz)\s*(?P<abs>\d+))?"
     r"(?:\s+(?:S\.|Satz)\s*\d+)?(?:\s+(?:Nr\.|Nummer)\s*\d+)?"
-    r"(?:\s+" + _ABBR + r"|\s+(?:des|der)\s+(?P<name>(?:[A-ZÄÖÜ][\w-]+)(?:\s[A-ZÄÖÜ][\w-]+){0,3}))?"
+    r"(?:\s+" + _ABBR + r"|\s+(?:des|der)\s+(?P<name>" + _NAME_WORD + r"(?:\s" + _NAME_WORD + r"){0,3}))?"
 )
 _DE_ART = re.compile(
     r"\b(?:Art\.|Artikel|Art)\s*(?P<first>" + _NUM + r")"

@@ -209,6 +209,7 @@ FEDERAL = [
     ("asg", "Gesetz zur Sicherstellung von Arbeitsleistungen für Zwecke der Verteidigung einschließlich des Schutzes der Zivilbevölkerung", "ASG"),
     ("arbschg", "Gesetz über die Durchführung von Maßnahmen des Arbeitsschutzes zur Verbesserung der Sicherheit und des Gesundheitsschutzes der Beschäftigten bei der Arbeit", "ArbSchG"),
     ("vgv_2016", "Verordnung über die Vergabe öffentlicher Aufträge", "VgV 2016"),
+    ("sag", "Gesetz zur Sanierung und Abwicklung von Instituten und Finanzgruppen", "SAG"),
     ("vsvgv", "Vergabeverordnung für die Bereiche Verteidigung und Sicherheit zur Umsetzung der Richtlinie 2009/81/EG", "VSVgV"),
 ]  # fmt: skip
 
@@ -228,13 +229,15 @@ FEDERAL = [
         ("nach § 1 des Arbeitsschutzgesetzes", "arbschg"),
         ("nach § 1 des Allgemeinen Eisenbahngesetzes", "aeg_1994"),  # one title, two laws: the current one
         ("nach § 2 der Vergabeverordnung", "vgv_2016"),  # "Vergabeverordnung für …" is a narrower one
-        ("nach § 2 des Lebensmittel-\nund Futtermittelgesetzbuches", "lfgb"),  # cut at the line: "Lebensmittel-,"
+        ("nach § 2 des Lebensmittel-\nund Futtermittelgesetzbuches", "lfgb"),  # cited short: "Lebensmittel-, …"
+        ("nach § 2 des Sanierungs- und Abwicklungsgesetzes", "sag"),  # coordinated, its abbreviation spells it
         ("nach § 2 der Arzneimittel-\nverordnung", None),  # cut, and no title going on with "," or "und"
         ("nach § 1 der Verordnung", None),  # which one, the text said before
         ("nach § 5 des Energiewirtschaftsgesetzes", None),  # no title says it; "Energiesteuergesetz" is another law
     ],
 )
 def test_a_law_named_in_the_text_resolves_among_federal_titles(text, law):
+    """Each decoy comes first by path (the resolver before took the first title sharing a word's beginning)."""
     from ragkit.extract.resolve import Resolver
     from ragkit.legal import find_legal_refs
 
@@ -264,3 +267,15 @@ def test_a_swedish_law_in_two_versions_resolves_to_the_current_one():
     assert resolver.law_document("name:arbetsmiljölagen") == "a"  # b is the older version
     assert resolver.law_document("name:miljöbalken") == "c"
     assert resolver.law_document("name:lagen") is None
+
+
+def test_a_coordinated_law_name_is_read_whole():
+    """ "des Mess- und Eichgesetzes" names one law, not "Mess-"; across a line break too."""
+    from ragkit.legal import find_legal_refs
+
+    for text, name in [
+        ("nach § 37 des Mess- und Eichgesetzes", "Mess- und Eichgesetzes"),
+        ("nach § 2 des Lebensmittel-, Bedarfsgegenstände- und\nFuttermittelgesetzbuches", "Lebensmittel-, Bedarfsgegenstände- und\nFuttermittelgesetzbuches"),
+        ("§ 4 des Arbeitszeitgesetzes und § 3 BGB", "Arbeitszeitgesetzes"),
+    ]:  # fmt: skip
+        assert find_legal_refs(text)[0].target == "name:" + name

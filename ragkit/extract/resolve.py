@@ -233,11 +233,12 @@ class Resolver:
         - the one with that title or with the name in its title's own brackets;
         - else the one title beginning with it (a one-word name: not going on with "für", "über", … — a
           narrower law); a name cut at a line break ("des Lebensmittel-") only so, its title going on with ","
-          or "und";
+          or "und", and so a coordinated name no title holds whole ("Lebensmittel- und Futtermittelgesetzbuch");
         - "des N-ten Buches Sozialgesetzbuch": that book ("SGB N");
-        - else, for a one-word name, the law whose abbreviation spells it (``_spelled``) and whose long title
-          says at least half of it, the one saying least else, then most of it ("KredWG", "Gesetz über das
-          Kreditwesen": "Kreditwesengesetz", which no title says).
+        - else, for a one-word name or a coordinated one taken as one word, the law whose abbreviation spells it
+          (``_spelled``) and whose long title says at least half of it, the one saying least else, then most of
+          it ("KredWG", "Gesetz über das Kreditwesen": "Kreditwesengesetz", which no title says; "SAG", "Gesetz
+          zur Sanierung und Abwicklung von Instituten": "Sanierungs- und Abwicklungsgesetz").
         Where one title stands for several documents, the current one (``_current``). None where several laws
         answer (federal law has 40 titles beginning "Verordnung über das Berufsbild"), the name says no more than
         "der Verordnung", or is one word of under six letters."""
@@ -264,9 +265,15 @@ class Resolver:
             held = [(t, i) for t, i in held if len(t) > 1 and t[1] not in _NARROWER]
         if held:
             return self._current([i for _, i in held]) if len({t for t, _ in held}) == 1 else None
-        if n > 1 or cut:
+        coordinated = re.match(r"\s*(\w+-)(?:,|\s+(?:und|oder|sowie)\b)", name)  # "Lebensmittel- und Futter…"
+        if coordinated:  # cited short: the title going on from its first word as the name does
+            found = self._titled_by(coordinated.group(1))
+            if found:
+                return found
+        if (n > 1 and not coordinated) or cut:
             return None
-        name = words[0]
+        # one word, or a coordinated name as one ("Sanierungs- und Abwicklungsgesetz": "sanierungsabwicklungsgesetz")
+        name = _stem("".join(w for w in raw if w.lower() not in ("und", "oder", "sowie")))
         scored = {}  # of the laws it might mean: the one whose title says least else, then most of the name
         for a, i in self._abbreviations.get(name[0], []):
             covered = _covered(self.docs[i]["title"] or "", name) if _spelled(a, name) else (0, 0.0)
