@@ -210,6 +210,8 @@ FEDERAL = [
     ("arbschg", "Gesetz über die Durchführung von Maßnahmen des Arbeitsschutzes zur Verbesserung der Sicherheit und des Gesundheitsschutzes der Beschäftigten bei der Arbeit", "ArbSchG"),
     ("vgv_2016", "Verordnung über die Vergabe öffentlicher Aufträge", "VgV 2016"),
     ("sag", "Gesetz zur Sanierung und Abwicklung von Instituten und Finanzgruppen", "SAG"),
+    ("zag_2018", "Gesetz über die Beaufsichtigung von Zahlungsdiensten", "ZAG 2018"),
+    ("zkg", "Gesetz über die Vergleichbarkeit von Zahlungskontoentgelten, den Wechsel von Zahlungskonten sowie den Zugang zu Zahlungskonten mit grundlegenden Funktionen", "ZKG"),
     ("vsvgv", "Vergabeverordnung für die Bereiche Verteidigung und Sicherheit zur Umsetzung der Richtlinie 2009/81/EG", "VSVgV"),
 ]  # fmt: skip
 
@@ -227,6 +229,7 @@ FEDERAL = [
         ("nach § 1 des Beamtenversorgungsgesetzes", "beamtvg"),
         ("nach § 1 des Bundesversorgungsgesetzes", "bvg"),
         ("nach § 1 des Arbeitsschutzgesetzes", "arbschg"),
+        ("nach § 2 des Zahlungskontengesetzes", "zkg"),  # its title says most of the name, though more else
         ("nach § 1 des Allgemeinen Eisenbahngesetzes", "aeg_1994"),  # one title, two laws: the current one
         ("nach § 2 der Vergabeverordnung", "vgv_2016"),  # "Vergabeverordnung für …" is a narrower one
         ("nach § 2 des Lebensmittel-\nund Futtermittelgesetzbuches", "lfgb"),  # cited short: "Lebensmittel-, …"

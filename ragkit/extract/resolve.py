@@ -236,9 +236,10 @@ class Resolver:
           or "und", and so a coordinated name no title holds whole ("Lebensmittel- und Futtermittelgesetzbuch");
         - "des N-ten Buches Sozialgesetzbuch": that book ("SGB N");
         - else, for a one-word name or a coordinated one taken as one word, the law whose abbreviation spells it
-          (``_spelled``) and whose long title says at least half of it, the one saying least else, then most of
-          it ("KredWG", "Gesetz über das Kreditwesen": "Kreditwesengesetz", which no title says; "SAG", "Gesetz
-          zur Sanierung und Abwicklung von Instituten": "Sanierungs- und Abwicklungsgesetz").
+          (``_spelled``) and whose long title says at least half of it; of those saying most of it (within two
+          letters) the one saying least else ("KredWG", "Gesetz über das Kreditwesen": "Kreditwesengesetz", which
+          no title says; "SAG", "Gesetz zur Sanierung und Abwicklung von Instituten": "Sanierungs- und
+          Abwicklungsgesetz").
         Where one title stands for several documents, the current one (``_current``). None where several laws
         answer (federal law has 40 titles beginning "Verordnung über das Berufsbild"), the name says no more than
         "der Verordnung", or is one word of under six letters."""
@@ -274,13 +275,14 @@ class Resolver:
             return None
         # one word, or a coordinated name as one ("Sanierungs- und Abwicklungsgesetz": "sanierungsabwicklungsgesetz")
         name = _stem("".join(w for w in raw if w.lower() not in ("und", "oder", "sowie")))
-        scored = {}  # of the laws it might mean: the one whose title says least else, then most of the name
-        for a, i in self._abbreviations.get(name[0], []):
+        scored = {}  # of the laws it might mean: those whose title says most of the name (two letters either
+        for a, i in self._abbreviations.get(name[0], []):  # way), of them the one whose title says least else
             covered = _covered(self.docs[i]["title"] or "", name) if _spelled(a, name) else (0, 0.0)
             if covered[0]:
-                scored[i] = covered[::-1]
-        most = sorted(scored.items(), key=lambda kv: kv[1], reverse=True)[:2]
-        return most[0][0] if most and (len(most) == 1 or most[0][1] > most[1][1]) else None
+                scored[i] = covered
+        best = max((c for c, _ in scored.values()), default=0)
+        most = sorted(((share, i) for i, (c, share) in scored.items() if c >= best - 2), reverse=True)[:2]
+        return most[0][1] if most and (len(most) == 1 or most[0][0] > most[1][0]) else None
 
     def _current(self, ids: list[str]) -> str:
         """Of documents with one title, the current law: none superseding it, the latest year in its abbreviation
