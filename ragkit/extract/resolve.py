@@ -34,8 +34,10 @@ def _stem(word: str) -> str:
 
 
 # a name made only of these names no one law ("§ 1 der Verordnung", "des Gesetzbuchs")
-_GENERIC = {_stem(w) for w in "Gesetz Verordnung Ordnung Gesetzbuch Buch Vertrag Abkommen Übereinkommen".split()}
-_GENERIC |= {_stem(w) for w in "Satzung lag förordning".split()}
+_GENERIC = {
+    _stem(w)
+    for w in "Gesetz Verordnung Ordnung Gesetzbuch Buch Vertrag Abkommen Übereinkommen Satzung lag förordning".split()
+}
 # a title going on with these after a one-word name is a narrower thing ("Vergabeverordnung für die Bereiche
 # Verteidigung und Sicherheit" is not "die Vergabeverordnung")
 _NARROWER = {"für", "nach", "zu", "zum", "zur", "über", "in", "im", "bei", "von", "vom", "auf", "des", "der", "dem"}
@@ -48,6 +50,12 @@ def _stems(text: str) -> tuple[str, ...]:
 _ORDINALS = ("erst", "zweit", "dritt", "viert", "fünft", "sechst", "siebt", "acht", "neunt", "zehnt", "elft", "zwölft")
 _ORDINALS += ("dreizehnt", "vierzehnt")
 _TAILS = ("gesetzbuch", "verordnung", "ordnung", "gesetz", "buch")  # what a law name's last letter stands for
+_YEAR = r"(?:1[89]|20)\d\d"  # "AEG 1994", "SGB 9 2018"
+
+
+def _tail(name: str) -> str:
+    """The last part of a law's name ("gesetz" of "kreditwesengesetz"), "" where it ends in none of ``_TAILS``."""
+    return next((t for t in _TAILS if name.endswith(t) and len(name) > len(t)), "")
 
 
 def _spelled(abbr: str, name: str) -> bool:
@@ -56,8 +64,8 @@ def _spelled(abbr: str, name: str) -> bool:
     the name's last part, a middle part's first letter anywhere before that (``KredWG``, ``EnWG``, ``ZPO``,
     ``HGB``; not ``StGB`` for "Soldatengesetz"). Loose: the long title decides among those that spell it."""
     parts = [p.lower() for p in re.findall(r"[A-ZÄÖÜ][a-zäöü]*", abbr)]
-    tail = next((t for t in _TAILS if name.endswith(t) and len(name) > len(t)), None)
-    if "".join(parts) != abbr.lower() or tail is None or len(parts) < 2:
+    tail = _tail(name)
+    if "".join(parts) != abbr.lower() or not tail or len(parts) < 2:
         return False
     last = len(name) - len(tail) + (6 if tail == "gesetzbuch" and parts[-1] == "b" else 0)  # HGB: "buch"
     at = 0
@@ -85,8 +93,8 @@ def _covered(title: str, name: str) -> tuple[int, float]:
     (10). (0, 0) where that is under half the name, or for a one-word title ending in one of ``_TAILS``
     ("Energiesteuergesetz": a law's own name, said only by an exact match)."""
     words = {w for w in _stems(title) if len(w) >= 5 and w not in _COMMON and not w.startswith(("gesetz", "bundes"))}
-    tail = next((t for t in _TAILS if name.endswith(t)), "")
-    if len(_stems(title)) == 1 and title.lower().endswith(_TAILS) or len(name) == len(tail) or not words:
+    tail = _tail(name)
+    if len(_stems(title)) == 1 and title.lower().endswith(_TAILS) or not words:
         return 0, 0.0
     said = set()
     for w in words:
@@ -175,7 +183,7 @@ class Resolver:
         for d in ordered:  # a key two laws share: the first by path, a law's own abbreviation before a title's
             for key in law_keys("", d["metadata"] or {}):  # "(SGB IX)" in the title of a law amending it
                 self.by_law.setdefault(key, d["id"])
-                dated[re.sub(r" (?:1[89]|20)\d\d$", "", key)].add(d["id"])
+                dated[re.sub(f" {_YEAR}$", "", key)].add(d["id"])
         for key, ids in dated.items():  # "SGB 9" for "SGB 9 2018", unless another law answers to it too
             if len(ids) == 1:
                 self.by_law.setdefault(key, next(iter(ids)))
@@ -291,7 +299,7 @@ class Resolver:
             self._old = set(self.superseded())
 
         def rank(i: str) -> tuple[bool, int, int]:
-            years = re.findall(r"\b(?:1[89]|20)\d\d\b", str((self.docs[i]["metadata"] or {}).get("jurabk") or ""))
+            years = re.findall(rf"\b{_YEAR}\b", str((self.docs[i]["metadata"] or {}).get("jurabk") or ""))
             return i not in self._old, int(years[-1]) if years else 0, len(self.sections_of.get(i, ()))
 
         return max(dict.fromkeys(ids), key=rank)
