@@ -31,8 +31,13 @@ from ragkit.generate import load_generator
 from ragkit.ingest import watch as watching
 from ragkit.ingest.fill import run_fill
 from ragkit.ingest.pipeline import run_index
+from ragkit.learn import ranker as ranking
+from ragkit.learn.feedback import Feedback, new_query_id, query_event
 from ragkit.modelspec import parse_spec
+from ragkit.pages import render_page
 from ragkit.records import IndexSummary, QueryResult
+from ragkit.rerank.learned import scope_of
+from ragkit.rerank.learned import shipped as ranking_shipped
 from ragkit.rerank.models import RerankUnavailable, load_reranker
 from ragkit.retrieve.pipeline import retrieve as run_retrieval
 from ragkit.retrieve.strategies import hippo
@@ -198,7 +203,112 @@ def query(reader: IndexReader, text: str, cfg: QueryConfig | None = None) -> Que
         context=context,
         context_items=plan.context_items,
         run=reader.manifest["last_run"]["id"],
+        query_id=new_query_id(),
     )
+
+
+def log_query(
+    reader: IndexReader, result: QueryResult, cfg: QueryConfig, token: str | None = None, source: str = "cli"
+) -> bool:
+    """Keep the query and the passages it showed in the index's event log, so that feedback can name them
+    (``cfg.log`` off: nothing is kept). An index one may read but not write keeps nothing and says False."""
+    if not cfg.log:
+        return False
+    event = query_event(result, cfg.k, cfg.filters, scope_of(cfg.readable, cfg.filters), token, source)
+    try:
+        Feedback(reader.index_dir).log_query(event)
+    except (OSError, RagkitError):
+        return False
+    return True
+
+
+def feedback(
+    index_dir: Path,
+    query_id: str,
+    rank: int | None = None,
+    grade: int | str = "good",
+    *,
+    kind: str = "explicit",
+    source: str = "cli",
+    token: str | None = None,
+    readable: tuple[str, ...] | None = None,
+) -> dict[str, Any]:
+    """Feedback on passage ``rank`` of a logged query (its answer when ``rank`` is None): ``good``, ``bad`` or a
+    grade 0–3; ``kind`` "open" for a passage opened after it (a weak positive). The event is returned."""
+    return Feedback(index_dir).give(
+        query_id, rank=rank, grade=grade, kind=kind, source=source, token=token, readable=readable
+    )
+
+
+def open_passage(
+    reader: IndexReader,
+    query_id: str,
+    rank: int,
+    *,
+    source: str = "cli",
+    token: str | None = None,
+    readable: tuple[str, ...] | None = None,
+) -> dict[str, Any]:
+    """The section passage ``rank`` of a logged query comes from (``section``'s answer), kept in the log as a
+    click on it (a weak positive)."""
+    fb = Feedback(reader.index_dir)
+    asked = fb.queries().get(query_id)
+    shown = {p["rank"]: p for p in (asked or {}).get("passages", [])}
+    if rank not in shown:
+        raise UnknownId(f"no passage {rank} of query {query_id!r} in this index's log")
+    found = section(reader, shown[rank]["section_id"], readable)
+    fb.give(query_id, rank=rank, grade=1, kind="open", source=source, token=token, readable=readable)
+    return found
+
+
+def page_image(
+    reader: IndexReader, key: str, number: int, mark: str = "", readable: tuple[str, ...] | None = None
+) -> bytes:
+    """Page ``number`` of a readable PDF document (by id or path) as PNG, the text ``mark`` marked on it."""
+    doc = browse.find_document(reader, key, readable)
+    found = browse.source_of(reader, doc["id"]) if doc else None
+    if doc is None or found is None:
+        raise UnknownId(f"no document {key!r} in the index")
+    source, content_hash = Path(found[0]), found[1] or doc["id"]
+    if source.suffix.lower() != ".pdf":
+        raise BadQuery(f"{doc['path']} is not a PDF: it has lines, not pages", hint="GET /v1/documents/{path}/text")
+    if not source.is_file():
+        raise UnknownId(f"the file of {doc['path']} is no longer where it was indexed", hint="index the folder again")
+    return render_page(source, content_hash, number, mark)
+
+
+def feedback_file(index_dir: Path, path: Path) -> int:
+    """Bulk feedback from JSON lines (``{"query_id", "rank", "grade" | "good"}``); how many were recorded."""
+    import json
+
+    try:
+        rows = [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+    except (OSError, ValueError) as exc:
+        raise BadQuery(f"cannot read feedback from {path}: {exc}") from exc
+    return Feedback(index_dir).give_many(rows, source="file")
+
+
+def feedback_export(index_dir: Path, out: Path) -> int:
+    """Every logged query and feedback event into ``out`` (JSON lines); how many."""
+    return Feedback(index_dir).export(out)
+
+
+def learn(
+    reader: IndexReader,
+    labels: tuple[Path, ...] = (),
+    *,
+    dry_run: bool = False,
+    min_queries: int = ranking.MIN_QUERIES,
+) -> list[ranking.Outcome]:
+    """Fit a ranker per scope from the index's feedback (and ``labels``: BEIR folders or labelled questions),
+    adopting each only when it ranks the held-out queries better (``ranking.learn``)."""
+    judged = Feedback(reader.index_dir).judged()
+    return ranking.learn(reader, judged, retrieve, labels, dry_run=dry_run, min_queries=min_queries)
+
+
+def unlearn(reader: IndexReader) -> int:
+    """Drop the adopted rankers (the shipped default and the hand-set weights rank again); how many scopes."""
+    return ranking.reset(reader.index_dir)
 
 
 def warm(reader: IndexReader) -> None:
@@ -233,7 +343,8 @@ def answer(
     query_vector = result.plan.query_vector
     if query_vector is None and reader is not None:
         query_vector = reader.embedder.encode_query(result.query)
-    quotes = extract_answer(evidence, result.query, idf, language, query_vector)
+    encode, encoder = (reader.embedder.encode, reader.embedder.name) if reader else (None, None)
+    quotes = extract_answer(evidence, result.query, idf, language, query_vector, encode, encoder=encoder)
     generator = None
     if cfg.answer_mode == "generate" or (
         cfg.answer_mode == "auto" and cfg.model and not cfg.model.startswith("bundled")
@@ -250,9 +361,8 @@ def answer(
             on_text(quotes.text)
         return quotes
     written = _write(generator, result, cfg, on_text, language)
-    encode = reader.embedder.encode if reader else None
     t = time.perf_counter()
-    checked = check_claims(written, evidence, idf, language, encode)
+    checked = check_claims(written, evidence, idf, language, reader.embedder if reader else None)
     checked.check_ms = round((time.perf_counter() - t) * 1000, 2)
     if needs_replacing(checked):
         kept = ("claims", "grounded", "model", "prompt_tokens", "completion_tokens", "seconds", "first_token_seconds")
@@ -334,9 +444,18 @@ def stats(reader: IndexReader, readable: tuple[str, ...] | None = None) -> dict[
         "bytes": sizes.component_bytes(reader),
         "embedder": reader.manifest["embedder"],
         "fill": _fill_progress(reader.manifest, counts["chunks"]),
+        "learned": learned(reader),
         "last_run": last
         and run | {k: last["summary"].get(k) for k in ("new", "changed", "unchanged", "removed", "skipped")},
     }
+
+
+def learned(reader: IndexReader) -> dict[str, Any]:
+    """The learned rankers in use, per scope (version, when fitted, on how many judged queries, and the held-out
+    figures before and after), and whether the shipped default ranks where none is adopted."""
+    models = reader.rankers.adopted()
+    out = {scope: {"version": m.version} | m.meta for scope, m in models.items()}
+    return {"scopes": out, "shipped_default": ranking_shipped() is not None}
 
 
 def _fill_progress(manifest: dict[str, Any], chunks: int) -> dict[str, Any] | None:

@@ -310,6 +310,7 @@ class QueryResult:
     answer: Any = None  # ragkit.answer.Answer when one was written
     answer_error: str | None = None  # why no answer was written (the passages are still there)
     run: int | None = None  # the committed indexing run that answered
+    query_id: str = ""  # names this result in feedback (``ragkit feedback QUERY_ID``)
 
 
 @dataclass

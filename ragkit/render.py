@@ -26,10 +26,11 @@ def emit_json(obj: dict[str, Any], as_json: bool) -> None:
     if as_json:
         write_json(obj)
         return
+    head = {"query_id": obj.get("query_id"), "query": obj["query"]}
     for p in obj["passages"]:
-        write_json({"query": obj["query"], **p})
+        write_json({**head, **p})
     if "answer" in obj or "answer_error" in obj:
-        write_json({"query": obj["query"], "answer": obj.get("answer"), "answer_error": obj.get("answer_error")})
+        write_json({**head, "answer": obj.get("answer"), "answer_error": obj.get("answer_error")})
 
 
 def passage_dict(p: Passage, explain: bool = False) -> dict[str, Any]:
@@ -94,6 +95,7 @@ def result_from_dict(obj: dict[str, Any]) -> QueryResult:
         timings_ms=obj["timings_ms"],
         context_items=obj.get("context", []),
         run=obj.get("metadata", {}).get("run"),
+        query_id=obj.get("query_id", ""),
     )
 
 
@@ -143,6 +145,7 @@ def metadata(r: QueryResult) -> dict[str, Any]:
 def result_dict(r: QueryResult, explain: bool = False) -> dict[str, Any]:
     out = {
         "schema": SCHEMA,
+        "query_id": r.query_id,
         "query": r.query,
         "strategy": r.strategy,
         "plan": r.plan.to_dict(),
@@ -180,9 +183,12 @@ def answer_dict(a) -> dict[str, Any]:
         "map_notes": a.map_notes,
         "mode": a.mode,
         "abstained": a.abstained,
+        "confidence": a.confidence,
         "language": a.language,
         "quotes": [
-            {"rank": q.rank, "path": q.path, "lines": list(q.lines), "pages": q.pages, "text": q.text} for q in a.quotes
+            {"rank": q.rank, "path": q.path, "lines": list(q.lines), "pages": q.pages, "text": q.text}
+            | {"start": q.start, "end": q.end}
+            for q in a.quotes
         ],
         "sentences": [
             {
@@ -295,3 +301,5 @@ def print_result(console, r: QueryResult, explain: bool = False) -> None:
             console.print(features_table(p.features, r.plan.weights))
     t = r.timings_ms
     console.print(Text(f"{len(r.passages)} passages · {r.strategy} · {t.get('total', 0):.0f} ms", style="dim"))
+    if r.query_id and r.passages:
+        console.print(Text(f"query {r.query_id} · ragkit feedback {r.query_id} --passage N --good|--bad", style="dim"))

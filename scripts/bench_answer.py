@@ -31,6 +31,7 @@ from ragkit.text import query_language
 
 cli = harness.CLI(__doc__)
 quality = harness.tests_module("quality")  # the answer sets and their measures, shared with the quality gate
+answer_sets = harness.tests_module("answer_sets")
 MODEL = arg("--model", help="a GGUF file (default: the bundled gemma-3-270m)")
 
 
@@ -190,8 +191,9 @@ def trust(args) -> None:
     gen = load_generator(None, n_ctx=4096) if {"before", "generate"} & set(modes) else None
     rows = []
     for name in [s.strip() for s in args.sets.split(",") if s.strip()]:
-        reader, _ = harness.indexed(quality.ANSWER_SETS[name][0], work / name)
-        good, bad = quality.answer_questions(name)
+        aset = quality.answer_set(name, work / "corpora")
+        reader, _ = harness.indexed(aset.source, work / name)
+        good, bad = aset.half("held_out")
         good, bad = good[: args.n], bad[: args.n]
         for mode in modes:
             rows.append([name, mode, *_measure(reader, good, bad, mode, gen, args.k)])
@@ -247,7 +249,7 @@ def _measure(reader, good, bad, mode, gen, k) -> list[str]:
             checks.append(a.check_ms)
         if mode == "before":  # measured, not changed: how many of its sentences what they cite supports
             language = query_language(result.query)
-            claims = check(a, Evidence.of(result), idf, language, reader.embedder.encode).claims
+            claims = check(a, Evidence.of(result), idf, language, reader.embedder).claims
             a.claims = claims
         if q in bad:
             if q.get("entities_in_corpus"):
@@ -261,7 +263,7 @@ def _measure(reader, good, bad, mode, gen, k) -> list[str]:
         contained += gold in quality.norm(a.text)
         ceiling += any(gold in quality.norm(p.text) for p in result.passages)
         abstained_good += a.abstained
-        page_right += "pages" in q and quality.page_right(q, a)
+        page_right += "pages" in q and answer_sets.page_right(q, a)
         replaced += a.replaced
         as_cited = [c.supported and not c.repointed for c in a.claims]
         written += len(as_cited)

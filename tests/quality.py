@@ -197,26 +197,34 @@ def swedish_hits(reader, questions: list[dict]) -> dict[str, float]:
     return out
 
 
-# ---------------------------------------------------------------- answers (issue 33)
+# ---------------------------------------------------------------- answers (issues 33, 43)
 
 DATA = REPO / "tests" / "data"
 SWEDISH_REGULATIONS = SHARED_DATA / "swedish-regulations"
-ANSWER_SETS = {  # name: (documents to index, answerable questions with gold answers, unanswerable questions)
-    "hotpotqa": (HOTPOTQA / "corpus.jsonl", [HOTPOTQA / "queries.jsonl"], DATA / "hotpotqa_unanswerable.jsonl"),
-    "german": (GERMAN_LAWS, [GERMAN_QUESTIONS, GERMAN_HELD_OUT], DATA / "german_unanswerable.jsonl"),
-    "swedish": (SWEDISH_REGULATIONS, [DATA / "swedish_questions.jsonl"], DATA / "swedish_unanswerable.jsonl"),
-}
 
 
-def answer_questions(name: str) -> tuple[list[dict], list[dict]]:
-    """A set's answerable questions that carry a short gold ``answer`` and its unanswerable ones, each with
-    its text under ``query``."""
-    _, answerable, unanswerable = ANSWER_SETS[name]
-    good = [q for path in answerable for q in _jsonl(path) if q.get("answer")]
-    bad = _jsonl(unanswerable)
-    for q in good + bad:
-        q.setdefault("query", q.get("text"))
-    return good, bad
+def _answer_sets():
+    """tests/answer_sets.py, also where tests/ is no package on the path (scripts load this file by path)."""
+    import importlib.util
+    import sys
+
+    if "tests.answer_sets" not in sys.modules:
+        spec = importlib.util.spec_from_file_location("tests.answer_sets", REPO / "tests" / "answer_sets.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module
+        spec.loader.exec_module(module)
+    return sys.modules["tests.answer_sets"]
+
+
+def answer_set(name: str, work: Path | None = None):
+    """A labelled answer set (tests/answer_sets.py): german, swedish, hotpotqa, xquad, swequad."""
+    return _answer_sets().load(name, work)
+
+
+def answer_questions(name: str, half: str = "held_out", work: Path | None = None) -> tuple[list[dict], list[dict]]:
+    """The answerable and unanswerable questions of a set's ``half`` (the held-out half by default: the answer
+    scorer was fitted on the other)."""
+    return answer_set(name, work).half(half)
 
 
 def norm(text: str) -> str:
@@ -224,44 +232,15 @@ def norm(text: str) -> str:
     return " ".join(re.findall(r"\w+", str(text).lower()))
 
 
-def page_right(q: dict, a) -> bool:
-    """A quote (or a citation) of the answer lies on the gold pages of the gold document (Swedish PDFs)."""
-    first, last = q["pages"]
-    spans = [(x.path, x.pages) for x in a.quotes] or [(c.path, c.pages) for c in a.citations]
-    return any(path.endswith(q["doc"]) and pages and pages[0] <= last and pages[1] >= first for path, pages in spans)
-
-
-def answer_eval(reader, good: list[dict], bad: list[dict], k: int = 5) -> dict[str, float]:
-    """Extractive answers (no model; strategy auto, top k passages): the share of answerable questions whose
-    gold answer the answer contains (``contained``; ``ceiling``: the gold answer anywhere in the passages), that
-    are answered rather than abstained on (``answered``), whose quote lies on the gold page (``page_right``,
-    where pages are labelled), and the share of unanswerable ones abstained on: on topics absent from the
-    documents (``abstain_absent``) and, where labelled, on facts missing about entities the documents hold
-    (``abstain_missing_fact``)."""
-    cfg = QueryConfig(strategy="auto", k=k, answer=True, answer_mode="extract")
-    counts = dict.fromkeys(("contained", "ceiling", "answered", "page_right", "absent", "missing"), 0)
-    absent = missing = 0
-    for q in good + bad:
-        result = api.query(reader, q["query"], cfg)
-        a = api.answer(result, cfg, reader=reader)
-        if q in bad:
-            key = "missing" if q.get("entities_in_corpus") else "absent"
-            counts[key] += a.abstained
-            absent, missing = absent + (key == "absent"), missing + (key == "missing")
-            continue
-        gold = norm(q["answer"])
-        counts["contained"] += gold in norm(a.text)
-        counts["ceiling"] += any(gold in norm(p.text) for p in result.passages)
-        counts["answered"] += not a.abstained
-        counts["page_right"] += "pages" in q and page_right(q, a)
-    n = len(good)
-    out = {key: round(counts[key] / n, 4) for key in ("contained", "ceiling", "answered")}
-    if any("pages" in q for q in good):
-        out["page_right"] = round(counts["page_right"] / n, 4)
-    out["abstain_absent"] = round(counts["absent"] / absent, 4)
-    if missing:
-        out["abstain_missing_fact"] = round(counts["missing"] / missing, 4)
-    return out
+def answer_eval(reader, good: list[dict], bad: list[dict], k: int = 10) -> dict[str, float]:
+    """Extractive answers as ``ragkit query --answer`` gives them (tests/answer_sets.py ``answer_measures``):
+    contained, ceiling, answered, page_right (Swedish), abstain_absent, and the median answer's characters
+    (``chars_p50``)."""
+    m = _answer_sets().answer_measures(reader, good, bad, k)
+    chars = sorted(m["chars"])
+    return {key: v for key, v in m.items() if isinstance(v, float)} | {
+        "chars_p50": chars[len(chars) // 2] if chars else 0
+    }
 
 
 def answer_checks(measured: dict[str, float], recorded: dict[str, float], name: str, tolerance: float) -> list[Check]:

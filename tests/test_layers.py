@@ -3,7 +3,7 @@
 ragkit's packages stand in layers; a module imports only from its own layer or the layers below, and never
 round in a circle:
 
-    cli → serve → api → config → retrieve | ingest → store
+    cli → serve → api → config → retrieve | ingest | learn → store
         → extract | embed | rerank | assemble | answer | generate | legal | render | evaluate
         → records | errors | text | events | validate | cache
 
@@ -31,7 +31,7 @@ LAYERS = [  # top to bottom; a name covers the module and everything below it
     ["ragkit.serve"],
     ["ragkit.api"],
     ["ragkit.config"],
-    ["ragkit.retrieve", "ragkit.ingest"],
+    ["ragkit.retrieve", "ragkit.ingest", "ragkit.learn"],
     ["ragkit.store"],
     [
         "ragkit.extract",
@@ -54,6 +54,7 @@ LAYERS = [  # top to bottom; a name covers the module and everything below it
         "ragkit.cache",
         "ragkit.modelspec",
         "ragkit.httpjson",
+        "ragkit.learned",
         "ragkit",
     ],
 ]
@@ -82,6 +83,7 @@ LAZY = {
             "check_cmd",
             "graph_cmd",
             "show_cmd",
+            "learn_cmd",
             "session",
             "output",
         )
@@ -94,6 +96,7 @@ LAZY = {
     ("ragkit.cli.serve_cmd", "ragkit.serve.http"): "FastAPI and uvicorn (0.5 s)",
     ("ragkit.cli.serve_cmd", "ragkit.serve.mcp_tools"): "the MCP SDK",
     ("ragkit.cli.models_cmd", "ragkit.api"): "start-up",
+    ("ragkit.cli.learn_cmd", "ragkit.config"): "start-up",
     ("ragkit.cli.models_cmd", "ragkit.serve.models_http"): "FastAPI and uvicorn (0.5 s)",
 }
 

@@ -221,7 +221,9 @@ def test_mcp_over_http_with_tokens_a_and_b(server, b_markers):
 
     a = anyio.run(session, server.token("a"))
     b = anyio.run(session, server.token("b"))
-    assert a["tools"] == ["answer", "get_document", "get_section", "list_documents", "outline", "search", "stats"]
+    assert a["tools"] == [
+        "answer", "feedback", "get_document", "get_section", "list_documents", "outline", "search", "stats"
+    ]  # fmt: skip
     a_text = json.dumps(a, ensure_ascii=False)
     assert leaks(a_text, b_markers, "orion-rollout.md") == [] and "Amberfield" in a_text
     assert {k: v[0] for k, v in a.items() if k != "tools" and v[0]} == {

@@ -1,31 +1,30 @@
-"""Every sentence of a written answer checked against the passage(s) it cites.
+"""Every sentence of a written answer checked against the passage(s) it cites, by the answer scorer.
 
-A sentence's support from a passage is the weighted share of its content words the passage holds
-(``Terms.coverage``, compounds and inflections met), blended with the encoder's similarity of the sentence to
-the passage's chunks when the encoder is at hand; and the numbers, dates, names and negations it states must
-stand in that passage word for word (``evidence.needs``). A sentence is supported when its best cited passage
-reaches ``MIN_SUPPORT`` with nothing missing. One that its citations do not support but another passage does
-is re-pointed to that passage; one that nothing supports is removed (kept in ``claims``, unsupported). The
-answer's ``grounded`` share counts supported sentences; under ``MIN_GROUNDED`` the extractive answer replaces
-it, and the answer says so.
+Each sentence is read as the scorer reads a question (``scorer.rank_units``: the index's encoder on the
+sentence and each unit of the passages, the words they share, the passages' ranks): a passage supports the
+sentence when one of its units reaches the scorer's ``support`` probability (fitted with the scorer: the level
+that best tells a sentence of the passages from another question's), or the passage holds ``MIN_SAID`` of the
+sentence's weighted words (in a few short passages the scorer has little to compare), and the numbers, dates,
+names and negations the sentence states stand in that passage word for word (``evidence.needs``). A sentence its citations do not
+support but another passage does is re-pointed to that passage; one that nothing supports is removed (kept in
+``claims``, unsupported). The answer's ``grounded`` share counts supported sentences; under ``MIN_GROUNDED`` the
+extractive answer replaces it, and the answer says so.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import replace
 
-import numpy as np
-
-from ragkit.answer.evidence import Evidence, Terms, lacks, needs, words
+from ragkit.answer.evidence import Evidence, lacks, needs, words
+from ragkit.answer.extractive import cited_by, question_of
 from ragkit.answer.generated import citation_for
 from ragkit.answer.records import Answer, Claim
-from ragkit.records import Passage
+from ragkit.answer.scorer import AnswerModel, default_model, encoded, rank_units
 from ragkit.text import split_sentences
 
-MIN_SUPPORT = 0.6
 MIN_GROUNDED = 0.5
+MIN_SAID = 0.6  # the weighted share of a sentence's words a passage holds that supports it without the scorer
 _MARK = re.compile(r"\s*\[(\d+(?:\s*,\s*\d+)*)\]")
 NOTES = {
     "en": "The model's answer was not supported by the sources; the sentences below are quoted from them.",
@@ -34,45 +33,45 @@ NOTES = {
 }
 
 
-def _support(sentence: str, passage: Passage, idf, language: str, similarity: float | None) -> tuple[float, list[str]]:
-    terms = Terms.of(sentence, idf, language)
-    source = passage.text + " " + passage.section
-    lexical = terms.coverage(set(words(source))) if terms.weights else 0.0
-    score = lexical if similarity is None else 0.75 * lexical + 0.25 * max(similarity, 0.0)
-    return score, lacks(needs(sentence, language), source)
-
-
 def check(
-    answer: Answer, evidence: Evidence, idf, language: str, encode: Callable[[list[str]], np.ndarray] | None = None
+    answer: Answer, evidence: Evidence, idf, language: str, embedder=None, model: AnswerModel | None = None
 ) -> Answer:
     """``answer`` with each sentence checked: ``claims``, ``grounded``, the unsupported sentences removed and
-    citations re-pointed (the text keeps the model's wording)."""
+    citations re-pointed (the text keeps the model's wording). ``embedder``: the index's (``encode_query`` for
+    the sentence, ``encode`` for the units); without it the scorer goes by words, structure and rank."""
+    model = model or default_model()
     by_number = {c.number: c.rank for c in answer.citations}
     number_of_rank = {rank: n for n, rank in enumerate(answer.sources, start=1)}
     passages = {p.rank: p for p in evidence.passages}
+    known = embedder is not None and embedder.name in model.encoders  # (another encoder's scale is not read)
+    vectors = encoded(embedder.encode) if known else None
     pieces = [answer.text[a:b].strip() for a, b in split_sentences(answer.text)] if answer.text.strip() else []
-    vectors = _sentence_vectors(pieces, encode)
     claims, kept = [], []
-    for i, piece in enumerate(pieces):
+    for piece in pieces:
         cited = [by_number[int(n)] for m in _MARK.finditer(piece) for n in m.group(1).split(",") if int(n) in by_number]
         plain = _MARK.sub("", piece).strip()
         if len(words(plain)) < 2:
             continue
-        sims = _similarities(vectors[i] if vectors is not None else None, evidence)
-        scored = {rank: _support(plain, p, idf, language, sims.get(rank)) for rank, p in passages.items()}
-        own = [r for r in cited if r in scored]
-        best_own = max(own, key=lambda r: scored[r][0]) if own else None
-        good = [r for r, (s, miss) in scored.items() if s >= MIN_SUPPORT and not miss]
+        q = question_of(plain, idf, language, embedder.encode_query(plain) if embedder is not None else None)
+        units, _, p = rank_units(model, q, evidence.sentences, vectors, cited_by(q))
+        support: dict[int, float] = {}
+        for s, value in zip(units, p):
+            support[s.passage.rank] = max(support.get(s.passage.rank, 0.0), float(value))
+        said = {r: q.terms.coverage(set(words(x.text)) | set(words(x.section))) for r, x in passages.items()}
+        missing = {rank: lacks(needs(plain, language), x.text + " " + x.section) for rank, x in passages.items()}
+        good = [r for r in passages if (support.get(r, 0.0) >= model.support or said[r] >= MIN_SAID) and not missing[r]]
+        own = [r for r in cited if r in passages]
+        best_own = max(own, key=lambda r: (support.get(r, 0.0), said[r])) if own else None
         if best_own is not None and best_own in good:
-            claims.append(Claim(plain, [best_own], scored[best_own][0], True))
+            claims.append(Claim(plain, [best_own], max(support.get(best_own, 0.0), said[best_own]), True))
             kept.append((piece, best_own))
         elif good:  # re-pointed to the passage that does support it
-            rank = max(good, key=lambda r: scored[r][0])
-            claims.append(Claim(plain, [rank], scored[rank][0], True, repointed=True))
+            rank = max(good, key=lambda r: (support.get(r, 0.0), said[r]))
+            claims.append(Claim(plain, [rank], max(support.get(rank, 0.0), said[rank]), True, repointed=True))
             kept.append((piece, rank))
-        elif scored:
-            rank = best_own or max(scored, key=lambda r: scored[r][0])
-            claims.append(Claim(plain, cited, scored[rank][0], False, scored[rank][1]))
+        elif passages:
+            rank = best_own or max(passages, key=lambda r: support.get(r, 0.0))
+            claims.append(Claim(plain, cited, support.get(rank, 0.0), False, missing[rank]))
         else:  # no passage to check it against
             claims.append(Claim(plain, cited, 0.0, False))
     grounded = sum(c.supported for c in claims) / len(claims) if claims else 0.0
@@ -93,24 +92,6 @@ def _cited_as(piece: str, number: int) -> str:
         return _MARK.sub(lambda m: m.group(0)[: m.group(0).index("[")] + f"[{number}]", piece)
     end = len(piece.rstrip(" .!?"))
     return f"{piece[:end]} [{number}]{piece[end:].strip()}"
-
-
-def _sentence_vectors(pieces: list[str], encode) -> np.ndarray | None:
-    if encode is None or not pieces:
-        return None
-    return np.asarray(encode([_MARK.sub("", p) for p in pieces]), dtype=np.float32)
-
-
-def _similarities(vector, evidence: Evidence) -> dict[int, float]:
-    """The sentence's best cosine to each passage's chunks (their vectors were embedded at index time)."""
-    if vector is None:
-        return {}
-    out: dict[int, float] = {}
-    for s in evidence.sentences:
-        if s.vector is not None:
-            sim = float(np.dot(np.asarray(s.vector, dtype=np.float32), vector))
-            out[s.passage.rank] = max(out.get(s.passage.rank, -1.0), sim)
-    return out
 
 
 def needs_replacing(answer: Answer) -> bool:

@@ -233,6 +233,9 @@ class Sentence:
     pages: list[int] | None
     vector: object = None  # its chunk's vector
     words: set[str] = field(default_factory=set)
+    kind: str = "sentence"  # sentence | pair (two in a row) | paragraph ("(2) …" / "3 § …" whole) | item ("1. …")
+    position: int = 0  # its order among the passage's units of its kind (0: the first)
+    ranks: dict[str, int] = field(default_factory=dict)  # its chunk's rank by each retriever (dense, lexical)
 
 
 @dataclass
@@ -241,6 +244,7 @@ class Evidence:
 
     sentences: list[Sentence]
     passages: list[Passage]
+    retrieval: list[dict[str, float]] = field(default_factory=list)  # the result's hits' scores per retriever
 
     @classmethod
     def of(cls, result: QueryResult, sources: dict[str, str] | None = None, top: int = QUOTE_PASSAGES) -> Evidence:
@@ -250,10 +254,12 @@ class Evidence:
         passages = sorted(result.passages, key=lambda p: p.rank)[:top]
         for p in passages:
             spans = _chunk_spans(p, hits)  # (start, end, hit) of each chunk in the passage's text
-            for a, b in units(p.text):
+            seen: dict[str, int] = {}
+            for a, b, kind in units(p.text):
                 sentence = " ".join(p.text[a:b].split())
                 if len(words(sentence)) < 3:
                     continue
+                position = seen[kind] = seen.get(kind, -1) + 1
                 inside = [h for start, end, h in spans if start < b and end > a] or [spans[0][2]]
                 first, last = inside[0], inside[-1]
                 out.append(
@@ -266,9 +272,12 @@ class Evidence:
                         _pages(first, last, p),
                         first.vector if first is not None else None,
                         set(words(sentence)),
+                        kind,
+                        position,
+                        dict(first.ranks) if first is not None else {},
                     )
                 )
-        return cls(out, passages)
+        return cls(out, passages, [dict(h.scores) for h in result.hits])
 
 
 def _chunk_spans(p: Passage, hits: dict[str, Hit]) -> list[tuple[int, int, Hit | None]]:
@@ -287,25 +296,41 @@ def _chunk_spans(p: Passage, hits: dict[str, Hit]) -> list[tuple[int, int, Hit |
 
 
 _PARAGRAPH = re.compile(r"^[ \t]*(?:\(\d+[a-z]?\)|\d+[a-z]? ?§|§ ?\d+[a-z]?)\s", re.M)  # "(2) …", "3 § …", "§ 3 …"
+_ITEM = re.compile(r"^[ \t]*(?:\d{1,2}[a-z]?\.|[a-z]\)|[-•–])[ \t]+(?=\S)", re.M)  # "1. …", "a) …", "- …"
 _BREAK = re.compile(r"(?<=[.!?:;])[ \t]*\n[ \t]*\n")  # a blank line after a finished sentence
-MAX_UNIT = 900  # characters: a numbered paragraph this short is quoted whole
+_BLANK = re.compile(r"\n[ \t]*\n")
+MAX_UNIT = 900  # characters: a numbered paragraph this short is also a unit of its own
+MAX_PAIR = 400  # characters: two sentences in a row this short are also a unit (one quote, read together)
 
 
-def units(text: str) -> list[tuple[int, int]]:
-    """Spans of what quotes are made of: a numbered paragraph of a law or regulation ("(2) …", "3 § …") when
-    it is short (its sentences refer to each other: "Der Anspruch nach Satz 1 erhöht sich …", and its list
-    items need their lead-in), else sentences; never across a blank line after a finished sentence."""
+def units(text: str) -> list[tuple[int, int, str]]:
+    """Spans of what quotes are made of, with their kind: every sentence ("sentence"), never across a blank
+    line after a finished sentence; a numbered paragraph of a law or regulation ("(2) …", "3 § …") of more
+    than one sentence also whole ("paragraph", when at most ``MAX_UNIT`` characters: its sentences refer to
+    each other, "Der Anspruch nach Satz 1 …"); two sentences in a row of at most ``MAX_PAIR`` characters
+    ("pair": the second often says what the first introduced); and each item of a list ("1. …", "a) …",
+    "- …") up to the next item or blank line ("item": legal answers live in them, and a sentence of a list runs
+    over all of them). The answer scorer chooses among them."""
     cuts = {0, *(m.start() for m in _PARAGRAPH.finditer(text)), *(m.end() for m in _BREAK.finditer(text))}
     bounds = sorted(cuts) + [len(text)]
-    out = []
+    out: list[tuple[int, int, str]] = []
     for a, b in zip(bounds, bounds[1:]):
         block = text[a:b]
         spans = [(a + x, a + y) for x, y in split_sentences(block)]
-        if spans and _PARAGRAPH.match(block) and spans[-1][1] - spans[0][0] <= MAX_UNIT:
-            out.append((spans[0][0], spans[-1][1]))
-        else:
-            out.extend(spans)
-    return out
+        out.extend((x, y, "sentence") for x, y in spans)
+        if len(spans) > 1 and _PARAGRAPH.match(block) and spans[-1][1] - spans[0][0] <= MAX_UNIT:
+            out.append((spans[0][0], spans[-1][1], "paragraph"))
+        if len(spans) > 2 or (len(spans) == 2 and not _PARAGRAPH.match(block)):
+            out.extend((x, b2, "pair") for (x, _), (_, b2) in zip(spans, spans[1:]) if b2 - x <= MAX_PAIR)
+    items = list(_ITEM.finditer(text))
+    have = {(x, y) for x, y, _ in out}
+    for m, after in zip(items, [*(n.start() for n in items[1:]), len(text)]):
+        blank = _BLANK.search(text, m.end(), after)
+        stop = len(text[: blank.start() if blank else after].rstrip())
+        start = m.start() + len(m.group(0)) - len(m.group(0).lstrip())
+        if stop > m.end() and (start, stop) not in have:
+            out.append((start, stop, "item"))
+    return sorted(out)
 
 
 def _pages(first: Hit | None, last: Hit | None, p: Passage) -> list[int] | None:

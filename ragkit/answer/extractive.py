@@ -1,98 +1,109 @@
-"""Extractive answers: the sentence(s) of the top passages that answer the question, quoted verbatim with their
-place, or an honest "the documents do not say" in the question's language. No model writes anything.
+"""Extractive answers: the unit of the top passages that answers the question (a sentence, a numbered
+paragraph, a list item), quoted verbatim with its place, or an honest "the documents do not say" in the
+question's language. No model writes anything.
 
-The quotes are chosen greedily: first the sentence that best covers the question's weighted content words
-(``Terms.coverage``; its passage's title and breadcrumb count as context), holds what the question asks for (a
-number for "how many", a date for "when": ``evidence.fits``), ranks high and, with the encoder at hand, lies
-close to the question; then up to two more that add what is still uncovered or carry on from what the quotes
-so far named beside the question (the bridge of a two-hop question: "the film shot in Leland" → "Maximum
-Overdrive … directed by Stephen King").
+Which unit answers, and whether any does, is the learned answer scorer's call (``scorer.py``: the index's
+encoder on question and unit, what the question asks for, how much of it the unit and its passage hold, the
+passage's rank; fitted by ``scripts/fit_answers.py`` on labelled answers). One quote answers; a second is added
+only for a second part of the question: the other option of "A or B?", or the bridge of a two-hop question (a
+unit of another passage that the scorer finds likely too and that names what the first quote named beside the
+question).
 
-The answer abstains when the quotes with their passages do not cover the question (``MIN_COVERAGE`` of its
-weight, and ``MIN_WORDS`` of the weight of its words that are no names: what it asks about), or when the
-question asks for a quantity or a time that no quote holds.
+A question citing a section ("16 §", "§ 3 ArbZG") that no passage is gets no quote: the documents at hand do
+not hold it.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 import numpy as np
 
-from ragkit.answer.evidence import STOP, Evidence, Sentence, Terms, fits, question_type, words
+from ragkit.answer.evidence import STOP, Evidence, Sentence, words
 from ragkit.answer.generated import citation_for
 from ragkit.answer.records import ABSTAIN, Answer, Quote
+from ragkit.answer.scorer import AnswerModel, Question, Scored, default_model, encoded, rank_units, score
 from ragkit.legal import find_legal_refs
 from ragkit.records import Ref
 
-# the share of a question's weighted content words the quotes (with their passages' titles) must hold. English
-# questions share the documents' words; German and Swedish ones ask in everyday words and compounds the
-# documents do not use ("Chef", "Spätschicht"), so less of them can be asked for without silencing answers
-# that are there. Swedish 0.4 (was 0.3 before issue 34): over the regulations read with their structure, 0.83 of
-# the absent topics abstained on at 0.05 of the answerable questions (0.3: 0.77 / 0.01; 0.45: 0.90 / 0.06;
-# scripts/README.md "Answers you can trust")
-MIN_COVERAGE = {"en": 0.45, "sv": 0.4, "de": 0.1}
-MIN_GAIN = 0.12  # what a further quote must add (coverage, bridge, kind)
-MAX_QUOTES = 3
-W = {"context": 0.5, "sentence": 0.5, "rank": 0.3, "kind": 0.25, "similarity": 1.0, "cited": 1.0}
-TYPED = ("quantity", "time", "person", "place")
+MAX_QUOTES = 2
 _OR = {"en": "or", "de": "oder", "sv": "eller"}
 _BETWEEN = {"en": "between", "de": "zwischen", "sv": "mellan"}
 _AND = {"en": "and", "de": "und", "sv": "och"}
+_RELATIVE = {"en": r"\b(who|whom|whose|which|that)\b"}  # a relative clause: the question's second part
 
 
-def _context(s: Sentence) -> set[str]:
-    return s.words | set(words(s.passage.title)) | set(words(s.passage.section))
+def question_of(question: str, idf, language: str, query_vector: np.ndarray | None = None) -> Question:
+    """The question as the scorer reads it (its legal citations of a section included)."""
+    cited = [r for r in find_legal_refs(question) if r.unit == "§" and r.numbers]
+    return Question.of(question, idf, language, query_vector, cited)
+
+
+def cited_by(q: Question) -> Callable[[Sentence], bool]:
+    return lambda s: _is_cited(s, q.cited)
 
 
 def choose(
-    evidence: Evidence, question: str, idf, language: str, query_vector: np.ndarray | None = None
-) -> tuple[list[Sentence], str | None]:
-    """The sentences to quote (best first), or ``[]`` and why none answers."""
-    q = Terms.of(question, idf, language)
-    kind = question_type(question, language)
-    if not evidence.sentences or not q.weights:
-        return [], "no passage to quote"
-    similarity = _similarities(evidence, query_vector)
-    cited = [r for r in find_legal_refs(question) if r.unit == "§" and r.numbers]
-    if cited and not any(_is_cited(s, cited) for s in evidence.sentences):
-        return [], "no passage is " + ", ".join(r.raw for r in cited)
+    evidence: Evidence,
+    q: Question,
+    encode: Callable[[list[str]], np.ndarray] | None = None,
+    model: AnswerModel | None = None,
+    encoder: str | None = None,
+) -> tuple[list[Sentence], str | None, Scored | None]:
+    """The units to quote (best first), or ``[]`` and why none answers; and the scorer's verdict."""
+    if not evidence.sentences or not q.terms.weights:
+        return [], "no passage to quote", None
+    if q.cited and not any(_is_cited(s, q.cited) for s in evidence.sentences):
+        return [], "no passage is " + ", ".join(r.raw for r in q.cited), None
+    model = model or default_model()
+    scored = score(model, q, evidence, encode, cited_by(q), encoder)
+    cited = [s for s in scored.units if q.cited and _is_cited(s, q.cited)]
+    if cited:  # the question asks what a section says, and a passage is that section
+        return [cited[0]], None, scored
+    if model.abstains(scored, q.language):
+        return [], f"the passages do not answer the question (confidence {scored.answerable:.2f})", scored
+    chosen = [scored.units[0]]
+    second = _second(q, scored, evidence, encode, model, encoder)
+    if second is not None:
+        chosen.append(second)
+    return chosen, None, scored
 
-    def score(s: Sentence) -> float:
-        value = W["context"] * q.coverage(_context(s)) + W["sentence"] * q.coverage(s.words)
-        value += W["rank"] / s.passage.rank + (W["kind"] if kind in TYPED and fits(kind, s.text) else 0.0)
-        value += W["cited"] if cited and _is_cited(s, cited) else 0.0
-        return value + W["similarity"] * similarity.get(id(s), 0.0)
 
-    ranked = sorted(evidence.sentences, key=score, reverse=True)
-    chosen = [ranked[0]]
-    for option in alternatives(question, language):  # "A or B?": a quote about each
-        about = [s for s in ranked if s not in chosen and _mentions(s, option)]
-        if about and not any(_mentions(c, option) for c in chosen) and len(chosen) < MAX_QUOTES:
-            chosen.append(max(about, key=lambda s: (_titled(s, option), score(s))))
-    seen = set().union(*(_context(c) for c in chosen))
-    while len(chosen) < MAX_QUOTES:
-        bridges = [n for c in chosen for n in names(c.text) if not _in(n, question)]
-        best, gain = None, MIN_GAIN
-        for s in ranked[1:40]:
-            if s in chosen:
+def _second(q: Question, scored: Scored, evidence: Evidence, encode, model, encoder) -> Sentence | None:
+    """A second quote for a second part of the question: the other option of "A or B?" ("Are A and B both
+    …?"), or the second hop of a question about something the first quote names (a passage titled by a name the
+    first quote holds and the question does not: "directed by Clint Eastwood" → the passage "Clint Eastwood"); of
+    the units of that kind, the one the scorer finds best."""
+    best = scored.units[0]
+    options = alternatives(q.text, q.language)
+    if options:
+        for option in options:
+            if _mentions(best, option):
                 continue
-            new = q.coverage(seen | _context(s)) - q.coverage(seen)
-            link = 0.3 if any(_titled(s, n) for n in bridges) else 0.0
-            typed = 0.2 if kind in TYPED and fits(kind, s.text) and not any(fits(kind, c.text) for c in chosen) else 0.0
-            g = new + link + typed + 0.1 * similarity.get(id(s), 0.0)
-            if g > gain:
-                best, gain = s, g
-        if best is None:
-            break
-        chosen.append(best)
-        seen |= _context(best)
-    cover = q.coverage(seen)
-    if cover < MIN_COVERAGE.get(language, MIN_COVERAGE["en"]):
-        return [], f"the passages do not cover the question ({cover:.2f} of its words)"
-    if kind in ("quantity", "time") and not any(fits(kind, s.text) for s in chosen):
-        return [], f"no passage holds the {kind} the question asks for"
-    return chosen, None
+            about = [s for s in evidence.sentences if _mentions(s, option) and not _overlaps(s, best)]
+            return _best(q, about, encode, model, encoder)
+        return None
+    bridges = [n for n in names(best.text) if not _in(n, q.text)]
+    hops = [
+        s for s in evidence.sentences if s.passage.rank != best.passage.rank and any(_titled(s, n) for n in bridges)
+    ]
+    if not hops and _RELATIVE.get(q.language) and re.search(_RELATIVE[q.language], q.text[12:], re.I):
+        hops = [s for s in scored.units[1:] if s.passage.rank != best.passage.rank]  # "… the man who …": 2 hops
+    return _best(q, hops, encode, model, encoder)
+
+
+def _best(q: Question, units: list[Sentence], encode, model, encoder) -> Sentence | None:
+    """The unit of ``units`` the scorer puts first for ``q`` (None when there is none)."""
+    if not units:
+        return None
+    known = encode is not None and encoder in model.encoders
+    ranked, _, _ = rank_units(model, q, units, encoded(encode) if known else None, cited_by(q))
+    return ranked[0]
+
+
+def _overlaps(a: Sentence, b: Sentence) -> bool:
+    return a.passage.rank == b.passage.rank and a.start < b.end and b.start < a.end
 
 
 _NAMES = re.compile(r"[A-ZÄÖÜÅ][\wäöüßåé'’.-]*(?:\s+(?:[A-ZÄÖÜÅ0-9][\wäöüßåé'’.-]*|of|de|van|von|the))*")
@@ -109,9 +120,17 @@ def names(text: str) -> list[str]:
 
 
 def alternatives(question: str, language: str) -> list[str]:
-    """The two things a comparison asks to choose between ("Who is older, A or B?", "between A and B"):
-    the name closest to the "or" on each side."""
+    """The two things a comparison asks to choose between ("Who is older, A or B?", "between A and B", and in
+    English "Are A and B both …?"): the name closest to the "or" on each side."""
     text = question.strip().rstrip("?").strip()
+    if language == "en":
+        m = re.match(
+            r"^(?:are|were|is|was|do|did|does|have|has)\s+(.+?)\s+and\s+(.+?)\s+(?:both|each|the same|from the same)\b",
+            text,
+            re.I,
+        )
+        if m and names(" " + m.group(1)) and names(" " + m.group(2)):
+            return [names(" " + m.group(1))[-1], names(" " + m.group(2))[0]]
     for joiner, opener in ((_OR.get(language, "or"), None), (_AND.get(language, "and"), _BETWEEN.get(language))):
         if opener and not re.search(rf"\b{opener}\b", text, re.I):
             continue
@@ -164,7 +183,7 @@ def _in(name: str, text: str) -> bool:
 
 def _mentions(s: Sentence, name: str) -> bool:
     parts = _content(name)
-    context = _context(s)
+    context = s.words | set(words(s.passage.title)) | set(words(s.passage.section))
     return bool(parts) and all(p in context for p in parts)
 
 
@@ -172,22 +191,6 @@ def _titled(s: Sentence, name: str) -> bool:
     """The sentence's passage is about ``name`` (its title holds the name's words)."""
     parts, title = _content(name), set(words(s.passage.title))
     return bool(parts) and all(p in title for p in parts)
-
-
-def _lowercase_words(question: str) -> set[str]:
-    """The question's words written in lower case (what it asks about, beside its names)."""
-    body = question.split(maxsplit=1)[1] if " " in question else question  # its first word is capitalised anyway
-    return {w.lower() for w in body.replace("?", " ").split() if w[:1].islower()} | {
-        p for w in body.split() if w[:1].islower() for p in words(w)
-    }
-
-
-def _similarities(evidence: Evidence, query_vector: np.ndarray | None) -> dict[int, float]:
-    """Cosine of the question to each sentence's chunk vector (no extra encoding: the chunks were embedded)."""
-    if query_vector is None or any(s.vector is None for s in evidence.sentences):
-        return {}
-    q = np.asarray(query_vector, dtype=np.float32)
-    return {id(s): float(np.dot(np.asarray(s.vector, dtype=np.float32), q)) for s in evidence.sentences}
 
 
 def _extractive(language: str, **fields) -> Answer:
@@ -198,12 +201,25 @@ def _extractive(language: str, **fields) -> Answer:
 
 
 def extract_answer(
-    evidence: Evidence, question: str, idf, language: str, query_vector: np.ndarray | None = None
+    evidence: Evidence,
+    question: str,
+    idf,
+    language: str,
+    query_vector: np.ndarray | None = None,
+    encode: Callable[[list[str]], np.ndarray] | None = None,
+    model: AnswerModel | None = None,
+    encoder: str | None = None,
 ) -> Answer:
-    """The extractive answer (``mode`` "extract"): quotes with their citations, or an abstention."""
-    chosen, why = choose(evidence, question, idf, language, query_vector)
+    """The extractive answer (``mode`` "extract"): quotes with their citations, or an abstention; ``confidence``
+    is the scorer's probability that the passages answer the question. ``encode``: the index's encoder for the
+    units (documents' prompt) and ``encoder`` its name; without it, or with an encoder the scorer was not
+    fitted with, the scorer goes by words, structure and rank alone."""
+    q = question_of(question, idf, language, query_vector)
+    chosen, why, scored = choose(evidence, q, encode, model, encoder)
+    confidence = round(scored.answerable, 3) if scored is not None else 0.0
     if not chosen:
-        return _extractive(language, text=ABSTAIN.get(language, ABSTAIN["en"]), abstained=True, note=why)
+        text = ABSTAIN.get(language, ABSTAIN["en"])
+        return _extractive(language, text=text, abstained=True, note=why, confidence=confidence)
     chosen.sort(key=lambda s: (s.passage.rank, s.start))  # in reading order
     quotes = [Quote(s.passage.rank, s.text, s.passage.path, s.lines, s.pages, s.start, s.end) for s in chosen]
     numbers: dict[int, int] = {}
@@ -212,4 +228,6 @@ def extract_answer(
     text = " ".join(f"“{q.text}” [{numbers[q.rank]}]" for q in quotes)
     passages = {s.passage.rank: s.passage for s in chosen}
     citations = [citation_for(n, passages[rank]) for rank, n in numbers.items()]
-    return _extractive(language, text=text, citations=citations, sources=list(numbers), quotes=quotes)
+    return _extractive(
+        language, text=text, citations=citations, sources=list(numbers), quotes=quotes, confidence=confidence
+    )

@@ -69,6 +69,7 @@ class Answer:
     replaced: bool = False  # the written answer was not supported enough: the extractive answer stands instead
     language: str = "en"  # the question's language (what an abstention and a note are written in)
     check_ms: float | None = None  # how long checking a written answer's sentences took
+    confidence: float | None = None  # the answer scorer's probability that the passages answer the question
     note: str | None = None
 
     @property

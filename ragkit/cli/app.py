@@ -10,6 +10,7 @@ from ragkit.cli.common import STATE
 from ragkit.cli.eval_cmd import eval_cmd
 from ragkit.cli.graph_cmd import graph_app
 from ragkit.cli.index_cmd import index_cmd
+from ragkit.cli.learn_cmd import feedback_cmd, learn_cmd
 from ragkit.cli.models_cmd import models_app
 from ragkit.cli.query_cmd import query_cmd
 from ragkit.cli.serve_cmd import serve_cmd
@@ -56,6 +57,8 @@ app.command("eval")(eval_cmd)
 app.command("stats")(stats_cmd)
 app.command("serve")(serve_cmd)
 app.command("check")(check_cmd)
+app.command("feedback")(feedback_cmd)
+app.command("learn")(learn_cmd)
 app.add_typer(graph_app, name="graph")
 app.add_typer(show_app, name="show")
 app.add_typer(models_app, name="models")

@@ -35,11 +35,13 @@ def through_server(index_dir: Path, text: str, qcfg, as_json: bool, as_jsonl: bo
     return True
 
 
-def run_query(reader, text: str, qcfg, trace: Path | None) -> QueryResult:
-    """``api.query``, appending every candidate's features to ``trace`` when given."""
+def run_query(reader, text: str, qcfg, trace: Path | None, source: str = "cli") -> QueryResult:
+    """``api.query``, appending every candidate's features to ``trace`` when given; the query is kept in the
+    index's log for feedback (``ragkit feedback QUERY_ID``)."""
     from ragkit import api
 
     result = api.query(reader, text, qcfg)
+    api.log_query(reader, result, qcfg, source=source)
     if trace is not None:
         with trace.open("a") as fh:
             fh.write(trace_line(result) + "\n")
@@ -88,6 +90,9 @@ def print_answer_notes(a, con) -> None:
             con.print(a.text, highlight=False, soft_wrap=True)
     for c in a.citations:
         con.print(f"  [cyan][{c.number}][/] {c.path}{c.location}  (passage {c.rank})", highlight=False)
+    if a.mode == "extract" and a.confidence is not None:
+        said = a.note if a.abstained and a.note else "the passages answer the question"
+        con.print(f"[dim]{said}: confidence {a.confidence:.2f}[/]" if not a.abstained else f"[dim]{said}[/]")
     if a.dropped_citations:
         con.print(f"  [yellow]{a.dropped_citations} citation(s) named no source and were removed[/]")
     if a.mode == "generate" or a.replaced:

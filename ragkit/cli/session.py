@@ -22,7 +22,10 @@ HELP = f"""Commands:
   :answer on|off|MODE   answer too: auto (on), extract (quotes from the passages), generate (the model's, checked)
   :explain on|off       show the plan and scoring details
   :filter KEY=VALUE     add a filter (doc_type, collection, path=GLOB, front-matter keys); :filter clear
-  :open N               the full section of passage N of the last result
+  :open N               the full section of passage N of the last result (counts as a click on it)
+  :good N, :bad N       passage N of the last result answered the question, or did not
+  :grade N G            passage N graded 0 (wrong) … 3 (exactly right)
+  :answer good|bad      the last answer was right, or was not
   :json                 the last result as JSON
   :help, :quit          this help; leave (Ctrl-D works too)
 Anything else is a query. Ctrl-C cancels a running query or answer."""
@@ -47,6 +50,13 @@ class Session:
             self.cfg = replace(self.cfg, strategy=arg)  # (a config checks itself: an unknown name is BadQuery)
         elif name == "k" and arg.isdigit() and int(arg) > 0:
             self.cfg = replace(self.cfg, k=int(arg))
+        elif name in ("good", "bad") and arg.isdigit():
+            self.rate(int(arg), name)
+        elif name == "grade" and len(arg.split()) == 2 and all(x.isdigit() for x in arg.split()):
+            rank, grade = (int(x) for x in arg.split())
+            self.rate(rank, grade)
+        elif name == "answer" and arg in ("good", "bad"):
+            self.rate(None, arg)
         elif name == "answer" and arg in ("on", "off", *ANSWER_MODES):
             mode = arg if arg in ANSWER_MODES else self.cfg.answer_mode
             self.cfg = replace(self.cfg, answer=arg != "off", answer_mode=mode)
@@ -80,11 +90,36 @@ class Session:
         section = api.section(self.reader, passage.section_id)
         self.console.rule(f"{passage.path} · {passage.section}")
         self.console.print(section["text"], highlight=False)
+        self._feedback(rank, 1, kind="open")
+
+    def rate(self, rank: int | None, grade: int | str) -> None:
+        """Feedback on passage ``rank`` of the last result (its answer when None)."""
+        if self.last is None:
+            self.console.print("[yellow]no result to rate yet: ask a question first[/]")
+            return
+        if rank is None and self.last.answer is None:
+            self.console.print("[yellow]the last result has no answer (:answer on asks for one)[/]")
+            return
+        event = self._feedback(rank, grade)
+        if event is not None:
+            what = "the answer" if rank is None else f"passage {rank}"
+            self.console.print(f"[green]noted:[/] {what} graded {event['grade']} (query {self.last.query_id})")
+
+    def _feedback(self, rank: int | None, grade: int | str, kind: str = "explicit"):
+        from ragkit import api
+
+        try:
+            return api.feedback(self.reader.index_dir, self.last.query_id, rank, grade, kind=kind, source="session")
+        except RagkitError as exc:
+            if kind == "explicit":
+                raise
+            self.console.print(f"[dim]not kept as a click: {exc}[/]")
+            return None
 
     # ------------------------------------------------------------ queries
 
     def ask(self, text: str) -> None:
-        result = output.run_query(self.reader, text, self.cfg, trace=None)
+        result = output.run_query(self.reader, text, self.cfg, trace=None, source="session")
         if self.cfg.answer:
             error = output.write_answer(result, self.cfg, stream=True, con=self.console, reader=self.reader)
             if error is not None:

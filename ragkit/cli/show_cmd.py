@@ -12,6 +12,25 @@ from ragkit.cli.options import AsJson, IndexOpt
 show_app = typer.Typer(help="Show what the index knows about one thing.", no_args_is_help=True)
 
 
+@show_app.command("passage")
+@handle_errors
+def passage_cmd(
+    query_id: Annotated[str, typer.Argument(help="The query_id a result carries.")],
+    rank: Annotated[int, typer.Argument(help="The passage's rank in that result.")],
+    index: IndexOpt = None,
+    as_json: AsJson = False,
+):
+    """The whole section a passage of an earlier query comes from (kept as a click on it, for ragkit learn)."""
+    from ragkit import api
+
+    found = api.open_passage(api.open_index(index), query_id, rank)
+    if as_json:
+        print_json(found)
+        return
+    console.rule(f"{found.get('path', '')} · {found.get('breadcrumb', '')}")
+    console.print(found.get("text", ""), highlight=False)
+
+
 @show_app.command("entity")
 @handle_errors
 def entity_cmd(

@@ -42,6 +42,20 @@ def stats_cmd(index: IndexOpt = None, as_json: AsJson = False):
     if st.get("fill"):
         f = st["fill"]
         t.add_row("filling in", f"{f['model']}: {f['filled']:,} of {f['total']:,} chunks ({f['share']:.0%})")
+    learned = st.get("learned") or {}
+    for scope, m in learned.get("scopes", {}).items():
+        gain = ""
+        if m.get("before") and m.get("after"):
+            gain = (
+                f": held-out nDCG@10 {m['before']['ndcg@10']:.3f} → {m['after']['ndcg@10']:.3f}, "
+                f"top-1 {m['before']['top1']:.3f} → {m['after']['top1']:.3f}"
+            )
+        t.add_row(
+            f"learned ranker ({scope})",
+            f"v{m['version']}, fitted {m.get('fitted')} on {m.get('queries')} queries{gain}",
+        )
+    if learned and not learned.get("scopes"):
+        t.add_row("ranker", "the shipped default" if learned.get("shipped_default") else "the hand-set weights")
     if st["last_run"]:
         lr = st["last_run"]
         t.add_row(

@@ -66,6 +66,8 @@ class QueryConfig:
     # the collections the query may read (ragkit serve sets them from the request's token: its own, the shared
     # ones and "default"): a prefilter of every search and the scope of every context item; None: all of them
     readable: tuple[str, ...] | None = None
+    learned: bool = True  # order candidates by the learned ranker of the query's scope, where one is adopted
+    log: bool = True  # keep the query and its passages in the index's event log (feedback names them)
     # each strategy's own settings (ragkit/retrieve/strategies: Settings), given as objects or as dicts of
     # fields; complete after construction: one per strategy that has them
     settings: dict[str, Any] = field(default_factory=dict)

@@ -20,6 +20,7 @@ from ragkit.legal import has_legal_ref
 from ragkit.records import Hit, Plan
 from ragkit.rerank.cross import RerankUnavailable, cross_rerank
 from ragkit.rerank.features import DEFAULT_WEIGHTS, FeatureContext, rerank
+from ragkit.rerank.learned import scope_of
 from ragkit.retrieve import corrective, expansion
 from ragkit.retrieve.config import QueryConfig
 from ragkit.retrieve.context import SearchContext
@@ -120,6 +121,10 @@ def rerank_hits(reader: IndexReader, q: Prepared, hits: list[Hit]) -> tuple[list
         doc_types = {cfg.filters["doc_type"]} if "doc_type" in cfg.filters else set(q.qplan.doc_type_routing)
         fctx = FeatureContext(ctx.query.text, reader.graph, q.refs.sections, q.refs.documents, doc_types)
         hits = rerank(hits, fctx, weights)
+        ranker = reader.rankers.for_scope(scope_of(cfg.readable, cfg.filters)) if cfg.learned else None
+        if ranker is not None:
+            hits = ranker.rerank(hits, ctx.query.text, q.qplan.language)
+            note["learned"] = {"scope": ranker.scope, "version": ranker.version, "fitted": ranker.meta.get("fitted")}
     if cfg.rerank == "cross":
         with ctx.timed("cross_encoder"):
             try:

@@ -30,7 +30,7 @@ from ragkit.errors import (
 )
 from ragkit.serve.access import Access, Caller, Limits
 
-OPEN = ("/healthz", "/docs", "/docs/oauth2-redirect", "/openapi.json")
+OPEN = ("/healthz", "/docs", "/docs/oauth2-redirect", "/openapi.json", "/", "/web/app.js", "/web/app.css")
 CALLER = "ragkit.caller"
 DRAIN_BYTES = 64 << 20  # a body over the limit is read (and dropped) up to this size before the 413
 STATUS = {  # subclasses before their parents

@@ -7,7 +7,10 @@
     GET  /v1/documents/{id or path}      a document's fields and text, chunk by chunk with lines (and pages)
     GET  /v1/documents/{id}/text         ?start=&end=: the chunks covering those lines
     GET  /v1/documents/{id}/outline      its sections in reading order
+    GET  /v1/documents/{id}/pages/{n}.png a PDF's page as a picture (?mark=: the quoted text marked on it)
     GET  /v1/sections/{id}               a section's place and its own text
+    POST /v1/feedback                    {"query_id", "rank", "good" | "grade"}: feedback on a passage or the answer
+    GET  /                               the search page (web.py; its files under /web/)
     POST /mcp                            MCP over streamable HTTP (stateless, JSON responses): the same tools as
                                          ``ragkit serve --mcp`` (mcp_tools.py)
     GET  /healthz                        {"status": "ok", "index", "run", "workers", "auth"}
@@ -38,7 +41,7 @@ from pydantic import BaseModel, Field
 from ragkit import __version__
 from ragkit.config import resolve_index_dir
 from ragkit.errors import BadQuery, RagkitError
-from ragkit.serve import PORT_FILE, mcp_tools
+from ragkit.serve import EARLY, PORT_FILE, mcp_tools, web
 from ragkit.serve.access import Access, Caller, Limits, check_bind, load_tokens
 from ragkit.serve.guard import CALLER, Guard, error_body, status_of
 from ragkit.serve.workers import Pool
@@ -46,6 +49,13 @@ from ragkit.store import remote
 from ragkit.store.manifest import read_manifest
 
 log = logging.getLogger("ragkit.serve")
+
+
+class FeedbackRequest(BaseModel):
+    query_id: str = Field(description="The query_id of the result.")
+    rank: int | None = Field(None, description="The passage's rank; none: the answer.")
+    grade: int | None = Field(None, description="0 (wrong) … 3 (exactly right); or give good.")
+    good: bool | None = Field(None, description="true: good (3), false: bad (0).")
 
 
 class QueryRequest(BaseModel):
@@ -64,6 +74,9 @@ class QueryRequest(BaseModel):
     model: str | None = Field(None, description="The generate model spec for the answer.")
     explain: bool = Field(False, description="Include every passage's rerank features.")
     trace: bool = Field(False, description="Include every candidate's features (ragkit.trace/1, as --trace writes).")
+    early: bool = Field(
+        False, description='With "stream" and "answer": the passages first, as {"early": ragkit.query/1 object}.'
+    )
     stream: bool = Field(
         False,
         description='JSON lines: {"text": …} as the answer is written, then the ragkit.query/1 object '
@@ -165,13 +178,33 @@ def _routes(app: FastAPI, pool: Pool, index_dir: Path, access: Access | None, li
     async def outline(request: Request, key: str):
         return await run(request, "outline", {"key": key})
 
+    @app.get("/v1/documents/{key:path}/pages/{number}.png")
+    async def page(
+        request: Request, key: str, number: int, mark: str = "", query_id: str | None = None, rank: int | None = None
+    ):
+        args = {"key": key, "number": number, "mark": mark[:2000], "query_id": query_id, "rank": rank}
+        data = await pool.run("page", args, caller(request))
+        return Response(data, media_type="image/png", headers={"Cache-Control": "private, max-age=3600"})
+
     @app.get("/v1/documents/{key:path}")
-    async def document(request: Request, key: str):
-        return await run(request, "document", {"key": key})
+    async def document(request: Request, key: str, query_id: str | None = None, rank: int | None = None):
+        return await run(request, "document", {"key": key, "query_id": query_id, "rank": rank})
+
+    @app.post("/v1/feedback")
+    async def feedback(req: FeedbackRequest, request: Request):
+        args = {k: v for k, v in req.model_dump().items() if v is not None}
+        return await run(request, "feedback", {**args, "source": "http"})
 
     @app.get("/v1/sections/{section_id}")
-    async def section(request: Request, section_id: str):
-        return await run(request, "section", {"id": section_id})
+    async def section(request: Request, section_id: str, query_id: str | None = None, rank: int | None = None):
+        return await run(request, "section", {"id": section_id, "query_id": query_id, "rank": rank})
+
+    @app.get("/", include_in_schema=False)
+    @app.get("/web/app.js", include_in_schema=False)
+    @app.get("/web/app.css", include_in_schema=False)
+    def search_page(request: Request):
+        data, media = web.page(request.url.path)
+        return Response(data, media_type=media, headers=web.HEADERS)
 
 
 async def streamed(pool: Pool, args: dict[str, Any], who: Caller):
@@ -181,7 +214,7 @@ async def streamed(pool: Pool, args: dict[str, Any], who: Caller):
 
     async def produce() -> None:
         try:
-            out = await pool.run("query", args, who, on_text=lambda piece: lines.put_nowait(dumps({"text": piece})))
+            out = await pool.run("query", args, who, on_text=lambda piece: lines.put_nowait(_line(piece)))
             lines.put_nowait(out["result"])
             if out["answer_error"] is not None:
                 lines.put_nowait(dumps({"answer_error": out["answer_error"]}))
@@ -196,6 +229,11 @@ async def streamed(pool: Pool, args: dict[str, Any], who: Caller):
     finally:
         if not task.done():
             task.cancel()  # the client is gone: Pool.run tells the worker to stop
+
+
+def _line(piece: str) -> bytes:
+    """A streamed piece as its JSON line: the passages sent early as they are, answer text as ``{"text"}``."""
+    return piece[len(EARLY) :].encode() if piece.startswith(EARLY) else dumps({"text": piece})
 
 
 def answer_json(obj: Any) -> Response:

@@ -119,8 +119,11 @@ def _query_tools(server: MCPServer, run: Runner, caller: Callable[[Context], Cal
         (and pages of a PDF). `strategy`: auto (default), hybrid, lexical, naive, hippo, local, global, light,
         hierarchical. `filters`: doc_type, collection, path (glob), date_from, date_to, front-matter keys.
         `rerank_model`: a rerank model spec (a folder, a .gguf file, http://host:port/v1#model)."""
-        out = await _query(ctx, query, k=k, strategy=strategy, filters=filters or {}, rerank_model=rerank_model)
-        return {"query": query, "strategy": out["strategy"], "passages": [_passage(p) for p in out["passages"]]}
+        out = await _query(
+            ctx, query, k=k, strategy=strategy, filters=filters or {}, rerank_model=rerank_model, source="mcp"
+        )
+        passages = [_passage(p) for p in out["passages"]]
+        return {"query": query, "query_id": out["query_id"], "strategy": out["strategy"], "passages": passages}
 
     @server.tool()
     @_reported
@@ -134,18 +137,31 @@ def _query_tools(server: MCPServer, run: Runner, caller: Callable[[Context], Cal
         model spec (a .gguf file or http://host:port/v1#model)."""
         out = await run(
             "query",
-            {"query": question, "k": k, "strategy": strategy, "answer": True, "answer_mode": mode, "model": model},
+            {"query": question, "k": k, "strategy": strategy, "answer": True, "answer_mode": mode, "model": model}
+            | {"source": "mcp"},
             caller(ctx),
         )
         found = out["result"].get("answer") or {}
-        keys = ("mode", "abstained", "quotes", "sentences", "grounded", "replaced", "note", "citations")
+        keys = ("mode", "abstained", "confidence", "quotes", "sentences", "grounded", "replaced", "note", "citations")
         return {
             "question": question,
+            "query_id": out["result"].get("query_id"),
             "answer": found.get("text"),
             "answer_error": out["result"].get("answer_error"),
             **{key: found.get(key) for key in keys},
             "passages": [_passage(p) for p in out["result"]["passages"]],
         }
+
+    @server.tool()
+    @_reported
+    async def feedback(
+        ctx: Context, query_id: str, rank: int | None = None, good: bool = True, grade: int | None = None
+    ) -> dict:
+        """Say whether passage `rank` of an earlier result (the `query_id` search and answer return) answered
+        the question — or, without `rank`, whether its answer was right: `good` true/false, or `grade` 0 (wrong)
+        … 3 (exactly right). ragkit learns its ranking from it."""
+        args = {"query_id": query_id, "rank": rank, "good": good, "grade": grade, "source": "mcp"}
+        return await run("feedback", {k: v for k, v in args.items() if v is not None}, caller(ctx))
 
     @server.tool()
     @_reported

@@ -30,6 +30,7 @@ from ragkit.config import QueryConfig, load_config, override
 from ragkit.errors import BadQuery, Forbidden, IndexChanged, OverLimit, RagkitError
 from ragkit.records import QueryResult
 from ragkit.render import result_dict, trace_line
+from ragkit.serve import EARLY
 from ragkit.serve.access import Caller
 
 log = logging.getLogger("ragkit.serve")
@@ -81,9 +82,12 @@ def query(state: State, args: dict[str, Any], caller: Caller, on_text: Callable 
     result = api.query(reader, text, cfg)
     keep_visible(result, reader, caller.readable)
     failed = None
+    if cfg.answer and on_text is not None and args.get("early"):  # the passages before the answer is written
+        on_text(EARLY + json.dumps({"early": result_dict(result, bool(args.get("explain")))}, default=str))
     if cfg.answer:
         failed = api.answer_into(result, cfg, on_text=on_text, reader=reader)
         keep_visible(result, reader, caller.readable)
+    api.log_query(reader, result, cfg, token=caller.name, source=str(args.get("source") or "http"))
     out = result_dict(result, bool(args.get("explain")))
     if args.get("trace"):
         out["trace"] = json.loads(trace_line(result))
@@ -181,8 +185,45 @@ def _item_visible(item: dict[str, Any], docs: frozenset[str], colls: set[str]) -
 
 
 def document(state: State, args: dict[str, Any], caller: Caller, on_text=None) -> dict[str, Any]:
-    """A document by id or path; with ``start``/``end`` the chunks covering those lines."""
-    return api.document(state.reader(), str(args["key"]), caller.readable, args.get("start"), args.get("end"))
+    """A document by id or path; with ``start``/``end`` the chunks covering those lines. Opened from passage
+    ``rank`` of query ``query_id``, it is kept as a click on that passage (a weak positive)."""
+    found = api.document(state.reader(), str(args["key"]), caller.readable, args.get("start"), args.get("end"))
+    clicked(state, args, caller)
+    return found
+
+
+def clicked(state: State, args: dict[str, Any], caller: Caller) -> None:
+    """A passage opened after its query (``query_id`` and ``rank`` given): a weak positive, when the log holds
+    that query of this caller's; never an error for the opening itself."""
+    query_id, rank = args.get("query_id"), args.get("rank")
+    if not query_id or rank is None:
+        return
+    try:
+        api.feedback(
+            state.index_dir, str(query_id), int(rank), 1, kind="open", source=str(args.get("source") or "http"),
+            token=caller.name, readable=caller.readable,
+        )  # fmt: skip
+    except (RagkitError, ValueError) as exc:
+        log.info("a click not kept: %s", exc)
+
+
+def feedback(state: State, args: dict[str, Any], caller: Caller, on_text=None) -> dict[str, Any]:
+    """Feedback on a passage (``rank``) or the answer (no rank) of a query this caller asked: ``grade`` 0–3, or
+    ``good`` true/false."""
+    query_id = args.get("query_id")
+    if not isinstance(query_id, str) or not query_id:
+        raise BadQuery("bad request: query_id: a string is required")
+    rank = args.get("rank")
+    if rank is not None and (not isinstance(rank, int) or isinstance(rank, bool)):
+        raise BadQuery("bad request: rank: a whole number is required")
+    grade = args.get("grade")
+    if grade is None:
+        grade = "good" if args.get("good", True) else "bad"
+    event = api.feedback(
+        state.index_dir, query_id, rank, grade, source=str(args.get("source") or "http"),
+        token=caller.name, readable=caller.readable,
+    )  # fmt: skip
+    return {"kept": True, "event": {k: event[k] for k in ("query_id", "target", "grade", "rank") if k in event}}
 
 
 def outline(state: State, args: dict[str, Any], caller: Caller, on_text=None) -> dict[str, Any]:
@@ -190,7 +231,19 @@ def outline(state: State, args: dict[str, Any], caller: Caller, on_text=None) ->
 
 
 def section(state: State, args: dict[str, Any], caller: Caller, on_text=None) -> dict[str, Any]:
-    return api.section(state.reader(), str(args["id"]), caller.readable)
+    found = api.section(state.reader(), str(args["id"]), caller.readable)
+    clicked(state, args, caller)
+    return found
+
+
+def page(state: State, args: dict[str, Any], caller: Caller, on_text=None) -> bytes:
+    """A readable PDF document's page as PNG bytes, the text ``mark`` marked; opened from a passage of a query
+    (``query_id``, ``rank``), a click on it."""
+    data = api.page_image(
+        state.reader(), str(args["key"]), int(args["number"]), str(args.get("mark") or ""), caller.readable
+    )
+    clicked(state, args, caller)
+    return data
 
 
 def documents(state: State, args: dict[str, Any], caller: Caller, on_text=None) -> dict[str, Any]:
@@ -212,6 +265,8 @@ OPERATIONS: dict[str, Callable[..., Any]] = {
     "section": section,
     "documents": documents,
     "stats": stats,
+    "feedback": feedback,
+    "page": page,
 }
 
 

@@ -53,6 +53,13 @@ def find_document(reader: IndexReader, key: str, readable: tuple[str, ...] | Non
     return doc
 
 
+def source_of(reader: IndexReader, document_id: str) -> tuple[str, str] | None:
+    """A document's source file and its content hash (kept from clients: a server's paths are its own)."""
+    with reader.duck() as store:
+        found = store.rows("SELECT source_path, source_hash FROM documents WHERE id = ?", [document_id])
+    return (found[0]["source_path"], found[0]["source_hash"]) if found else None
+
+
 def document(reader: IndexReader, key: str, readable: tuple[str, ...] | None = None) -> dict[str, Any] | None:
     """A document's fields and its text, chunk by chunk with their lines (and pages), or None."""
     doc = find_document(reader, key, readable)

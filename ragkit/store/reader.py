@@ -14,6 +14,7 @@ from ragkit.embed import Embedder, load_embedder, normalize_spec, query_encoder,
 from ragkit.errors import EmbedderMismatch, IndexChanged, IndexCorrupt, IndexNotFound
 from ragkit.extract.resolve import Resolver
 from ragkit.records import Hit, Scope
+from ragkit.rerank.learned import Rankers
 from ragkit.store import browse, remote
 from ragkit.store.duck import DuckStore
 from ragkit.store.entity_graph import EntityGraph
@@ -100,6 +101,12 @@ class IndexReader:
                 f"{self.index_dir} was built with {info['name']} ({info['dimension']}d, {info['fingerprint']}), "
                 f"the query embedder is {embedder.name} ({embedder.dimension}d, {embedder.fingerprint})"
             )
+
+    @cached_property
+    def rankers(self) -> Rankers:
+        """The learned rankers the index has adopted (``learned/``), read again when ``ragkit learn`` adopts
+        another."""
+        return Rankers(self.index_dir)
 
     def _derived(self, cls):
         """A graph of the committed run: the saved one, or rebuilt from the store if it is stale."""

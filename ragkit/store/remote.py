@@ -127,6 +127,16 @@ class Remote:
             return []
         return [i.path.rsplit("/", 1)[-1] for i in infos]
 
+    def names_under(self, folder: str) -> list[str]:
+        """The names of the objects in ``folder`` under the index URI (the feedback log's batches)."""
+        import pyarrow.fs as pafs
+
+        try:
+            infos = self.fs.get_file_info(pafs.FileSelector(self._path(folder), allow_not_found=True))
+        except OSError:
+            return []
+        return [i.path.rsplit("/", 1)[-1] for i in infos if i.type == pafs.FileType.File]
+
     def bytes(self, name: str = "") -> int:
         """Bytes of the objects below ``name`` (the whole index when empty)."""
         import pyarrow.fs as pafs

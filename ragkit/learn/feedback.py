@@ -1,0 +1,237 @@
+"""Feedback: what people said about what ragkit showed them, kept in the index's event log
+(``ragkit.store.events``) for ``ragkit learn``.
+
+Every result has a ``query_id``. A surface that shows results (the CLI, the session, ``ragkit serve``'s HTTP,
+MCP and web page) logs the query with the passages it showed (``query_event``); feedback then names the query
+and a passage by its rank, or the answer:
+
+- ``good`` / ``bad``, or a grade 0–3 (0 bad … 3 exactly right); ``good`` is 3, ``bad`` 0;
+- a passage opened after the query (``ragkit show passage``, ``GET /v1/documents/…?query_id=``, the session's
+  ``:open``) is a weak positive, grade 1, ``kind`` "open".
+
+A passage is kept by its document path, section and the content hash of its first chunk, so that feedback
+survives re-indexing; each event carries its time, its ``scope`` (the collections the asker may read, or the one
+a query was filtered to, or "all") and the token's name. A token may rate only what it may read, and only the
+queries it asked; its feedback trains only the model of its own scope, so it never changes what another team
+sees.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+import time
+from collections import defaultdict
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ragkit.errors import BadQuery, Forbidden, UnknownId
+from ragkit.records import QueryResult
+from ragkit.rerank.learned import ALL
+from ragkit.store.events import EventLog
+
+GRADES = {"good": 3, "bad": 0}
+OPENED = 1  # the grade of a passage opened after its query
+
+
+def new_query_id() -> str:
+    return secrets.token_hex(8)
+
+
+def content_hash(text: str) -> str:
+    return hashlib.sha1(" ".join(text.split()).encode()).hexdigest()[:16]
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def query_event(
+    result: QueryResult, k: int, filters: dict[str, Any], scope: str, token: str | None, source: str
+) -> dict[str, Any]:
+    """The log line of a query as it was shown: its text, settings and passages (each by path, section and
+    its first chunk's content hash)."""
+    texts = {h.chunk_id: h.text for h in result.hits}
+    passages = [
+        {
+            "rank": p.rank,
+            "path": p.path,
+            "section": p.section,
+            "hash": content_hash(texts.get(p.chunk_ids[0], p.text) if p.chunk_ids else p.text),
+            "collection": p.collection,
+            "section_id": p.section_id,
+        }
+        for p in result.passages
+    ]
+    return {
+        "type": "query",
+        "id": result.query_id,
+        "time": _now(),
+        "query": result.query,
+        "strategy": result.strategy,
+        "k": k,
+        "filters": {key: v for key, v in filters.items() if isinstance(v, str | int | float | bool)},
+        "language": result.plan.language,
+        "scope": scope,
+        "token": token,
+        "source": source,
+        "run": result.run,
+        "passages": passages,
+    }
+
+
+@dataclass
+class Judged:
+    """A logged query and the feedback given on it."""
+
+    query: dict[str, Any]
+    passages: list[dict[str, Any]] = field(default_factory=list)  # feedback events on passages, oldest first
+    answers: list[dict[str, Any]] = field(default_factory=list)  # feedback events on the answer
+
+    @property
+    def id(self) -> str:
+        return self.query["id"]
+
+    def grades(self) -> dict[tuple[str, str, str], int]:
+        """Each judged passage's grade, by (path, section, hash): the latest explicit one, else opened (1)."""
+        out: dict[tuple[str, str, str], int] = {}
+        explicit: set[tuple[str, str, str]] = set()
+        for e in self.passages:
+            key = (e["path"], e["section"], e["hash"])
+            if e.get("kind") == "open":
+                if key not in explicit:
+                    out[key] = max(out.get(key, 0), OPENED)
+            else:
+                out[key] = int(e["grade"])
+                explicit.add(key)
+        return out
+
+
+class Feedback:
+    """The feedback of the index at ``index_dir``: logging queries, taking feedback, reading it back."""
+
+    def __init__(self, index_dir: Path):
+        self.log = EventLog(index_dir)
+        self._queries: dict[str, dict[str, Any]] = {}
+        self._offset = 0  # how far ``_queries`` has read the local log
+
+    def log_query(self, event: dict[str, Any]) -> None:
+        self.log.append([event])
+
+    def queries(self) -> dict[str, dict[str, Any]]:
+        """The logged queries by id (a local log is read on from where the last call stopped)."""
+        events, offset = self.log.read_from(self._offset)
+        if offset == 0:  # (object storage: read whole)
+            self._queries = {}
+        self._offset = offset
+        self._queries.update((e["id"], e) for e in events if e.get("type") == "query" and "id" in e)
+        return self._queries
+
+    def give(
+        self,
+        query_id: str,
+        *,
+        rank: int | None = None,
+        grade: int | str = "good",
+        kind: str = "explicit",
+        source: str = "cli",
+        token: str | None = None,
+        readable: Iterable[str] | None = None,
+        queries: dict[str, dict[str, Any]] | None = None,
+    ) -> dict[str, Any]:
+        """Record feedback on passage ``rank`` of query ``query_id`` (its answer when ``rank`` is None) and
+        return the event. ``readable``: a token's collections (it may rate only the queries it asked and the
+        passages it may read). Raises ``UnknownId`` for a query the log does not hold, ``BadQuery`` for a rank
+        it did not show or a grade out of 0–3, ``Forbidden`` for another's query or a passage out of scope."""
+        value = GRADES.get(grade, grade) if isinstance(grade, str) else grade
+        if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= 3:
+            raise BadQuery(f"grade: good, bad or 0–3, not {grade!r}")
+        asked = (queries if queries is not None else self.queries()).get(query_id)
+        if asked is None:
+            raise UnknownId(f"no query {query_id!r} in this index's log", hint="give the query_id a result carries")
+        if readable is not None and asked.get("token") != token:
+            raise Forbidden(f"query {query_id} was not asked with this token")
+        event = {
+            "type": "feedback",
+            "query_id": query_id,
+            "time": _now(),
+            "target": "answer" if rank is None else "passage",
+            "grade": value,
+            "kind": kind,
+            "source": source,
+            "token": token,
+            "scope": asked.get("scope", ALL),
+        }
+        if rank is not None:
+            shown = {p["rank"]: p for p in asked.get("passages", [])}
+            if rank not in shown:
+                raise BadQuery(f"query {query_id} showed passages 1–{len(shown)}, not {rank}")
+            passage = shown[rank]
+            if readable is not None and passage.get("collection") not in set(readable):
+                raise Forbidden(f"passage {rank} of query {query_id} is outside this token's collections")
+            event |= {k: passage[k] for k in ("rank", "path", "section", "hash", "collection")}
+        self.log.append([event])
+        return event
+
+    def give_many(self, rows: Iterable[dict[str, Any]], source: str = "file") -> int:
+        """Bulk feedback (``ragkit feedback --file``): rows ``{"query_id", "rank"?, "grade" | "good": bool}``;
+        every row is checked before any is written."""
+        queries = self.queries()
+        events = []
+        for n, row in enumerate(rows, start=1):
+            if not isinstance(row, dict) or "query_id" not in row:
+                raise BadQuery(f"line {n}: an object with a query_id is required")
+            grade = row.get("grade", "good" if row.get("good", True) else "bad")
+            try:
+                events.append((row["query_id"], row.get("rank"), grade))
+                self._check(queries, *events[-1])
+            except (BadQuery, UnknownId) as exc:
+                raise BadQuery(f"line {n}: {exc}") from exc
+        for query_id, rank, grade in events:
+            self.give(query_id, rank=rank, grade=grade, source=source, queries=queries)
+        return len(events)
+
+    @staticmethod
+    def _check(queries, query_id, rank, grade) -> None:
+        value = GRADES.get(grade, grade) if isinstance(grade, str) else grade
+        if not isinstance(value, int) or not 0 <= value <= 3:
+            raise BadQuery(f"grade: good, bad or 0–3, not {grade!r}")
+        if query_id not in queries:
+            raise UnknownId(f"no query {query_id!r} in this index's log")
+        if rank is not None and rank not in {p["rank"] for p in queries[query_id].get("passages", [])}:
+            raise BadQuery(f"query {query_id} showed no passage {rank}")
+
+    def judged(self, scope: str | None = None) -> list[Judged]:
+        """The logged queries that got feedback (of ``scope``, or all), each with its feedback."""
+        queries: dict[str, dict[str, Any]] = {}
+        given: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for e in self.log.read():
+            if e.get("type") == "query" and "id" in e:
+                queries[e["id"]] = e
+            elif e.get("type") == "feedback":
+                given[e.get("query_id")].append(e)
+        out = []
+        for qid, events in given.items():
+            q = queries.get(qid)
+            if q is None or (scope is not None and q.get("scope", ALL) != scope):
+                continue
+            j = Judged(q)
+            for e in events:
+                (j.answers if e.get("target") == "answer" else j.passages).append(e)
+            out.append(j)
+        return out
+
+    def export(self, out: Path) -> int:
+        """Every event as JSON lines into ``out``; how many."""
+        n = 0
+        with Path(out).open("w") as fh:
+            for e in self.log.read():
+                fh.write(json.dumps(e, ensure_ascii=False) + "\n")
+                n += 1
+        return n
+
+    def events(self) -> Iterator[dict[str, Any]]:
+        return self.log.read()

@@ -1,0 +1,90 @@
+"""A PDF page as a picture, with the text an answer quotes marked on it: what the search page shows when a
+passage of a PDF is opened (``GET /v1/documents/{path}/pages/{n}.png?mark=…``).
+
+PDFium (pypdfium2) renders the page; the quoted text is found on the page's own text layer, a few words at a time
+(a quote's line-end hyphens were joined and its spaces normalised, so the whole rarely matches the page's text as
+it is), and each place found is painted over in a translucent yellow. Pictures are kept in
+``$RAGKIT_CACHE/pages/``, named by the file's content hash, the page, the scale and the marked text: a page is
+rendered once however often it is opened.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import re
+from pathlib import Path
+
+from ragkit.cache import cache_root
+from ragkit.errors import BadQuery, UnknownId
+
+SCALE = 1.5  # 108 dpi: an A4 page 893 × 1263 pixels
+WORDS = 5  # the quote is looked for in runs of this many words
+MARK = (255, 210, 77, 110)  # RGBA over the page
+
+
+def render_page(source: Path, content_hash: str, number: int, mark: str = "") -> bytes:
+    """Page ``number`` (1-based) of the PDF at ``source`` as PNG bytes, ``mark``'s text marked."""
+    digest = hashlib.sha1(f"{content_hash}:{number}:{SCALE}:{mark}".encode()).hexdigest()[:24]
+    cached = cache_root() / "pages" / f"{digest}.png"
+    if cached.is_file():
+        return cached.read_bytes()
+    data = _render(source, number, mark)
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    part = cached.with_suffix(f".{os.getpid()}.part")
+    part.write_bytes(data)
+    part.replace(cached)
+    return data
+
+
+def _render(source: Path, number: int, mark: str) -> bytes:
+    import pypdfium2 as pdfium
+    from PIL import Image, ImageDraw
+
+    try:
+        pdf = pdfium.PdfDocument(str(source))
+    except (pdfium.PdfiumError, OSError) as exc:
+        raise UnknownId(f"cannot open {source.name} as a PDF: {exc}") from exc
+    try:
+        if not 1 <= number <= len(pdf):
+            raise BadQuery(f"{source.name} has pages 1–{len(pdf)}, not {number}")
+        page = pdf[number - 1]
+        image = page.render(scale=SCALE).to_pil().convert("RGBA")
+        rects = _places(page, mark) if mark.strip() else []
+        if rects:
+            overlay = Image.new("RGBA", image.size, (0, 0, 0, 0))
+            draw = ImageDraw.Draw(overlay)
+            height = page.get_height()
+            for left, bottom, right, top in rects:
+                draw.rectangle(
+                    [left * SCALE, (height - top) * SCALE, right * SCALE, (height - bottom) * SCALE], fill=MARK
+                )
+            image = Image.alpha_composite(image, overlay)
+        out = io.BytesIO()
+        image.convert("RGB").save(out, format="PNG", optimize=True)
+        return out.getvalue()
+    finally:
+        pdf.close()
+
+
+def _places(page, mark: str) -> list[tuple[float, float, float, float]]:
+    """The rectangles (PDF points) of the page's text where runs of ``WORDS`` words of ``mark`` stand."""
+    words = re.findall(r"\S+", mark)
+    textpage = page.get_textpage()
+    rects: list[tuple[float, float, float, float]] = []
+    try:
+        for start in range(0, max(len(words) - WORDS, 0) + 1, WORDS):
+            run = " ".join(words[start : start + WORDS])
+            if len(run) < 4:
+                continue
+            searcher = textpage.search(run, match_case=False, match_whole_word=False)
+            found = searcher.get_next()
+            if found:
+                index, count = found
+                n = textpage.count_rects(index, count)
+                rects += [textpage.get_rect(i) for i in range(n)]
+            searcher.close()
+    finally:
+        textpage.close()
+    return rects

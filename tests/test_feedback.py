@@ -1,0 +1,301 @@
+"""ragkit learns from the people who use it: every result has a query_id, feedback on its passages and answer is
+kept in the index (surviving re-indexing), ``ragkit learn`` fits a ranker and adopts it only when held-out
+queries rank better, and a loud user moves nobody else's results. Unit tests with the fake embedder; the CLI
+through a subprocess."""
+
+import json
+import multiprocessing
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from ragkit import api
+from ragkit.config import QueryConfig
+from ragkit.errors import BadQuery, Forbidden, UnknownId
+from ragkit.learn import ranker as ranking
+from ragkit.learn.feedback import Feedback
+from ragkit.learned import Trees
+from ragkit.rerank.learned import RANK_FEATURES, Ranker, scope_of
+from ragkit.store.events import EventLog
+from tests.conftest import write
+
+TOPICS = {  # 24 small documents, each answering one question in its own words
+    f"topic{i:02d}.md": (f"# Rule {i}\n\n## Scope\n\nThis rule concerns the {w} desk in building {i}.\n\n"
+                         f"## Limit\n\nThe {w} desk may hold at most {i + 2} folders.\n")
+    for i, w in enumerate(
+        "amber basil cedar dahlia ember fennel garnet hazel indigo juniper kelp lilac "
+        "mango nutmeg olive pepper quartz rosemary saffron thyme umber violet walnut yarrow".split()
+    )
+}  # fmt: skip
+QUESTIONS = [f"How many folders may the {w} desk hold?" for w in (
+    "amber basil cedar dahlia ember fennel garnet hazel indigo juniper kelp lilac "
+    "mango nutmeg olive pepper quartz rosemary saffron thyme umber violet walnut yarrow").split()]  # fmt: skip
+
+
+@pytest.fixture
+def reader(tmp_path, index_with):
+    root = tmp_path / "rules"
+    for name, text in TOPICS.items():
+        write(root, name, text)
+    return index_with(root)[1]
+
+
+def reopen(reader):
+    return api.open_index(reader.index_dir, embedder=reader.embedder)
+
+
+def asked(reader, text: str, **cfg):
+    cfg = QueryConfig(**{"k": 5, **cfg})
+    result = api.query(reader, text, cfg)
+    assert api.log_query(reader, result, cfg)
+    return result
+
+
+def test_every_result_has_a_query_id_and_its_passages_are_kept_by_path_section_and_content(reader):
+    result = asked(reader, QUESTIONS[3])
+    assert len(result.query_id) == 16 and result.query_id != asked(reader, QUESTIONS[3]).query_id
+    logged = Feedback(reader.index_dir).queries()[result.query_id]
+    assert logged["query"] == QUESTIONS[3] and logged["scope"] == "all"
+    first = logged["passages"][0]
+    assert {"rank", "path", "section", "hash", "collection", "section_id"} <= set(first)
+    assert first["path"] == result.passages[0].path and len(first["hash"]) == 16
+
+
+def test_feedback_is_checked_before_it_is_kept(reader):
+    result = asked(reader, QUESTIONS[0])
+    event = api.feedback(reader.index_dir, result.query_id, 1, "good")
+    assert event["grade"] == 3 and event["target"] == "passage" and event["path"] == result.passages[0].path
+    assert api.feedback(reader.index_dir, result.query_id, None, 0)["target"] == "answer"
+    with pytest.raises(UnknownId):
+        api.feedback(reader.index_dir, "0" * 16, 1, "good")
+    with pytest.raises(BadQuery):
+        api.feedback(reader.index_dir, result.query_id, 99, "good")
+    with pytest.raises(BadQuery):
+        api.feedback(reader.index_dir, result.query_id, 1, 7)
+    with pytest.raises(Forbidden):  # a token rates only what it asked
+        api.feedback(reader.index_dir, result.query_id, 1, "good", token="team-a", readable=("default",))
+    kinds = [e["type"] for e in EventLog(reader.index_dir).read()]
+    assert kinds == ["query", "feedback", "feedback"]  # the refused ones left nothing
+
+
+def test_a_token_rates_only_its_own_queries_and_what_it_may_read(reader):
+    cfg = QueryConfig(k=5, readable=("default",))
+    result = api.query(reader, QUESTIONS[1], cfg)
+    api.log_query(reader, result, cfg, token="team-a")
+    event = api.feedback(reader.index_dir, result.query_id, 1, "good", token="team-a", readable=("default",))
+    assert event["scope"] == scope_of(("default",)) == "collections:default" and event["token"] == "team-a"
+    with pytest.raises(Forbidden):  # the passage's collection is not this token's
+        api.feedback(reader.index_dir, result.query_id, 1, "good", token="team-a", readable=("other",))
+    assert [j.id for j in Feedback(reader.index_dir).judged("collections:default")] == [result.query_id]
+    assert Feedback(reader.index_dir).judged("all") == []  # it trains its scope's model only
+
+
+def _append(args):
+    path, n = args
+    log = EventLog(path)
+    for i in range(n):
+        log.append([{"type": "feedback", "n": i, "pad": "x" * 3000}])
+
+
+def test_processes_appending_at_once_never_interleave_lines(tmp_path):
+    with multiprocessing.get_context("spawn").Pool(4) as pool:
+        pool.map(_append, [(tmp_path, 50)] * 4)
+    events = list(EventLog(tmp_path).read())
+    assert len(events) == 200 and all(len(e["pad"]) == 3000 for e in events)
+
+
+def test_feedback_survives_reindexing_and_export_and_bulk_files_round_trip(reader, tmp_path, index_with):
+    result = asked(reader, QUESTIONS[2])
+    api.feedback(reader.index_dir, result.query_id, 1, "good")
+    (tmp_path / "rules" / "topic23.md").write_text("# Rule 23\n\n## Scope\n\nChanged text about the yarrow desk.\n")
+    index_with(tmp_path / "rules")  # a new run
+    assert [j.id for j in Feedback(reader.index_dir).judged()] == [result.query_id]
+    out = tmp_path / "events.jsonl"
+    assert api.feedback_export(reader.index_dir, out) == 2
+    rows = tmp_path / "labels.jsonl"
+    rows.write_text(json.dumps({"query_id": result.query_id, "rank": 2, "good": False}) + "\n")
+    assert api.feedback_file(reader.index_dir, rows) == 1
+    rows.write_text(json.dumps({"query_id": result.query_id, "rank": 42}) + "\n")
+    with pytest.raises(BadQuery, match="line 1"):
+        api.feedback_file(reader.index_dir, rows)
+
+
+def _groups(n: int, flip: bool, seed: int) -> list[ranking.Group]:
+    """Synthetic judged queries: the relevant candidate has feature ``dense`` high (or low when ``flip``)."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for q in range(n):
+        X = rng.random((12, len(RANK_FEATURES)))
+        labels = np.ones(12, dtype=np.int32)
+        best = int(np.argmax(X[:, RANK_FEATURES.index("dense")] * (-1 if flip else 1)))
+        labels[best] = 4
+        out.append(ranking.Group(f"q{seed}-{q}", "all", X, labels, np.arange(12)))
+    return out
+
+
+def test_the_guard_adopts_a_better_model_and_refuses_a_worse_one():
+    good, model = ranking.decide("all", _groups(60, False, 1), None, min_queries=20)
+    assert good.adopted and good.after["top1"] > good.before["top1"] and model is not None
+    # fitted on queries where high "dense" wins, held out on queries where it loses: refused
+    mixed = _groups(60, False, 2)
+    fit_part, held = ranking.split(mixed)
+    flipped = {g.query for g in held}
+    mixed = [g if g.query not in flipped else _groups(1, True, hash(g.query) % 1000)[0].__class__(
+        g.query, g.scope, g.X, np.where(np.arange(12) == np.argmin(g.X[:, RANK_FEATURES.index("dense")]), 4, 1),
+        g.default) for g in mixed]  # fmt: skip
+    worse, _ = ranking.decide("all", mixed, None, min_queries=20)
+    assert not worse.adopted and worse.after["ndcg@10"] <= worse.before["ndcg@10"]
+    few, _ = ranking.decide("all", _groups(8, False, 3), None, min_queries=20)
+    assert not few.adopted and "needed" in few.reason
+
+
+def test_an_adopted_ranker_is_used_explained_shown_and_reset(reader):
+    before = [p.path for p in asked(reader, QUESTIONS[5]).passages]
+    groups = [g for g in _groups(40, False, 4)]
+    outcome, model = ranking.decide("all", groups, None, min_queries=20)
+    assert outcome.adopted
+    ranking.adopt(reader.index_dir, "all", model, outcome)
+    reader = reopen(reader)
+    result = api.query(reader, QUESTIONS[5], QueryConfig(k=5))
+    assert result.plan.rerank["learned"]["scope"] == "all" and result.plan.rerank["learned"]["version"] == 1
+    assert "learned" in result.passages[0].features and "default" in result.passages[0].features
+    stats = api.stats(reader)["learned"]["scopes"]["all"]
+    assert stats["version"] == 1 and stats["queries"] == 40 and stats["after"]["top1"] >= stats["before"]["top1"]
+    assert api.unlearn(reader) == 1
+    reader = reopen(reader)
+    assert [p.path for p in api.query(reader, QUESTIONS[5], QueryConfig(k=5)).passages] == before
+    assert "learned" not in api.query(reader, QUESTIONS[5], QueryConfig(k=5)).plan.rerank
+
+
+def test_a_ranker_file_from_another_version_or_of_other_features_is_refused(tmp_path):
+    from ragkit.learned import ModelFileError
+    from ragkit.rerank.learned import load
+
+    trees = Trees(("a",), *(np.zeros(1, dtype=t) for t in (np.int32, float, np.int32, np.int32, bool, float)),
+                  np.zeros(1, dtype=np.int32), 0)  # fmt: skip
+    ranker = Ranker(trees, np.zeros(1), np.ones(1))
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(ranker.to_json()))
+    with pytest.raises(ModelFileError, match="features"):
+        load(path)
+
+
+def test_a_loud_user_moves_nobody_elses_results(reader):
+    """Every question clicked once on its own rule (a good click; a bad one on the passage above it), and one
+    question clicked "good" 100 times on an unrelated rule: whatever is learned, that rule enters no other
+    question's top 3."""
+    for text in QUESTIONS[1:]:
+        result = asked(reader, text, learned=False)
+        word = text.split()[5]
+        rank = next((p.rank for p in result.passages if word in p.text), None)
+        if rank:
+            api.feedback(reader.index_dir, result.query_id, rank, "good")
+            if rank > 1:
+                api.feedback(reader.index_dir, result.query_id, rank - 1, "bad")
+    loud = asked(reader, QUESTIONS[0], learned=False)
+    victim = loud.passages[-1]
+    for _ in range(100):
+        api.feedback(reader.index_dir, loud.query_id, victim.rank, "good")
+    judged = Feedback(reader.index_dir).judged()
+    assert sum(len(j.passages) for j in judged) >= 100 + len(QUESTIONS) - 1
+
+    def holding_it() -> set[str]:
+        """The other questions with the clicked passage in their top 3."""
+        tops = {t: api.query(reader, t, QueryConfig(k=3, log=False)).passages for t in QUESTIONS[1:]}
+        return {t for t, top in tops.items() if any(p.path == victim.path and p.section == victim.section for p in top)}
+
+    before = holding_it()
+    outcomes = api.learn(reader, min_queries=5)
+    reader = reopen(reader)
+    assert outcomes and outcomes[0].queries == len(judged)  # the loud question counts once
+    assert holding_it() <= before
+
+
+@pytest.mark.integration
+def test_the_cli_logs_rates_opens_learns_and_shows(tmp_path):
+    root = tmp_path / "rules"
+    for name, text in list(TOPICS.items())[:6]:
+        write(root, name, text)
+    idx = str(tmp_path / "idx")
+    run = [sys.executable, "-m", "ragkit"]
+    subprocess.run([*run, "index", str(root), "--index", idx], check=True, capture_output=True)
+    out = subprocess.run(
+        [*run, "query", "--json", QUESTIONS[2], "--index", idx], check=True, capture_output=True, text=True
+    )
+    qid = json.loads(out.stdout)["query_id"]
+    lines = subprocess.run(
+        [*run, "query", "--jsonl", QUESTIONS[2], "--index", idx], check=True, capture_output=True, text=True
+    )
+    assert all(json.loads(line)["query_id"] for line in lines.stdout.splitlines())
+    done = subprocess.run([*run, "feedback", qid, "-p", "1", "--good", "--index", idx], capture_output=True, text=True)
+    assert done.returncode == 0 and "graded 3" in done.stdout
+    bad = subprocess.run([*run, "feedback", qid, "-p", "1", "--index", idx], capture_output=True, text=True)
+    assert bad.returncode == 6 and "--good" in bad.stderr  # one of --good, --bad, --grade
+    opened = subprocess.run([*run, "show", "passage", qid, "2", "--index", idx], capture_output=True, text=True)
+    assert opened.returncode == 0 and "folders" in opened.stdout
+    learned = subprocess.run([*run, "learn", "--index", idx, "--json"], capture_output=True, text=True)
+    assert learned.returncode == 0 and json.loads(learned.stdout)[0]["reason"] == "1 judged queries, 20 needed"
+    export = tmp_path / "out.jsonl"
+    subprocess.run([*run, "feedback", "--export", str(export), "--index", idx], check=True, capture_output=True)
+    kinds = [json.loads(line).get("kind") for line in export.read_text().splitlines() if '"feedback"' in line]
+    assert kinds == ["explicit", "open"]
+
+
+# ---- ragkit serve: feedback over HTTP and MCP, scoped like reads
+
+
+def _flipping_ranker() -> Ranker:
+    """A ranker that puts the candidates the fusion ranked low first (one split on ``fused_rank``)."""
+    f = RANK_FEATURES.index("fused_rank")
+    trees = Trees(
+        RANK_FEATURES,
+        np.array([f, -1, -1], dtype=np.int32),
+        np.array([0.3, 0.0, 0.0]),
+        np.array([1, 1, 2], dtype=np.int32),
+        np.array([2, 1, 2], dtype=np.int32),
+        np.array([True, False, False]),
+        np.array([0.0, 10.0, -10.0]),
+        np.array([0], dtype=np.int32),
+        1,
+    )
+    return Ranker(trees, np.full(len(RANK_FEATURES), -1e9), np.full(len(RANK_FEATURES), 1e9))
+
+
+@pytest.mark.integration
+def test_feedback_through_a_real_server_is_scoped_like_reads(tmp_path):
+    from tests.team import QUESTIONS as TEAM_QUESTIONS
+    from tests.team import build_index, serve, tokens_file
+
+    index = build_index(tmp_path / "src", tmp_path / "idx")
+    tokens, env = tokens_file(tmp_path / "tokens.toml")
+    with serve(index, tmp_path / "server.log", "--tokens", str(tokens), env=env) as srv:
+        a, b = srv.token("a"), srv.token("b")
+        question = TEAM_QUESTIONS[0]
+        _, out_a = srv.call("/v1/query", {"query": question, "k": 5, "strategy": "hybrid"}, token=a)
+        _, b_before = srv.call("/v1/query", {"query": question, "k": 5, "strategy": "hybrid"}, token=b)
+        qid = out_a["query_id"]
+        status, kept = srv.call("/v1/feedback", {"query_id": qid, "rank": 1, "good": True}, token=a)
+        assert status == 200 and kept["event"]["grade"] == 3
+        assert srv.call("/v1/feedback", {"query_id": qid, "rank": 1, "grade": 0}, token=b)[0] == 403  # not B's
+        assert srv.call("/v1/feedback", {"query_id": qid, "rank": 1}, token=None)[0] == 401
+        assert srv.call("/v1/feedback", {"query_id": qid, "rank": 99}, token=a)[0] == 400
+        assert srv.call("/v1/feedback", {"query_id": "f" * 16, "rank": 1}, token=a)[0] == 404
+        path = out_a["passages"][1]["document"]["path"]
+        assert srv.call(f"/v1/documents/{path}?query_id={qid}&rank=2", token=a)[0] == 200  # a click
+        events = [e for e in EventLog(index).read() if e["type"] == "feedback"]
+        assert [(e["token"], e["kind"], e["rank"]) for e in events] == [
+            ("team-a", "explicit", 1),
+            ("team-a", "open", 2),
+        ]
+        scope_a = events[0]["scope"]
+        assert scope_a == "collections:" + ",".join(sorted(["default", "laws", "team-a"]))
+        # a model learned from A's feedback is A's scope's: A's ranking moves, B's does not
+        outcome = ranking.Outcome(scope_a, 20, before={"ndcg@10": 0, "top1": 0}, after={"ndcg@10": 1, "top1": 1})
+        ranking.adopt(index, scope_a, _flipping_ranker(), outcome)
+        _, a_after = srv.call("/v1/query", {"query": question, "k": 5, "strategy": "hybrid"}, token=a)
+        _, b_after = srv.call("/v1/query", {"query": question, "k": 5, "strategy": "hybrid"}, token=b)
+        ids = lambda out: [p["chunk_ids"] for p in out["passages"]]  # noqa: E731
+        assert ids(a_after) != ids(out_a) and a_after["plan"]["rerank"]["learned"]["scope"] == scope_a
+        assert ids(b_after) == ids(b_before) and "learned" not in b_after["plan"]["rerank"]

@@ -1,0 +1,131 @@
+"""A real browser on the search page of a real ``ragkit serve`` (tests/test_web.py, scripts/bench_web.py):
+Debian's headless chromium driven by selenium through Debian's chromedriver, nothing fetched from outside.
+
+The index is tests/team.py's two workspaces with two more documents: a PDF of team A (a manual whose page the
+page renders) and a note of team A holding markup (``<script>``, ``onerror=``) that must show as text.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from contextlib import contextmanager
+from pathlib import Path
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
+HOSTILE = (
+    "# Markup in a note\n\n## Tags\n\nThe Amberfield wiki once held <script>window.pwned=1</script> and "
+    '<img src=x onerror="window.pwned=2"> in a page about the Zeppelin crate; both must show as text.\n'
+)
+MANUAL_QUOTE = "Forklifts at the Amberfield Depot must stop at the yellow line before the loading dock."
+
+
+def available() -> bool:
+    return Path(CHROMIUM).is_file() and Path(CHROMEDRIVER).is_file()
+
+
+def write_extra(src: Path) -> None:
+    """Team A's manual (a PDF with a known sentence on page 2) and its note with markup."""
+    from tests.documents import Page, Spec, write_pdf
+
+    folder = src / "alpha"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "markup-note.md").write_text(HOSTILE)
+    spec = Spec(
+        "Amberfield Depot Safety Manual",
+        [
+            Page("Depot safety", 1, ["Every worker at the Amberfield Depot wears a helmet in the yard."]),
+            Page("Forklift rules", 1, [MANUAL_QUOTE, "A forklift may carry at most two Orion crates at once."]),
+        ],
+    )
+    write_pdf(spec, folder / "safety-manual.pdf")
+
+
+def build(root: Path) -> Path:
+    """tests/team.py's index with the extra documents of team A."""
+    from dataclasses import replace
+
+    from ragkit import api
+    from ragkit.config import IndexConfig
+    from tests.team import COLLECTIONS, write_corpus
+
+    folders = write_corpus(root / "src")
+    write_extra(root / "src")
+    index_dir = root / "idx"
+    for folder, collection in COLLECTIONS.items():
+        cfg = IndexConfig() if collection is None else replace(IndexConfig(), collection=collection)
+        api.index([folders[folder]], index_dir, cfg)
+    return index_dir
+
+
+@contextmanager
+def browser(profile: Path, language: str = "en-US", width: int = 1280, height: int = 900):
+    """Headless chromium (no network beyond loopback: background services off), its console kept."""
+    os.environ.setdefault("SE_OFFLINE", "true")
+    os.environ.setdefault("SE_AVOID_STATS", "true")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-default-apps",
+        "--disable-extensions",
+        f"--user-data-dir={profile}",
+        f"--lang={language}",
+        f"--window-size={width},{height}",
+    ):
+        opts.add_argument(flag)
+    opts.add_experimental_option("prefs", {"intl.accept_languages": language})
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
+    driver.set_page_load_timeout(60)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def console_errors(driver) -> list[str]:
+    return [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+
+
+def wait_for(driver, css: str, seconds: float = 60.0, visible: bool = True):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    condition = ec.visibility_of_element_located if visible else ec.presence_of_element_located
+    return WebDriverWait(driver, seconds).until(condition((By.CSS_SELECTOR, css)))
+
+
+def sign_in(driver, url: str, token: str) -> None:
+    from selenium.webdriver.common.by import By
+
+    driver.get(url)
+    wait_for(driver, "#sign-in")
+    driver.find_element(By.ID, "token").send_keys(token)
+    driver.find_element(By.ID, "sign-in-button").click()
+    wait_for(driver, "#q")
+
+
+def search(driver, text: str, seconds: float = 120.0) -> None:
+    """Type ``text`` and press Enter; wait until the results (or "nothing found") are painted."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    before = driver.execute_script("return window.ragkitTimings.length")
+    box = driver.find_element(By.ID, "q")
+    box.clear()
+    box.send_keys(text, Keys.ENTER)
+    WebDriverWait(driver, seconds).until(lambda d: d.execute_script("return window.ragkitTimings.length") > before)
