@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +43,7 @@ from ragkit.retrieve.pipeline import retrieve as run_retrieval
 from ragkit.retrieve.strategies import hippo
 from ragkit.store import browse, remote, sizes
 from ragkit.store import check as checker
+from ragkit.store.manifest import Manifest
 from ragkit.store.reader import IndexReader
 from ragkit.text import query_language
 
@@ -202,7 +203,7 @@ def query(reader: IndexReader, text: str, cfg: QueryConfig | None = None) -> Que
         timings_ms={k: round(v, 2) for k, v in timings.items()},
         context=context,
         context_items=plan.context_items,
-        run=reader.manifest["last_run"]["id"],
+        run=reader.manifest.run_id,
         query_id=new_query_id(),
     )
 
@@ -339,7 +340,7 @@ def answer(
     when it fails while writing; the result and its passages are untouched either way."""
     language = query_language(result.query)
     evidence = Evidence.of(result, sources=_source_paths(reader, result))
-    idf = idf_of(reader.vocabulary, reader.manifest["counts"]["chunks"]) if reader else idf_of(None, 1000)
+    idf = idf_of(reader.vocabulary, reader.manifest.counts.chunks) if reader else idf_of(None, 1000)
     query_vector = result.plan.query_vector
     if query_vector is None and reader is not None:
         query_vector = reader.embedder.encode_query(result.query)
@@ -430,7 +431,8 @@ def stats(reader: IndexReader, readable: tuple[str, ...] | None = None) -> dict[
     run = last and {k: last[k] for k in ("id", "finished_at", "lance_version")}
     if readable is not None:
         common = {"index": remote.display(reader.index_dir), **counts, "doc_types": doc_types}
-        return {**common, "collections": collections, "embedder": reader.manifest["embedder"], "last_run": run}
+        embedder = asdict(reader.manifest.embedder)
+        return {**common, "collections": collections, "embedder": embedder, "last_run": run}
     size = sizes.index_bytes(reader.index_dir)
     source = sizes.source_bytes(reader)
     return {
@@ -442,7 +444,7 @@ def stats(reader: IndexReader, readable: tuple[str, ...] | None = None) -> dict[
         "source_bytes": source,
         "size_ratio": round(size / source, 2) if source else None,
         "bytes": sizes.component_bytes(reader),
-        "embedder": reader.manifest["embedder"],
+        "embedder": asdict(reader.manifest.embedder),
         "fill": _fill_progress(reader.manifest, counts["chunks"]),
         "learned": learned(reader),
         "last_run": last
@@ -458,9 +460,9 @@ def learned(reader: IndexReader) -> dict[str, Any]:
     return {"scopes": out, "shipped_default": ranking_shipped() is not None}
 
 
-def _fill_progress(manifest: dict[str, Any], chunks: int) -> dict[str, Any] | None:
+def _fill_progress(manifest: Manifest, chunks: int) -> dict[str, Any] | None:
     """A progressive index being filled: its full model and the chunks that have their full vector."""
-    spec = manifest.get("fill")
+    spec = manifest.fill
     if not spec:
         return None
     return {"model": spec["name"], "filled": spec["filled"], "total": chunks, "share": spec["filled"] / max(chunks, 1)}
@@ -587,9 +589,9 @@ def evaluate(
         )
         reader = open_index(folder)
         if embedder_factory:  # the model the index was built with ("auto" resolved by its first run)
-            built = replace(icfg, embed_model=reader.manifest["index_config"]["embed_model"])
+            built = replace(icfg, embed_model=reader.manifest.index_config["embed_model"])
             reader = open_index(folder, embedder=embedder_factory(built))
-        label = reader.manifest["embedder"]["name"] if len(models) > 1 else None
+        label = reader.manifest.embedder.name if len(models) > 1 else None
         results += _score_all(
             reader, ds, strategies, qcfg or QueryConfig(), k, reranks, rerank_models, rep, limit, label
         )
@@ -632,7 +634,7 @@ def _score_all(reader, ds, strategies, qcfg, k, reranks, rerank_models, rep, lim
                     "strategy": score.strategy,
                     **score.metrics,
                     "latency_ms": score.latency_ms,
-                    "embed_model": reader.manifest["embedder"]["spec"],
+                    "embed_model": reader.manifest.embedder.spec,
                     "rerank_model": rerank_model,
                 }
             )
@@ -673,7 +675,7 @@ def models(
     candidate (rerank), time to the first token and tokens/s (generate). A model that fails says why."""
     embed_spec = icfg.embed_model
     if index_dir is not None:
-        embed_spec = open_index(index_dir).manifest["embedder"]["spec"]
+        embed_spec = open_index(index_dir).manifest.embedder.spec
     if embed_spec == "auto":
         embed_spec = "bundled:all-MiniLM-L6-v2"  # (German and Swedish documents: bundled:multilingual-e5-small)
     roles = [("embed", embed_spec), ("rerank", qcfg.rerank_model), ("generate", qcfg.model or "bundled:gemma3-270m")]

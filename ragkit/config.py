@@ -60,7 +60,8 @@ def resolve_index_dir(index: str | Path | None) -> Path:
         return mirror.mirror_for(s)
     if "/" not in s and "\\" not in s and s not in (".", ".."):
         return DEFAULT_HOME / s
-    return Path(s).expanduser()
+    # absolute: "./idx" stays a folder however it is passed on (str(Path("./idx")) is "idx", a bare name)
+    return Path(s).expanduser().absolute()
 
 
 def parse_filters(items: list[str]) -> dict[str, str]:

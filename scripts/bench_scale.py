@@ -318,8 +318,8 @@ def _chunk_rows(index: Path) -> tuple[list[dict], dict]:
     from ragkit.store.lance import ChunkTable
     from ragkit.store.remote import lance_location
 
-    run = api.open_index(index).manifest["last_run"]
-    table = ChunkTable(lance_location(resolve_index_dir(str(index))), run["lance_table"], run["lance_version"])
+    run = api.open_index(index).manifest.last_run
+    table = ChunkTable(lance_location(resolve_index_dir(str(index))), run.lance_table, run.lance_version)
     cols = ["id", "document_id", "section_id", "chunk_index", "content", "line_start", "line_end", "path"]
     rows = sorted(table.ds.to_table(columns=cols).to_pylist(), key=lambda r: r["id"])
     ids, mat = table.all_vectors()

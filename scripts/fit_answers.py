@@ -131,7 +131,7 @@ def features(args) -> None:
         aset, reader = _reader(name, args.work)
         split = sets.split_of(name)
         cache = VectorCache(out / f"{name}.vectors.npz", reader.embedder.encode)
-        idf = idf_of(reader.vocabulary, reader.manifest["counts"]["chunks"])
+        idf = idf_of(reader.vocabulary, reader.manifest.counts.chunks)
         cfg = QueryConfig(k=K, answer=True, answer_mode="extract")
         X, y, qi, stats, meta = [], [], [], [], []
         asked = []  # per question: its units, the shortest holding its gold answer, its group, held out, language

@@ -31,7 +31,7 @@ def test_check_passes_finds_and_repairs(corpus, index_with):
     r = runner.invoke(app, ["check", "--index", idx])
     assert r.exit_code == 0 and "ok" in r.output
 
-    (reader.graph_dir / "entities.pkl").unlink()
+    (reader.graph_dir / "entities.npz").unlink()
     r = runner.invoke(app, ["check", "--index", idx, "--json"])
     assert r.exit_code == 7
     out = json.loads(r.output.splitlines()[0])

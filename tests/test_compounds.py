@@ -1,5 +1,7 @@
 """German and Swedish compounds: split by word frequency, indexed and searched by BM25 beside the words."""
 
+import dataclasses
+
 import pytest
 
 from ragkit import api
@@ -54,7 +56,7 @@ def test_bm25_finds_a_compound_by_its_parts_and_the_parts_by_a_compound(tmp_path
         "Stunden zwischen dreiundzwanzig Uhr und sechs Uhr umfasst und für alle Beschäftigten gilt.\n",
     )
     _, reader = index_with(root)
-    assert reader.manifest["fts_language"] == "German"
+    assert reader.manifest.fts_language == "German"
     for query in ("Pause", "Mittagspause", "mittagspause"):  # a part finds the compound; a compound's part
         hits = reader.chunks.fts_search(query, 5, None, compound_parts(query, "de", query=True))  # another
         assert hits and "Ruhepausen" in hits[0]["text"], query
@@ -83,7 +85,8 @@ def test_a_query_in_a_language_the_model_does_not_know_leans_on_bm25(tmp_path, i
     root = tmp_path / "de"
     write(root, "a.md", "# Arbeitszeit\n\n" + GERMAN + "\n")
     _, reader = index_with(root)
-    reader.manifest["embedder"]["name"] = "all-MiniLM-L6-v2"  # the bundled model: English only
+    english = dataclasses.replace(reader.manifest.embedder, name="all-MiniLM-L6-v2")  # the bundled model: English
+    reader.manifest = reader.manifest.but(embedder=english)
     r = api.query(reader, "Wie lange muss die Pause sein?", QueryConfig(strategy="hybrid", k=1))
     assert r.plan.fusion["alpha"] == QueryConfig().foreign_alpha
     assert any("does not know 'de'" in n for n in r.plan.planner_notes)

@@ -17,6 +17,7 @@ from ragkit.config import QueryConfig
 from ragkit.store import check as checker
 from ragkit.store.lance import ChunkTable
 from ragkit.store.layout import LANCE_DIR
+from ragkit.store.manifest import Manifest
 from tests.conftest import REPO, write
 from tests.fakes import FakeEmbedder
 
@@ -55,9 +56,9 @@ STEPS = [  # (module, function, before/after): where in the run the kill lands
 QUERIES = ["overtime limit per week", "rollback container image", "planning meeting", "parking badges"]
 
 
-def chunk_ids(index_dir: Path, manifest: dict | None = None) -> set[str]:
-    run = (manifest or api.open_index(index_dir, embedder=FakeEmbedder()).manifest)["last_run"]
-    table = ChunkTable(index_dir / LANCE_DIR, run["lance_table"], run["lance_version"])
+def chunk_ids(index_dir: Path, manifest: Manifest | None = None) -> set[str]:
+    run = (manifest or api.open_index(index_dir, embedder=FakeEmbedder()).manifest).last_run
+    table = ChunkTable(index_dir / LANCE_DIR, run.lance_table, run.lance_version)
     return {r["id"] for r in table.rows("true", limit=1 << 20)}
 
 
@@ -94,12 +95,12 @@ def test_a_run_killed_at_each_commit_step_leaves_a_whole_index(corpus, tmp_path)
         assert problems == [], (name, when, problems)
         reader = api.open_index(idx, embedder=FakeEmbedder())
         committed = name == "write_manifest" and when == "after"
-        assert reader.manifest["last_run"]["id"] == before["last_run"]["id"] + committed, (name, when)
+        assert reader.manifest.run_id == before.run_id + committed, (name, when)
         live = chunk_ids(idx, reader.manifest)
         assert (live != ids_before) if committed else (live == ids_before)
         for q in QUERIES:
             result = api.query(reader, q, QueryConfig(k=5, strategy="auto"))
-            assert result.run == reader.manifest["last_run"]["id"]
+            assert result.run == reader.manifest.run_id
             assert {c for p in result.passages for c in p.chunk_ids} <= live
         if not committed:
             assert facts["leftovers"] or name == "ChunkWriter.finish", (name, when)  # what the killed run wrote
@@ -112,7 +113,7 @@ def test_a_run_killed_at_each_commit_step_leaves_a_whole_index(corpus, tmp_path)
     api.index([corpus], clean, full=True, embedder_factory=lambda cfg: FakeEmbedder())
     assert chunk_ids(idx) == chunk_ids(clean)
     a, b = api.open_index(idx, embedder=FakeEmbedder()), api.open_index(clean, embedder=FakeEmbedder())
-    assert a.manifest["counts"] == b.manifest["counts"]
+    assert a.manifest.counts == b.manifest.counts
     assert top10(idx) == top10(clean)
 
 

@@ -209,16 +209,16 @@ def test_bm25_language_follows_the_text_and_stays_with_the_index(tmp_path, mixed
         "die elektronische Form ist ausgeschlossen.\n",
     )
     _, reader = index_with(root, name="de")
-    assert reader.manifest["fts_language"] == "German"
+    assert reader.manifest.fts_language == "German"
     hits = reader.chunks.fts_search("Kündigungen", 5, None)  # German stemming: plural finds singular
     assert hits, "German stemming found no Kündigung"
     _, reader = index_with(corpus, name="en")
-    assert reader.manifest["fts_language"] == "English"
+    assert reader.manifest.fts_language == "English"
     write(root, "c.md", "# Notes\n\nThe meeting moved to Tuesday and the agenda stays the same as before.\n")
     _, reader = index_with(root, name="de")
-    assert reader.manifest["fts_language"] == "German"  # an update keeps the index's language
+    assert reader.manifest.fts_language == "German"  # an update keeps the index's language
     _, reader = index_with(root, name="sv", cfg=IndexConfig(fts_language="English"))
-    assert reader.manifest["fts_language"] == "English"  # as configured
+    assert reader.manifest.fts_language == "English"  # as configured
 
 
 def test_an_index_in_an_older_format_is_rebuilt(corpus, index_with):
@@ -230,7 +230,7 @@ def test_an_index_in_an_older_format_is_rebuilt(corpus, index_with):
     with pytest.raises(Exception, match="index format"):
         api.open_index(reader.index_dir)
     summary, reader = index_with(corpus)
-    assert summary.new == 3 and reader.manifest["format_version"] == FORMAT_VERSION
+    assert summary.new == 3 and reader.manifest.format_version == FORMAT_VERSION
     assert any("rebuilding" in w for w in summary.warnings)
 
 
@@ -258,7 +258,7 @@ def test_a_configured_bm25_language_rebuilds_the_full_text_index(tmp_path, index
     _, reader = index_with(root, cfg=IndexConfig(fts_language="English"))
     assert not reader.chunks.fts_search("Kündigungen", 5, None)  # English stemming: no match for the plural
     summary, reader = index_with(root, cfg=IndexConfig(fts_language="German"))  # no file changed
-    assert reader.manifest["fts_language"] == "German" and reader.chunks.fts_search("Kündigungen", 5, None)
+    assert reader.manifest.fts_language == "German" and reader.chunks.fts_search("Kündigungen", 5, None)
     assert summary.unchanged == 1 and summary.new == 0
 
 

@@ -104,7 +104,7 @@ def test_declined_llm_extraction_writes_nothing(docs, tmp_path, fake):
             generator_factory=lambda c: FakeGenerator({}),
             confirm=lambda m: False,
         )
-    assert api.open_index(tmp_path / "idx", embedder=fake).manifest["counts"]["documents"] == 2
+    assert api.open_index(tmp_path / "idx", embedder=fake).manifest.counts.documents == 2
 
 
 def test_llm_summaries_are_written_above_the_extractive_report(tmp_path, fake):

@@ -140,7 +140,7 @@ def test_a_gguf_file_embeds_and_reranks_in_process(gguf, corpus, tmp_path):
         api.index([corpus], tmp_path / "idx", IndexConfig(embed_model=str(gguf)))
     summary = api.index([corpus], tmp_path / "idx", IndexConfig(embed_model=str(gguf)), full=True)
     reader = api.open_index(tmp_path / "idx")
-    assert reader.manifest["embedder"]["kind"] == "gguf" and len(reader.manifest["embedder"]["probe"]) == 3
+    assert reader.manifest.embedder.kind == "gguf" and len(reader.manifest.embedder.probe) == 3
     assert summary.chunks and api.query(reader, "rollback container image", QueryConfig(k=2)).passages
     ranker = load_reranker(str(gguf))
     assert isinstance(ranker, GgufReranker) and ranker.mode == "yes/no"  # a language model: asked yes or no

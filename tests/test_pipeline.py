@@ -145,14 +145,14 @@ def test_doc_type_and_collection_flags(corpus, index_with):
 
 def test_interrupt_while_embedding_writes_nothing(corpus, index_with, fake, monkeypatch):
     _, reader = index_with(corpus)
-    version = reader.manifest["last_run"]["lance_version"]
+    version = reader.manifest.last_run.lance_version
     write(corpus, "notes/extra.md", "# Extra\n\nSomething new.\n")
     monkeypatch.setattr(fake, "encode", lambda *a, **k: (_ for _ in ()).throw(KeyboardInterrupt()))
     with pytest.raises(KeyboardInterrupt):
         index_with(corpus)
     monkeypatch.undo()
     reader = api.open_index(reader.index_dir, embedder=fake)
-    assert reader.manifest["last_run"]["lance_version"] == version
+    assert reader.manifest.last_run.lance_version == version
     assert reader.chunks.version == version
 
 

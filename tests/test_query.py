@@ -77,9 +77,9 @@ def test_json_schema(reader):
 def _lancedb_table(reader):
     import lancedb
 
-    run = reader.manifest["last_run"]
-    table = lancedb.connect(str(reader.index_dir / "lance")).open_table(run["lance_table"])
-    table.checkout(run["lance_version"])
+    run = reader.manifest.last_run
+    table = lancedb.connect(str(reader.index_dir / "lance")).open_table(run.lance_table)
+    table.checkout(run.lance_version)
     return table
 
 

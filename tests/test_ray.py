@@ -24,8 +24,8 @@ def vectors(index_dir) -> dict[str, np.ndarray]:
 
 
 def table(index) -> ChunkTable:
-    run = api.open_index(index).manifest["last_run"]
-    return ChunkTable(lance_location(resolve_index_dir(str(index))), run["lance_table"], run["lance_version"])
+    run = api.open_index(index).manifest.last_run
+    return ChunkTable(lance_location(resolve_index_dir(str(index))), run.lance_table, run.lance_version)
 
 
 def same_index(a, b) -> None:

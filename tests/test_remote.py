@@ -181,7 +181,7 @@ def test_writers_on_two_machines_take_turns(s3, corpus, tmp_path):
     assert waiting.returncode == 0, err[-2000:]
     assert out.split() == ["1", "3"]  # it started from run 1: one new file
     assert "writer.lease" not in keys("turns/")  # given back
-    assert api.open_index(uri, embedder=fake).manifest["last_run"]["id"] == 2
+    assert api.open_index(uri, embedder=fake).manifest.run_id == 2
 
 
 def test_a_run_that_lost_its_lease_commits_nothing(s3, corpus, tmp_path, monkeypatch):
@@ -215,7 +215,7 @@ def test_a_run_that_lost_its_lease_commits_nothing(s3, corpus, tmp_path, monkeyp
         api.index([corpus], uri, embedder_factory=lambda cfg: fake)
     monkeypatch.setattr(pipeline, "write_derived", derived)
     reader = api.open_index(uri, embedder=fake)
-    assert reader.manifest["last_run"]["id"] == 2 and reader.manifest["counts"]["documents"] == 5  # the other's run
+    assert reader.manifest.run_id == 2 and reader.manifest.counts.documents == 5  # the other's run
     r = api.query(reader, "written on the other machine", QueryConfig(k=2, strategy="lexical"))
     assert r.passages[0].path.endswith("other.md")
     from ragkit.store import check as checker
@@ -239,7 +239,7 @@ def test_an_index_in_an_older_format_on_s3_is_rebuilt(s3, corpus, tmp_path):
     summary = api.index([corpus], uri, embedder_factory=lambda cfg: fake)
     assert summary.new == 3 and any("rebuilding" in w for w in summary.warnings)
     reader = api.open_index(uri, embedder=fake)
-    assert reader.manifest["format_version"] == FORMAT_VERSION and run_objects(keys("old/")) == {1}  # a new index
+    assert reader.manifest.format_version == FORMAT_VERSION and run_objects(keys("old/")) == {1}  # a new index
     assert api.query(reader, "rollback container image", QueryConfig(k=1)).passages[0].path.endswith("deploy.rst")
 
 

@@ -9,9 +9,10 @@ from ragkit.evaluate import documents_of, mrr_at, ndcg_at, percentile, recall_at
 from ragkit.ingest.discover import Undecodable, decode, discover
 from ragkit.ingest.doctype import infer_doc_type
 from ragkit.records import Hit
-from ragkit.retrieve.filters import NO_MATCH, build_where
+from ragkit.retrieve.filters import build_where
 from ragkit.retrieve.fusion import convex, weighted_rrf, with_graph
 from ragkit.retrieve.query_syntax import parse_query
+from ragkit.store.expr import Clause, readable
 
 
 def hit(cid, score=0.0, doc="d", sec="s", idx=0, tokens=10, ext=""):
@@ -58,13 +59,27 @@ def test_query_syntax():
 
 def test_where_clause():
     q = parse_query('"a.b" x -y')
-    where = build_where(q, {"doc_type": "Policy", "owner": "hr"}, lambda f: ["d1", "d2"])
+    prefilter = build_where(q, {"doc_type": "Policy", "owner": "hr"}, lambda f: ["d1", "d2"])
+    where = prefilter.lance()
     assert "lower(doc_type) = 'policy'" in where
     assert "document_id IN ('d1', 'd2')" in where
     assert r"regexp_like(content, '(?i)\ba\.b\b')" in where
     assert r"NOT regexp_like(content, '(?i)\by\b')" in where
-    assert build_where(q, {"owner": "x"}, lambda f: []) == NO_MATCH
-    assert build_where(parse_query("plain"), {}, lambda f: []) is None
+    assert [c.params for c in prefilter.clauses][0] == ("policy",)  # values travel apart from the SQL
+    assert build_where(q, {"owner": "x"}, lambda f: []).never
+    assert build_where(parse_query("plain"), {}, lambda f: []).lance() is None
+    assert build_where(parse_query("plain"), {}, lambda f: [], readable_collections=()).never
+
+
+def test_values_never_become_sql():
+    hostile = ["team'a", "x); DROP TABLE documents; --", "a' OR '1'='1", "null\0byte", "ÅÄÖ?"]
+    clause = readable(hostile)
+    sql, params = clause.duck()
+    assert sql == "lower(collection) IN (?, ?, ?, ?, ?)" and sorted(params) == sorted(h.lower() for h in hostile)
+    lance = clause.lance()
+    assert "'team''a'" in lance and "'a'' or ''1''=''1'" in lance and "\0" not in lance
+    with pytest.raises(ValueError):
+        Clause("a = ? AND b = ?", ("only one",))
     assert parse_filters(["a=b", "path=docs/*"]) == {"a": "b", "path": "docs/*"}
     with pytest.raises(BadQuery):
         parse_filters(["novalue"])
@@ -155,7 +170,7 @@ def test_config_file_and_index_dir(tmp_path):
         load_config(tmp_path)
     assert resolve_index_dir(None) == Path("indexes/default")
     assert resolve_index_dir("notes") == Path("indexes/notes")
-    assert resolve_index_dir("./x") == Path("x") and resolve_index_dir("/a/b") == Path("/a/b")
+    assert resolve_index_dir("./x") == Path.cwd() / "x" and resolve_index_dir("/a/b") == Path("/a/b")  # ./ is a folder
 
 
 def test_assembly_skips_irrelevant_neighbours_and_scores_coherence():

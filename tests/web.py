@@ -21,13 +21,28 @@ HOSTILE = (
 MANUAL_QUOTE = "Forklifts at the Amberfield Depot must stop at the yellow line before the loading dock."
 
 
+def _tests_module(name: str):
+    """tests/<name>.py, also where tests/ is no package on the path (scripts load this file by path)."""
+    import importlib.util
+    import sys
+
+    key = f"tests.{name}"
+    if key not in sys.modules:
+        spec = importlib.util.spec_from_file_location(key, Path(__file__).with_name(f"{name}.py"))
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[key] = module
+        spec.loader.exec_module(module)
+    return sys.modules[key]
+
+
 def available() -> bool:
     return Path(CHROMIUM).is_file() and Path(CHROMEDRIVER).is_file()
 
 
 def write_extra(src: Path) -> None:
     """Team A's manual (a PDF with a known sentence on page 2) and its note with markup."""
-    from tests.documents import Page, Spec, write_pdf
+    documents = _tests_module("documents")
+    Page, Spec, write_pdf = documents.Page, documents.Spec, documents.write_pdf
 
     folder = src / "alpha"
     folder.mkdir(parents=True, exist_ok=True)
@@ -48,7 +63,9 @@ def build(root: Path) -> Path:
 
     from ragkit import api
     from ragkit.config import IndexConfig
-    from tests.team import COLLECTIONS, write_corpus
+
+    team = _tests_module("team")
+    COLLECTIONS, write_corpus = team.COLLECTIONS, team.write_corpus  # noqa: N806
 
     folders = write_corpus(root / "src")
     write_extra(root / "src")

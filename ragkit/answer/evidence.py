@@ -13,8 +13,10 @@ words that matter in a question or a claim (English, German, Swedish).
 from __future__ import annotations
 
 import math
+import os
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 from ragkit.records import Hit, Passage, QueryResult
@@ -339,7 +341,25 @@ def _pages(first: Hit | None, last: Hit | None, p: Passage) -> list[int] | None:
     return p.pages
 
 
-_FILES: dict[str, list[str]] = {}
+FILE_LINES = 64  # source files whose lines are kept at once (the last asked for)
+
+
+def file_lines(path: str) -> list[str]:
+    """The lines of the source file at ``path`` as it is now: read again when its size or modification time
+    changed (a watched or re-indexed folder under ``ragkit serve``), at most ``FILE_LINES`` files kept."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return []
+    return _read_lines(path, st.st_mtime_ns, st.st_size)
+
+
+@lru_cache(maxsize=FILE_LINES)
+def _read_lines(path: str, mtime_ns: int, size: int) -> list[str]:
+    try:
+        return Path(path).read_text(errors="replace").split("\n")
+    except OSError:
+        return []
 
 
 def _lines(
@@ -353,12 +373,7 @@ def _lines(
     path = (sources or {}).get(p.document_id)
     if not path or p.pages:
         return begin, end
-    if path not in _FILES:
-        try:
-            _FILES[path] = Path(path).read_text(errors="replace").split("\n") if len(_FILES) < 256 else []
-        except OSError:
-            _FILES[path] = []
-    lines = _FILES[path][begin - 1 : end]
+    lines = file_lines(path)[begin - 1 : end]
     ws = words(sentence)
     if not lines or not ws:
         return begin, end

@@ -153,7 +153,7 @@ def run(reader, cfg, console, explain: bool = False, input=None, output=None) ->
     session = Session(reader, cfg, console, explain)
     prompt = PromptSession(history=FileHistory(str(reader.index_dir / ".query_history")), input=input, output=output)
     console.print(
-        f"[bold]ragkit[/] · {reader.index_dir} · {reader.manifest['counts']['documents']} documents · "
+        f"[bold]ragkit[/] · {reader.index_dir} · {reader.manifest.counts.documents} documents · "
         "type a question, :help for commands, Ctrl-D to leave"
     )
     while True:

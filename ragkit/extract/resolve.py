@@ -171,7 +171,7 @@ class Resolver:
     """Lookup tables over documents and sections (saved with each run: a change to what they hold changes
     ``FORMAT``, so that a reader builds them anew rather than read an older run's)."""
 
-    FORMAT = 2
+    FORMAT = 3  # 3: saved as plain data (``state``), not pickled
 
     def __init__(self, documents: list[dict[str, Any]], sections: list[dict[str, Any]]):
         self.docs = {d["id"]: d for d in documents}
@@ -209,6 +209,33 @@ class Resolver:
         self._abbreviations: dict[str, list[tuple[str, str]]] = {}  # first letter → (abbreviation, id)
         self._old: set[str] | None = None  # documents another supersedes (``_current``)
         self._keyed: dict[str, dict[tuple, list[dict[str, Any]]]] = {}  # per document: heading key → its sections
+
+    def state(self) -> dict[str, Any]:
+        """What the resolver holds once built, as plain data (saved with each run as msgpack: no pickle)."""
+        return {
+            "format": self.FORMAT,
+            "documents": list(self.docs.values()),
+            "sections": list(self.section_by_id.values()),
+            "by_law": self.by_law,
+        }
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> Resolver | None:
+        """The resolver ``state()`` saved, without building it again (None: another format's)."""
+        if state.get("format") != cls.FORMAT:
+            return None
+        resolver = cls.__new__(cls)
+        documents, sections = state["documents"], state["sections"]
+        resolver.docs = {d["id"]: d for d in documents}
+        resolver.by_source = {d["source_path"]: d["id"] for d in documents}
+        resolver.by_law = dict(state["by_law"])
+        resolver.sections_of = defaultdict(list)
+        for s in sorted(sections, key=lambda s: s["ord"]):
+            resolver.sections_of[s["document_id"]].append(s)
+        resolver.section_by_id = {s["id"]: s for s in sections}
+        resolver._named, resolver._titles, resolver._abbreviations = {}, None, {}
+        resolver._old, resolver._keyed = None, {}
+        return resolver
 
     def _section_with_key(self, doc_id: str, unit: str, number: str, chapter: str | None) -> str | None:
         if doc_id not in self._keyed:  # each document's headings read once (a law cites itself hundreds of times)

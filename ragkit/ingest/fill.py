@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any
@@ -25,7 +25,7 @@ from ragkit.events import Reporter
 from ragkit.store import remote
 from ragkit.store.fill import FillWriter, state, switch, table_uri
 from ragkit.store.lance import _quiet
-from ragkit.store.manifest import read_manifest, write_manifest
+from ragkit.store.manifest import EmbedderInfo, Manifest, read_manifest, write_manifest
 
 EMBEDDER_KEYS = ("name", "spec", "dimension", "fingerprint", "max_tokens", "encoder", "kind", "probe")
 BATCH = 4096  # chunks embedded and committed at a time (about 5 minutes of the full model on two cores)
@@ -43,18 +43,18 @@ class FillSummary:
         return {k: getattr(self, k) for k in ("filled", "total", "batches", "switched", "seconds")}
 
 
-def fill_spec(manifest: dict[str, Any]) -> dict[str, Any] | None:
+def fill_spec(manifest: Manifest) -> dict[str, Any] | None:
     return state(manifest)
 
 
-def _todo(index_dir: Path, manifest: dict[str, Any], done: set[str], first: list[str] | None = None) -> list:
+def _todo(index_dir: Path, manifest: Manifest, done: set[str], first: list[str] | None = None) -> list:
     """(chunk id, embedded text) of the committed chunks without a full vector: those whose path matches a
     glob of ``first`` before the rest, else in table order."""
     _quiet()
     import lance
 
-    run = manifest["last_run"]
-    ds = lance.dataset(f"{remote.lance_location(index_dir)}/{run['lance_table']}.lance", version=run["lance_version"])
+    run = manifest.last_run
+    ds = lance.dataset(f"{remote.lance_location(index_dir)}/{run.lance_table}.lance", version=run.lance_version)
     data = ds.to_table(columns=["id", "content", "path"])
     rows = zip(data.column("id").to_pylist(), data.column("content").to_pylist(), data.column("path").to_pylist())
     todo = [(i, t, p) for i, t, p in rows if i not in done]
@@ -84,7 +84,7 @@ def run_fill(
     manifest = read_manifest(index_dir)
     spec = fill_spec(manifest)
     if spec is None:
-        summary.filled = summary.total = manifest["counts"]["chunks"]
+        summary.filled = summary.total = manifest.counts.chunks
         return summary
     t0 = time.perf_counter()
     full = (embedder_factory or (lambda s: load_embedder(s["spec"], encoder=s.get("encoder", "auto"))))(spec)
@@ -116,30 +116,28 @@ def run_fill(
     summary.switched = _switch_when_full(index_dir, full)
     manifest = read_manifest(index_dir)
     spec = fill_spec(manifest)
-    summary.filled = spec["filled"] if spec else manifest["counts"]["chunks"]
-    summary.total = manifest["counts"]["chunks"]
+    summary.filled = spec["filled"] if spec else manifest.counts.chunks
+    summary.total = manifest.counts.chunks
     summary.seconds["total"] = round(time.perf_counter() - t0, 3)
     return summary
 
 
-def _min_rows(manifest: dict[str, Any]) -> int:
-    return manifest["index_config"].get("vector_index_min_rows", 100_000)
+def _min_rows(manifest: Manifest) -> int:
+    return manifest.index_config.get("vector_index_min_rows", 100_000)
 
 
-def _chunk_ids(index_dir: Path, manifest: dict[str, Any]) -> set[str]:
+def _chunk_ids(index_dir: Path, manifest: Manifest) -> set[str]:
     """The committed chunks' ids."""
     _quiet()
     import lance
 
-    run = manifest["last_run"]
-    ds = lance.dataset(f"{remote.lance_location(index_dir)}/{run['lance_table']}.lance", version=run["lance_version"])
+    run = manifest.last_run
+    ds = lance.dataset(f"{remote.lance_location(index_dir)}/{run.lance_table}.lance", version=run.lance_version)
     return set(ds.to_table(columns=["id"]).column("id").to_pylist())
 
 
-def _with_fill(manifest: dict[str, Any], spec: dict[str, Any], version: int, filled: int) -> dict[str, Any]:
-    out = {k: v for k, v in manifest.items() if k != "format_version"}
-    out["fill"] = {**spec, "version": version, "filled": filled}
-    return out
+def _with_fill(manifest: Manifest, spec: dict[str, Any], version: int, filled: int) -> Manifest:
+    return manifest.but(fill={**spec, "version": version, "filled": filled})
 
 
 def _switch_when_full(index_dir: Path, full: Embedder) -> bool:
@@ -154,13 +152,15 @@ def _switch_when_full(index_dir: Path, full: Embedder) -> bool:
         lance_dir = remote.lance_location(index_dir)
         if ids - FillWriter(lance_dir, spec["version"], full.dimension, 1).filled():
             return False
-        run = manifest["last_run"]
-        chunks_uri = f"{lance_dir}/{run['lance_table']}.lance"
+        run = manifest.last_run
+        chunks_uri = f"{lance_dir}/{run.lance_table}.lance"
         version = switch(chunks_uri, table_uri(lance_dir), spec["version"], _min_rows(manifest))
-        out = {k: v for k, v in manifest.items() if k not in ("format_version", "fill")}
-        out["embedder"] = {k: spec[k] for k in EMBEDDER_KEYS}
-        out["index_config"] = {**manifest["index_config"], "embed_model": spec["spec"]}
-        out["last_run"] = {**run, "lance_version": version}
+        out = manifest.but(
+            fill=None,
+            embedder=EmbedderInfo(**{k: spec[k] for k in EMBEDDER_KEYS}),
+            index_config={**manifest.index_config, "embed_model": spec["spec"]},
+            last_run=replace(run, lance_version=version),
+        )
         write_manifest(index_dir, out)
     import shutil
 

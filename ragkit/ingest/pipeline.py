@@ -51,24 +51,26 @@ from ragkit.ingest.source import (
 from ragkit.modelspec import parse_spec
 from ragkit.records import Chunk, EntityRows, IndexSummary, ParsedDocument, RunChanges, SummaryNode
 from ragkit.store import layout, remote
-from ragkit.store.commit import StagedRun, stage_run
+from ragkit.store.commit import StagedRun, convert_legacy, stage_run
 from ragkit.store.duck import DuckStore
 from ragkit.store.lance import WRITE_ROWS, ChunkWriter, FtsSettings, chunk_rows
 from ragkit.store.layout import DUCK_NAME, GRAPH_DIR, LANCE_DIR
-from ragkit.store.manifest import FORMAT_VERSION, manifest_format, read_manifest, write_manifest
+from ragkit.store.manifest import FORMAT_VERSION, Manifest, manifest_format, read_manifest, write_manifest
 from ragkit.store.manifest import NAME as MANIFEST
 from ragkit.store.terms import CACHE, TermVectors
 
 FTS_LANGUAGES = {"de": "German", "sv": "Swedish", "en": "English"}
 
 
-def _fts_language(cfg: IndexConfig, previous: dict | None, parsed: list[ParsedDocument], chunks: list[Chunk]) -> str:
+def _fts_language(
+    cfg: IndexConfig, previous: Manifest | None, parsed: list[ParsedDocument], chunks: list[Chunk]
+) -> str:
     """The BM25 index's language: as configured, else the one an existing index was built with, else the
     language of most of this run's chunks (German laws get German stemming without being told)."""
     if cfg.fts_language != "auto":
         return cfg.fts_language
-    if previous and previous.get("fts_language"):
-        return previous["fts_language"]
+    if previous and previous.fts_language:
+        return previous.fts_language
     per_doc = {pd.document.id: pd.document.language for pd in parsed}
     counts: dict[str, int] = {}
     for c in chunks:
@@ -170,7 +172,9 @@ def run_index(
         run.open(bucket)
         diff = run.diff(files, paths)
         if run.nothing_changed(diff):
-            return run.finish()  # no model load, no write
+            if convert_legacy(index_dir, run.previous, bucket):  # an older version's pickles, converted
+                run.rep.warn("the run's derived files were pickles of an older ragkit: written anew as data")
+            return run.finish()  # no model load, no other write
         embedder = run.load_model(diff, embedder_factory)
         got = run.parse(diff, embedder, version_of)
         generator = run.extract(got, generator_factory, confirm)
@@ -196,7 +200,7 @@ class IndexRun:
         self.index_dir, self.cfg, self.rep, self.full = index_dir, cfg, rep, full
         self.t0 = time.perf_counter()
         self.summary = IndexSummary(index_dir=remote.display(index_dir))
-        self.previous: dict[str, Any] | None = None  # the committed manifest
+        self.previous: Manifest | None = None  # the committed manifest
         self.committed: dict[str, Any] | None = None  # the committed run's row
         self.states: dict[str, dict[str, Any]] = {}  # the committed sources ({} for a full run)
         self.bucket = None
@@ -248,8 +252,8 @@ class IndexRun:
             _clear_index(index_dir)
         if (index_dir / MANIFEST).exists():
             self.previous = read_manifest(index_dir)
-            built_with = self.previous["index_config"]["embed_model"]
-            filling = (self.previous.get("fill") or {}).get("spec")  # a progressive index: its full model
+            built_with = self.previous.index_config["embed_model"]
+            filling = (self.previous.fill or {}).get("spec")  # a progressive index: its full model
             if cfg.embed_model in (AUTO, filling) and not self.full:  # the model the index was built with
                 self.cfg = cfg = replace(cfg, embed_model=built_with)
             if not self.full and built_with != cfg.embed_model:
@@ -272,13 +276,13 @@ class IndexRun:
         self.summary.removed = sum(len(self.states[p]["doc_ids"]) for p in diff.gone)
         # an explicitly configured BM25 language other than the index's: the full-text index is rebuilt
         prev, lang = self.previous, self.cfg.fts_language
-        self.fts_changed = bool(prev and not self.full and lang != "auto" and prev.get("fts_language", lang) != lang)
+        self.fts_changed = bool(prev and not self.full and lang != "auto" and (prev.fts_language or lang) != lang)
         return diff
 
     def nothing_changed(self, diff: SourceDiff) -> bool:
         if diff.nothing_changed() and not self.full and not self.fts_changed and self.committed and self.previous:
-            self.summary.total_documents = self.previous["counts"]["documents"]
-            self.summary.total_chunks = self.previous["counts"]["chunks"]
+            self.summary.total_documents = self.previous.counts.documents
+            self.summary.total_chunks = self.previous.counts.chunks
             return True
         return False
 
@@ -290,7 +294,7 @@ class IndexRun:
             self.cfg = replace(self.cfg, embed_model=model_for(language))
         prev = self.previous
         if prev and not self.full:
-            self.fill = prev.get("fill")  # a progressive index being filled: its runs embed with the fast model
+            self.fill = prev.fill  # a progressive index being filled: its runs embed with the fast model
         elif self.cfg.progressive:  # a new progressive index: the fast model now, the full one after the commit
             self.fill = self._fill_spec(embedder_factory)
             self.cfg = replace(self.cfg, embed_model=f"static:{self.cfg.embed_model}")
@@ -298,12 +302,12 @@ class IndexRun:
             self.rep.start("model")
             embedder = embedder_factory(self.cfg)
             self.rep.finish("model")
-        if prev and not self.full and prev["embedder"]["fingerprint"] != embedder.fingerprint:
+        if prev and not self.full and prev.embedder.fingerprint != embedder.fingerprint:
             raise EmbedderMismatch(
                 f"the embedding model changed since {self.index_dir} was built "
-                f"({prev['embedder']['fingerprint']} → {embedder.fingerprint})"
+                f"({prev.embedder.fingerprint} → {embedder.fingerprint})"
             )
-        recorded = (prev or {}).get("embedder", {}).get("probe")
+        recorded = prev.embedder.probe if prev else None
         if prev and not self.full and recorded:  # a model file keeps its fingerprint; a server is asked again
             if parse_spec(self.cfg.embed_model).kind in ("http", "gguf") and not same_model(recorded, embedder):
                 raise EmbedderMismatch(
@@ -314,7 +318,7 @@ class IndexRun:
         else:
             self.probe = probe(embedder)
         self.table = self.committed["lance_table"] if self.committed else "chunks"
-        if self.full and prev and prev["embedder"]["dimension"] != embedder.dimension:
+        if self.full and prev and prev.embedder.dimension != embedder.dimension:
             self.table = f"chunks_{int(time.time())}"  # a new schema needs a new table
         at = self.committed["lance_version"] if self.committed and self.committed["lance_table"] == self.table else None
         self.writer = ChunkWriter(  # the BM25 settings are known once the run's chunks are
@@ -501,35 +505,39 @@ class IndexRun:
         self._commit_started = t
         return staged, manifest
 
-    def _manifest(self, staged: StagedRun, run: dict[str, Any], version: int, embedder: Embedder) -> dict[str, Any]:
+    def _manifest(self, staged: StagedRun, run: dict[str, Any], version: int, embedder: Embedder) -> Manifest:
         """The manifest that commits ``staged``: the config, the embedder's identity, counts, facts, the run."""
         cfg = self.cfg
-        return {
-            "index_config": cfg.to_dict(),
-            "embedder": {
-                "name": embedder.name,
-                "spec": cfg.embed_model,
-                "dimension": embedder.dimension,
-                "fingerprint": embedder.fingerprint,
-                "max_tokens": embedder.max_tokens,
-                "encoder": getattr(embedder, "encoder", cfg.encoder),
-                "kind": parse_spec(cfg.embed_model).kind,
-                "probe": self.probe,
-            },
-            "counts": staged.counts,
-            "facts": staged.facts,
-            "fts_language": self.fts_language,
-            "store": staged.store_name,
-            "graph": staged.graph_name,
-            **({"fill": self.fill} if self.fill else {}),
-            "last_run": {
-                "id": staged.run_id,
-                "lance_table": self.table,
-                "lance_version": version,
-                "finished_at": run["finished_at"],
-                "summary": {k: getattr(self.summary, k) for k in ("new", "changed", "unchanged", "removed", "skipped")},
-            },
-        }
+        return Manifest.from_dict(
+            {
+                "index_config": cfg.to_dict(),
+                "embedder": {
+                    "name": embedder.name,
+                    "spec": cfg.embed_model,
+                    "dimension": embedder.dimension,
+                    "fingerprint": embedder.fingerprint,
+                    "max_tokens": embedder.max_tokens,
+                    "encoder": getattr(embedder, "encoder", cfg.encoder),
+                    "kind": parse_spec(cfg.embed_model).kind,
+                    "probe": self.probe,
+                },
+                "counts": staged.counts,
+                "facts": staged.facts,
+                "fts_language": self.fts_language,
+                "store": staged.store_name,
+                "graph": staged.graph_name,
+                **({"fill": self.fill} if self.fill else {}),
+                "last_run": {
+                    "id": staged.run_id,
+                    "lance_table": self.table,
+                    "lance_version": version,
+                    "finished_at": run["finished_at"],
+                    "summary": {
+                        k: getattr(self.summary, k) for k in ("new", "changed", "unchanged", "removed", "skipped")
+                    },
+                },
+            }
+        )
 
     def write_summaries(self, staged: StagedRun, got: ParsedRun, vectors, generator, embedder: Embedder) -> None:
         """``--summaries llm`` (``_write_llm_summaries``), into the staged store before the commit."""
@@ -538,7 +546,7 @@ class IndexRun:
             chunk_vectors = self.writer.vectors_lookup(fresh)
             self.summary.written = _write_llm_summaries(staged.store_path, generator, embedder, chunk_vectors, self.rep)
 
-    def publish(self, manifest: dict[str, Any]) -> None:
+    def publish(self, manifest: Manifest) -> None:
         """The commit: the run's files go up first (object storage), then the manifest replaces the old one;
         the replaced run's files are removed after."""
         bucket = self.bucket

@@ -16,6 +16,7 @@ from typing import Any, Literal, TypeVar
 from ragkit.errors import BadQuery
 from ragkit.rerank.features import DEFAULT_WEIGHTS, FEATURES
 from ragkit.retrieve.strategies import AUTO, STRATEGIES
+from ragkit.store.expr import check_filters
 from ragkit.validate import between, check, choices
 
 S = TypeVar("S")
@@ -78,6 +79,7 @@ class QueryConfig:
             if isinstance(self.readable, str) or not all(isinstance(c, str) and c for c in self.readable):
                 raise BadQuery("readable: a list of collection names", hint='e.g. readable = ["team-a", "laws"]')
             object.__setattr__(self, "readable", tuple(self.readable))
+        check_filters(self.filters)
         if self.strategy not in STRATEGY_NAMES:
             raise BadQuery(f"unknown strategy {self.strategy!r}", hint=f"Choose {', '.join(STRATEGY_NAMES)}.")
         if self.mode not in MODES:

@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from ragkit.extract.entities import query_entities
 from ragkit.records import Hit, Scope
 from ragkit.retrieve.config import QueryConfig
-from ragkit.retrieve.filters import NO_MATCH
 from ragkit.retrieve.fusion import convex, weighted_rrf, with_graph
 from ragkit.retrieve.query_syntax import ParsedQuery
 from ragkit.retrieve.tiers import MAX_OVERFETCH, SAMPLE, merge, zscores
+from ragkit.store.expr import Prefilter
 from ragkit.store.reader import IndexReader
 from ragkit.text import compound_parts
 
@@ -53,7 +53,7 @@ def _bare(chunk_id: str, score: float, vector=None) -> Hit:
 class SearchContext:
     reader: IndexReader
     query: ParsedQuery
-    where: str | None
+    prefilter: Prefilter  # what every search of the chunks is limited to (ragkit/store/expr.py)
     limit: int  # chunk hits wanted from the strategy
     cfg: QueryConfig
     timings_ms: dict[str, float] = field(default_factory=dict)
@@ -63,6 +63,16 @@ class SearchContext:
     _qvec: object = field(default=None, repr=False)
     _found: dict = field(default_factory=dict, repr=False)  # (list, limit) → rows of this query's text
     _lean: dict = field(default_factory=dict, repr=False)  # chunk id → (Lance row id, score): ``text_rankings``
+
+    @property
+    def never(self) -> bool:
+        """No document can match the filters: nothing is searched."""
+        return self.prefilter.never
+
+    @property
+    def where(self) -> str | None:
+        """The prefilter as Lance's filter string (values quoted by ``Clause.lance``); None when unfiltered."""
+        return None if self.prefilter.never else self.prefilter.lance()
 
     def visible(self, collection: str | None, source_documents) -> bool:
         return self.scope is None or self.scope.allows(collection, source_documents)
@@ -104,7 +114,7 @@ class SearchContext:
             self.timings_ms[stage] = self.timings_ms.get(stage, 0.0) + (time.perf_counter() - t) * 1000
 
     def dense(self, limit: int) -> list[Hit]:
-        if self.where == NO_MATCH:
+        if self.never:
             return []
         if ("dense", limit) not in self._found:  # strategies may ask twice (seeding, then fusion), a retry again
             vec = self.query_vector()
@@ -137,7 +147,7 @@ class SearchContext:
     def hits_for(self, ranked: list[tuple[str, float]]) -> list[Hit]:
         """Hits for (chunk id, score) pairs, in that order, dropping chunks the prefilter excludes."""
         ids = [cid for cid, _ in ranked]
-        if not ids or self.where == NO_MATCH:
+        if not ids or self.never:
             return []
         rows = self.reader.chunks.by_ids(ids, self.where)
         for r in rows:
@@ -217,7 +227,7 @@ class SearchContext:
         return fused[: self.limit]
 
     def lexical(self, limit: int) -> list[Hit]:
-        if self.where == NO_MATCH:
+        if self.never:
             return []
         if ("lexical", limit) not in self._found:
             with self.timed("lexical"):
@@ -243,7 +253,7 @@ class SearchContext:
         the rows of the few hits a query keeps are read once, not those of all 2 × ``limit`` (all of federal law:
         a hybrid query's p50 41 → 30 ms; the thread 32.7 → 28.1 ms, scripts/README.md)."""
         chunks, fill = self.reader.chunks, self.reader.fill
-        if self.where == NO_MATCH or chunks.exact() or (fill is not None and fill.rows):
+        if self.never or chunks.exact() or (fill is not None and fill.rows):
             return self.dense(limit), self.lexical(limit)
         vec = self.query_vector()
 

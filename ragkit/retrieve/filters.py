@@ -1,15 +1,14 @@
-"""Turn --filter KEY=VALUE and must/must-not terms into one LanceDB prefilter."""
+"""Turn --filter KEY=VALUE and must/must-not terms into one prefilter of the chunks table (``Prefilter``: its
+values kept apart from its SQL, ragkit/store/expr.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 from ragkit.retrieve.query_syntax import ParsedQuery
-from ragkit.store.browse import readable_sql
-from ragkit.store.expr import in_list, sql_str
+from ragkit.store.expr import Clause, Prefilter, equals, in_values, readable
 
 DIRECT = {"doc_type", "collection"}  # columns of the chunks table itself
-NO_MATCH = "false"
 
 
 def _regex_phrase(phrase: str) -> str:
@@ -23,25 +22,25 @@ def build_where(
     query: ParsedQuery,
     filters: dict[str, str],
     doc_ids_for: Callable[[dict[str, str]], list[str]],
-    readable: tuple[str, ...] | None = None,
-) -> str | None:
-    """SQL for LanceDB's prefilter, or None. ``NO_MATCH`` when no document can match. ``readable``: the only
+    readable_collections: tuple[str, ...] | None = None,
+) -> Prefilter:
+    """The query's prefilter (``never`` when no document can match). ``readable_collections``: the only
     collections that may match (a served token's), AND-ed with everything else."""
-    clauses = []
-    if readable is not None:
-        if not readable:
-            return NO_MATCH
-        clauses.append(readable_sql(readable))
+    out = Prefilter()
+    if readable_collections is not None:
+        if not readable_collections:
+            return Prefilter.nothing()
+        out = out.also(readable(readable_collections))
     for key in sorted(DIRECT & filters.keys()):
-        clauses.append(f"lower({key}) = {sql_str(filters[key].lower())}")
+        out = out.also(equals(f"lower({key})", str(filters[key]).lower()))
     other = {k: v for k, v in filters.items() if k not in DIRECT}
     if other:
         ids = doc_ids_for(other)
         if not ids:
-            return NO_MATCH
-        clauses.append(in_list("document_id", ids))
+            return Prefilter.nothing()
+        out = out.also(in_values("document_id", ids))
     for phrase in query.must_include:
-        clauses.append(f"regexp_like(content, {sql_str(_regex_phrase(phrase))})")
+        out = out.also(Clause("regexp_like(content, ?)", (_regex_phrase(phrase),)))
     for term in query.must_exclude:
-        clauses.append(f"NOT regexp_like(content, {sql_str(_regex_phrase(term))})")
-    return " AND ".join(clauses) if clauses else None
+        out = out.also(Clause("NOT regexp_like(content, ?)", (_regex_phrase(term),)))
+    return out

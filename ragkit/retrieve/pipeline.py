@@ -24,7 +24,7 @@ from ragkit.rerank.learned import scope_of
 from ragkit.retrieve import corrective, expansion
 from ragkit.retrieve.config import QueryConfig
 from ragkit.retrieve.context import SearchContext
-from ragkit.retrieve.filters import NO_MATCH, build_where
+from ragkit.retrieve.filters import build_where
 from ragkit.retrieve.fusion import NORM_DEPTH, weighted_rrf
 from ragkit.retrieve.links import with_links
 from ragkit.retrieve.planner import QueryPlan
@@ -32,7 +32,7 @@ from ragkit.retrieve.query_syntax import ParsedQuery
 from ragkit.retrieve.references import QueryReferences, inject, resolve_query_refs
 from ragkit.retrieve.router import plan_and_route
 from ragkit.retrieve.strategies import STRATEGIES
-from ragkit.store.expr import in_list
+from ragkit.store.expr import in_values
 from ragkit.store.reader import IndexReader
 
 
@@ -49,7 +49,7 @@ class Prepared:
     @property
     def searchable(self) -> bool:
         """False when the filters exclude every document."""
-        return self.ctx.where != NO_MATCH
+        return not self.ctx.never
 
 
 def retrieve(reader: IndexReader, text: str, cfg: QueryConfig, limit: int | None = None):
@@ -79,11 +79,11 @@ def plan(reader: IndexReader, text: str, cfg: QueryConfig, limit: int | None = N
         must_include=qplan.constraints.must_include,
         must_exclude=qplan.constraints.must_exclude,
     )
-    where = build_where(parsed, cfg.filters, reader.doc_ids_for, cfg.readable)
-    if not cfg.all_versions and where != NO_MATCH:
+    prefilter = build_where(parsed, cfg.filters, reader.doc_ids_for, cfg.readable)
+    if not cfg.all_versions and not prefilter.never:
         old = reader.superseded
         if old:
-            where = f"NOT ({in_list('document_id', old)})" + (f" AND ({where})" if where else "")
+            prefilter = prefilter.before(in_values("document_id", old).negated())
     scope = reader.scope_for(cfg.filters, cfg.readable)
     refs = (
         resolve_query_refs(parsed.text, reader.resolver, scope.documents if cfg.readable is not None else None)
@@ -93,7 +93,7 @@ def plan(reader: IndexReader, text: str, cfg: QueryConfig, limit: int | None = N
     ctx = SearchContext(
         reader=reader,
         query=parsed,
-        where=where,
+        prefilter=prefilter,
         limit=limit or max(cfg.k * 3, 30),
         cfg=cfg,
         scope=scope,
@@ -249,7 +249,7 @@ def _with_queries(ctx, hits, queries: list[str], strategy, kind: str, share: flo
 
     lists, weights = {"original": hits}, {"original": 1.0}
     vectors = [None] * len(queries)
-    if ctx.cfg.strategy != "lexical" and ctx.where != NO_MATCH:  # one encoder run for all of them
+    if ctx.cfg.strategy != "lexical" and not ctx.never:  # one encoder run for all of them
         with ctx.timed(f"{kind}_embed_queries"):
             vectors = list(ctx.reader.embedder.encode_queries(queries))
     for i, q in enumerate(queries):

@@ -104,7 +104,7 @@ def plan_and_route(reader: IndexReader, text: str, cfg: QueryConfig) -> tuple[Qu
         )
         filters = {k: v for k, v in filters.items() if k not in dated}
     changes: dict = {"filters": filters}
-    model = reader.manifest["embedder"]["name"]
+    model = reader.manifest.embedder.name
     own = model_alpha(model, reader.language) if cfg.model_alpha else None
     if own is not None:
         changes["alpha"] = own

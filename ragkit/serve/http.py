@@ -141,7 +141,7 @@ def _routes(app: FastAPI, pool: Pool, index_dir: Path, access: Access | None, li
     @app.get("/healthz")
     def healthz():
         remote.refresh(index_dir, 1.0)
-        run_id = read_manifest(index_dir)["last_run"]["id"]
+        run_id = read_manifest(index_dir).run_id
         return {
             "status": "ok",
             "index": remote.display(index_dir),

@@ -12,7 +12,8 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from ragkit.errors import BadQuery
-from ragkit.store.expr import sql_str
+from ragkit.store import expr
+from ragkit.store.expr import check_filters
 
 if TYPE_CHECKING:  # (reader.py imports this module)
     from ragkit.store.reader import IndexReader
@@ -21,29 +22,20 @@ DOCUMENT_FIELDS = "id, path, title, doc_type, collection, metadata, version, is_
 LIST_LIMIT = 1000  # documents per page of a list at most
 
 
-def readable_sql(readable: tuple[str, ...] | None, column: str = "collection") -> str:
-    """SQL that is true for the rows of a readable collection (always true for ``None``)."""
-    if readable is None:
-        return "true"
-    if not readable:
-        return "false"
-    return f"lower({column}) IN ({', '.join(sql_str(c.lower()) for c in sorted(set(readable)))})"
-
-
 def find_document(reader: IndexReader, key: str, readable: tuple[str, ...] | None = None) -> dict[str, Any] | None:
     """A readable document's fields by its id, its path or source path, or the end of its path
     (``policies/overtime.md``, when only one path ends so); None if there is none."""
-    scope = readable_sql(readable)
+    scope, params = expr.readable(readable).duck()
     with reader.duck() as store:
         found = store.rows(
             f"SELECT {DOCUMENT_FIELDS} FROM documents WHERE (id = ? OR path = ? OR source_path = ?) AND {scope} "
             "ORDER BY is_latest DESC, id LIMIT 1",
-            [key, key, key],
+            [key, key, key, *params],
         )
         if not found and key:
             found = store.rows(
                 f"SELECT {DOCUMENT_FIELDS} FROM documents WHERE ends_with(path, ?) AND {scope} ORDER BY id LIMIT 2",
-                ["/" + key.lstrip("/")],
+                ["/" + key.lstrip("/"), *params],
             )
             found = found if len(found) == 1 else []
     if not found:
@@ -63,7 +55,7 @@ def source_of(reader: IndexReader, document_id: str) -> tuple[str, str] | None:
 def document(reader: IndexReader, key: str, readable: tuple[str, ...] | None = None) -> dict[str, Any] | None:
     """A document's fields and its text, chunk by chunk with their lines (and pages), or None."""
     doc = find_document(reader, key, readable)
-    return {**doc, **chunk_text(reader, f"document_id = {sql_str(doc['id'])}")} if doc else None
+    return {**doc, **chunk_text(reader, expr.equals("document_id", doc["id"]))} if doc else None
 
 
 def document_lines(
@@ -76,7 +68,7 @@ def document_lines(
     doc = find_document(reader, key, readable)
     if doc is None:
         return None
-    text = chunk_text(reader, f"document_id = {sql_str(doc['id'])}")
+    text = chunk_text(reader, expr.equals("document_id", doc["id"]))
     chunks = [c for c in text["chunks"] if c["lines"][1] >= start and (end is None or c["lines"][0] <= end)]
     fields = {k: doc[k] for k in ("id", "path", "title", "doc_type", "collection", "line_count")}
     return {
@@ -111,14 +103,15 @@ def outline(reader: IndexReader, key: str, readable: tuple[str, ...] | None = No
 
 def section(reader: IndexReader, section_id: str, readable: tuple[str, ...] | None = None) -> dict[str, Any] | None:
     """A section's place (document, breadcrumb, lines) and its own text (not its subsections'), or None."""
+    scope, params = expr.readable(readable, "d.collection").duck()
     with reader.duck() as store:
         found = store.rows(
             "SELECT s.id, s.document_id, d.path, d.title, d.collection, s.heading, s.level, s.breadcrumb, "
-            "s.parent_id, s.line_start, s.line_end FROM sections s JOIN documents d "
-            f"ON d.id = s.document_id WHERE s.id = ? AND {readable_sql(readable, 'd.collection')}",
-            [section_id],
+            f"s.parent_id, s.line_start, s.line_end FROM sections s JOIN documents d ON d.id = s.document_id "
+            f"WHERE s.id = ? AND {scope}",
+            [section_id, *params],
         )
-    return {**found[0], **chunk_text(reader, f"section_id = {sql_str(section_id)}")} if found else None
+    return {**found[0], **chunk_text(reader, expr.equals("section_id", section_id))} if found else None
 
 
 def documents(
@@ -132,22 +125,24 @@ def documents(
     front-matter keys), by path: a page of ``limit`` from ``offset``, and how many there are."""
     if not 1 <= limit <= LIST_LIMIT or offset < 0:
         raise BadQuery(f"limit {limit}, offset {offset}", hint=f"limit is 1..{LIST_LIMIT}, offset ≥ 0.")
+    check_filters(filters)
     with reader.duck() as store:
         ids = store.document_ids_matching(filters)
         with store.registered("listed_ids", {"id": ids}):
-            where = f"id IN (SELECT id FROM listed_ids) AND {readable_sql(readable)}"
-            total = store.value(f"SELECT count(*) FROM documents WHERE {where}")
+            scope, params = expr.readable(readable).duck()
+            where = f"id IN (SELECT id FROM listed_ids) AND {scope}"
+            total = store.value(f"SELECT count(*) FROM documents WHERE {where}", params)
             rows = store.rows(
                 "SELECT id, path, title, doc_type, collection, language, line_count, version, is_latest "
                 f"FROM documents WHERE {where} ORDER BY path, id LIMIT ? OFFSET ?",
-                [limit, offset],
+                [*params, limit, offset],
             )
     return {"total": total, "offset": offset, "documents": rows}
 
 
-def chunk_text(reader: IndexReader, where: str) -> dict[str, Any]:
-    """The chunks a Lance filter selects, in reading order, with their lines (and pages), and their text."""
-    rows = sorted(reader.chunks.rows(where, limit=1 << 30), key=lambda r: r["chunk_index"])
+def chunk_text(reader: IndexReader, where: expr.Clause) -> dict[str, Any]:
+    """The chunks a clause selects, in reading order, with their lines (and pages), and their text."""
+    rows = sorted(reader.chunks.rows(where.lance(), limit=1 << 30), key=lambda r: r["chunk_index"])
     chunks = [
         {
             "id": r["id"],

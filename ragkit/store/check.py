@@ -22,13 +22,13 @@ from pathlib import Path
 from typing import Any
 
 from ragkit.errors import IndexCorrupt, RagkitError
-from ragkit.store import layout, remote
+from ragkit.store import arrays, layout, remote
 from ragkit.store.commit import write_derived
 from ragkit.store.duck import DuckStore
 from ragkit.store.entity_graph import EntityGraph
-from ragkit.store.graph import EvidenceGraph, load_pickled
+from ragkit.store.graph import EvidenceGraph
 from ragkit.store.lance import ChunkTable
-from ragkit.store.manifest import read_manifest, write_manifest
+from ragkit.store.manifest import Manifest, read_manifest, write_manifest
 
 
 @dataclass
@@ -78,21 +78,21 @@ def check(index_dir: Path) -> tuple[list[Problem], dict[str, Any]]:
     facts["leftovers"] = [p.name for p in layout.leftovers(index_dir, manifest)]
     if remote.uri_of(index_dir):  # and the objects an unfinished run uploaded
         facts["leftovers"] += remote.Remote(index_dir).leftovers(manifest)
-    if any(not p.derived for p in problems) and _newest_whole_run(index_dir, but=manifest["last_run"]["id"]):
+    if any(not p.derived for p in problems) and _newest_whole_run(index_dir, but=manifest.run_id):
         for p in problems:
             p.repair = REPAIR
     return problems, facts
 
 
-def check_run(index_dir: Path, manifest: dict[str, Any]) -> tuple[list[Problem], dict[str, Any]]:
+def check_run(index_dir: Path, manifest: Manifest) -> tuple[list[Problem], dict[str, Any]]:
     """The problems of the run ``manifest`` commits (the manifest's own or one kept in a store)."""
     problems: list[Problem] = []
-    run = manifest["last_run"]
+    run = manifest.last_run
     facts: dict[str, Any] = {
-        "run": run["id"],
-        "lance_table": run["lance_table"],
-        "lance_version": run["lance_version"],
-        "chunks": manifest["counts"]["chunks"],
+        "run": run.id,
+        "lance_table": run.lance_table,
+        "lance_version": run.lance_version,
+        "chunks": manifest.counts.chunks,
         "store": layout.store_path(index_dir, manifest).name,
     }
     try:
@@ -100,40 +100,38 @@ def check_run(index_dir: Path, manifest: dict[str, Any]) -> tuple[list[Problem],
             last, counts = store.last_run(), store.counts()
     except Exception as exc:  # a damaged or missing DuckDB file, whatever DuckDB says of it
         return [Problem(f"the DuckDB store does not open: {exc}", REBUILD)], facts
-    if last is None or last["id"] != run["id"]:
+    if last is None or last["id"] != run.id:
         problems.append(
             Problem(
-                f"DuckDB's last run is {last and last['id']}, the manifest's {run['id']}: the "
+                f"DuckDB's last run is {last and last['id']}, the manifest's {run.id}: the "
                 "last indexing run did not finish its commit",
                 REBUILD,
             )
         )
-    elif (last["lance_table"], last["lance_version"]) != (run["lance_table"], run["lance_version"]):
+    elif (last["lance_table"], last["lance_version"]) != (run.lance_table, run.lance_version):
         problems.append(
             Problem(
                 f"DuckDB's run names LanceDB {last['lance_table']} v{last['lance_version']}, the "
-                f"manifest v{run['lance_version']}",
+                f"manifest v{run.lance_version}",
                 REBUILD,
             )
         )
-    if counts["chunks"] != manifest["counts"]["chunks"]:
+    if counts["chunks"] != manifest.counts.chunks:
         problems.append(
-            Problem(f"DuckDB has {counts['chunks']} chunks, the manifest says {manifest['counts']['chunks']}", REBUILD)
+            Problem(f"DuckDB has {counts['chunks']} chunks, the manifest says {manifest.counts.chunks}", REBUILD)
         )
     try:
-        table = ChunkTable(remote.lance_location(index_dir), run["lance_table"], run["lance_version"])
+        table = ChunkTable(remote.lance_location(index_dir), run.lance_table, run.lance_version)
         rows = table.count()
         facts["lance_rows"] = rows
         if rows != counts["chunks"]:
             problems.append(
-                Problem(f"LanceDB v{run['lance_version']} has {rows} chunks, DuckDB {counts['chunks']}", REBUILD)
+                Problem(f"LanceDB v{run.lance_version} has {rows} chunks, DuckDB {counts['chunks']}", REBUILD)
             )
         dim = table.ds.schema.field("vector").type.list_size
-        if dim != manifest["embedder"]["dimension"]:
+        if dim != manifest.embedder.dimension:
             problems.append(
-                Problem(
-                    f"LanceDB vectors have {dim} dimensions, the embedder {manifest['embedder']['dimension']}", REBUILD
-                )
+                Problem(f"LanceDB vectors have {dim} dimensions, the embedder {manifest.embedder.dimension}", REBUILD)
             )
         if rows and not any(
             "FTS" in str(i.index_type).upper() or "INVERTED" in str(i.index_type).upper()
@@ -143,34 +141,43 @@ def check_run(index_dir: Path, manifest: dict[str, Any]) -> tuple[list[Problem],
     except Exception as exc:  # a missing version or damaged files, whatever Lance says of them
         problems.append(
             Problem(
-                f"LanceDB {run['lance_table']} v{run['lance_version']} does not open: {str(exc).splitlines()[0][:200]}",
+                f"LanceDB {run.lance_table} v{run.lance_version} does not open: {str(exc).splitlines()[0][:200]}",
                 REBUILD,
             )
         )
     folder = layout.graph_path(index_dir, manifest)
+    for old in arrays.legacy_files(folder):
+        problems.append(
+            Problem(
+                f"{old.name} is a pickle of an older version (never loaded: it could run code)", REPAIR, derived=True
+            )
+        )
     for name, load in (
         ("evidence graph", lambda: EvidenceGraph.load(folder)),
         ("entity graph", lambda: EntityGraph.load(folder)),
-        ("vocabulary", lambda: _pickled(load_pickled(folder, layout.VOCAB_FILE))),
+        ("vocabulary", lambda: _Saved.of(arrays.load_vocabulary(folder, layout.VOCAB_FILE))),
     ):
-        found = load()
+        try:
+            found = load()
+        except arrays.UnsafeIndexFile:
+            continue  # (named above)
         if found is None:
             problems.append(Problem(f"the {name} is missing or unreadable", REPAIR, derived=True))
-        elif found.run_id != run["id"]:
-            problems.append(Problem(f"the {name} belongs to run {found.run_id}, not {run['id']}", REPAIR, derived=True))
+        elif found.run_id != run.id:
+            problems.append(Problem(f"the {name} belongs to run {found.run_id}, not {run.id}", REPAIR, derived=True))
     return problems, facts
 
 
-class _Pickled:
+class _Saved:
     def __init__(self, run_id):
         self.run_id = run_id
 
+    @classmethod
+    def of(cls, loaded):
+        return None if loaded is None else cls(loaded[1])
 
-def _pickled(loaded):
-    return None if loaded is None else _Pickled(loaded[1])
 
-
-def _kept_runs(index_dir: Path) -> list[dict[str, Any]]:
+def _kept_runs(index_dir: Path) -> list[Manifest]:
     """The manifests kept in the folder's stores, newest run first."""
     found = []
     for path in Path(index_dir).glob("store*.duckdb"):
@@ -178,19 +185,20 @@ def _kept_runs(index_dir: Path) -> list[dict[str, Any]]:
             continue
         try:
             with DuckStore(path, read_only=True) as store:
-                kept = store.kept_manifest()
+                data = store.kept_manifest()
+            kept = None if data is None else Manifest.from_dict(data, path.name)
         except Exception:  # a damaged store keeps nothing usable
             continue
-        if kept is not None and kept.get("store", layout.DUCK_NAME) == path.name:
+        if kept is not None and kept.store == path.name:
             found.append(kept)
-    return sorted(found, key=lambda m: m["last_run"]["id"], reverse=True)
+    return sorted(found, key=lambda m: m.run_id, reverse=True)
 
 
-def _newest_whole_run(index_dir: Path, but: int | None = None) -> dict[str, Any] | None:
+def _newest_whole_run(index_dir: Path, but: int | None = None) -> Manifest | None:
     """The newest kept run whose store, LanceDB version and counts agree (its derived files may be
     rebuilt), other than run ``but``."""
     for kept in _kept_runs(index_dir):
-        if kept["last_run"]["id"] != but and all(p.derived for p in check_run(index_dir, kept)[0]):
+        if kept.run_id != but and all(p.derived for p in check_run(index_dir, kept)[0]):
             return kept
     return None
 
@@ -206,18 +214,17 @@ def repair(index_dir: Path, bucket: remote.Remote | None = None) -> list[str]:
     except RagkitError as exc:
         manifest, problems = None, [Problem(exc.message, REBUILD)]
     if any(not p.derived for p in problems):
-        kept = _newest_whole_run(index_dir, but=manifest and manifest["last_run"]["id"])
+        kept = _newest_whole_run(index_dir, but=manifest and manifest.run_id)
         if kept is None:
             raise IndexCorrupt(f"{index_dir}: {problems[0].what}; no whole run is kept to go back to", hint=REBUILD)
         write_manifest(index_dir, kept, bucket)
         done.append(
-            f"went back to run {kept['last_run']['id']} ({kept['store']}, LanceDB "
-            f"v{kept['last_run']['lance_version']}): {problems[0].what}"
+            f"went back to run {kept.run_id} ({kept.store}, LanceDB v{kept.last_run.lance_version}): {problems[0].what}"
         )
         manifest, problems = kept, check_run(index_dir, kept)[0]
     if problems:
         with DuckStore(layout.store_path(index_dir, manifest), read_only=True) as store:
-            write_derived(store, layout.graph_path(index_dir, manifest), manifest["last_run"]["id"])
+            write_derived(store, layout.graph_path(index_dir, manifest), manifest.run_id)
         if bucket is not None:
             bucket.upload(layout.graph_path(index_dir, manifest).name)
         done.extend(p.what for p in problems)

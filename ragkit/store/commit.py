@@ -12,13 +12,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ragkit.extract.resolve import Resolver
 from ragkit.records import RunChanges
-from ragkit.store import layout
+from ragkit.store import arrays, layout
 from ragkit.store.duck import DuckStore
 from ragkit.store.entity_graph import EntityGraph
-from ragkit.store.graph import EvidenceGraph, save_pickled
+from ragkit.store.graph import EvidenceGraph
 from ragkit.store.layout import RESOLVER_FILE, VOCAB_FILE
+from ragkit.store.manifest import Manifest
 
 
 @dataclass
@@ -41,8 +41,23 @@ def write_derived(store: DuckStore, folder: Path, run_id: int) -> None:
     resolver = store.resolver()  # built once: the evidence graph's versions, and saved for readers
     EvidenceGraph.from_store(store, run_id, resolver).save(folder)
     EntityGraph.from_store(store, run_id).save(folder)
-    save_pickled(folder, VOCAB_FILE, store.vocabulary(), run_id)
-    save_pickled(folder, RESOLVER_FILE, (Resolver.FORMAT, resolver), run_id)
+    arrays.save_vocabulary(folder, store.vocabulary(), run_id, VOCAB_FILE)
+    arrays.save(folder, RESOLVER_FILE, {"state": resolver.state()}, run_id)
+    for old in arrays.legacy_files(folder):  # an older version's pickles in this run's folder (check --repair)
+        old.unlink()
+
+
+def convert_legacy(index_dir: Path, manifest: Manifest, bucket=None) -> bool:
+    """The committed run's derived files written anew where an older version left them as pickles (which are
+    never loaded: they could run code); True when it did. For an index on object storage, through ``bucket``."""
+    folder = layout.graph_path(index_dir, manifest)
+    if not arrays.legacy_files(folder):
+        return False
+    with DuckStore(layout.store_path(index_dir, manifest), read_only=True) as store:
+        write_derived(store, folder, manifest.run_id)
+    if bucket is not None:
+        bucket.upload(folder.name)
+    return True
 
 
 def stage_run(
@@ -51,10 +66,10 @@ def stage_run(
     run_id: int,
     changes: RunChanges,
     run: dict[str, Any],
-    manifest_for: Callable[[StagedRun], dict[str, Any]],
+    manifest_for: Callable[[StagedRun], Manifest],
     token: str = "",
     timings: dict[str, float] | None = None,
-) -> tuple[StagedRun, dict[str, Any]]:
+) -> tuple[StagedRun, Manifest]:
     """Write run ``run_id`` beside the committed one (``committed_store``: the store it starts from, copied;
     None: an empty store) and return it with the manifest that will commit it (``manifest_for(staged)``, kept
     in the store so that ``ragkit check --repair`` can restore a lost manifest). ``token``: a writer's own
@@ -74,6 +89,6 @@ def stage_run(
         if timings is not None:
             timings["graph"] = round(time.perf_counter() - t, 3)
         manifest = manifest_for(staged)
-        store.keep_manifest(manifest)
+        store.keep_manifest(manifest.to_dict())
         store.con.execute("CHECKPOINT")  # the committed store is one file, no write-ahead log
     return staged, manifest

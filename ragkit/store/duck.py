@@ -15,12 +15,12 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from ragkit.errors import IndexBusy, IndexCorrupt
+from ragkit.errors import BadQuery, IndexBusy, IndexCorrupt
 from ragkit.extract.entities import normalize
 from ragkit.extract.resolve import RefRow, Resolver
 from ragkit.extract.summaries import build_nodes
 from ragkit.records import Chunk, EntityRows, RunChanges, Section
-from ragkit.store.browse import readable_sql
+from ragkit.store import expr
 from ragkit.store.knowledge import sql as knowledge
 from ragkit.store.knowledge.sql import ENTITY_NAME, ENTITY_TYPE, community_reports, pair_rows, with_descriptions
 from ragkit.store.knowledge.sql import SCHEMA as KNOWLEDGE
@@ -177,11 +177,13 @@ class DuckStore:
         """Documents, sections and chunks (of the readable collections only, if given)."""
         if readable is None:
             return {t: self.value(f"SELECT count(*) FROM {t}") for t in ("documents", "sections", "chunks")}
-        scope = readable_sql(readable, "d.collection")
+        scope, params = expr.readable(readable, "d.collection").duck()
         return {
-            "documents": self.value(f"SELECT count(*) FROM documents d WHERE {scope}"),
+            "documents": self.value(f"SELECT count(*) FROM documents d WHERE {scope}", params),
             **{
-                t: self.value(f"SELECT count(*) FROM {t} x JOIN documents d ON d.id = x.document_id WHERE {scope}")
+                t: self.value(
+                    f"SELECT count(*) FROM {t} x JOIN documents d ON d.id = x.document_id WHERE {scope}", params
+                )
                 for t in ("sections", "chunks")
             },
         }
@@ -201,20 +203,14 @@ class DuckStore:
         return dict(self.con.execute("SELECT term, df FROM vocab").fetchall())
 
     def doc_types(self, readable: tuple[str, ...] | None = None) -> dict[str, int]:
-        return dict(
-            self.con.execute(
-                f"SELECT doc_type, count(*) FROM documents WHERE {readable_sql(readable)} GROUP BY doc_type "
-                "ORDER BY 2 DESC, 1"
-            ).fetchall()
-        )
+        scope, params = expr.readable(readable).duck()
+        sql = f"SELECT doc_type, count(*) FROM documents WHERE {scope} GROUP BY doc_type ORDER BY 2 DESC, 1"
+        return dict(self.con.execute(sql, params).fetchall())
 
     def collections(self, readable: tuple[str, ...] | None = None) -> dict[str, int]:
-        return dict(
-            self.con.execute(
-                f"SELECT collection, count(*) FROM documents WHERE {readable_sql(readable)} GROUP BY collection "
-                "ORDER BY 2 DESC, 1"
-            ).fetchall()
-        )
+        scope, params = expr.readable(readable).duck()
+        sql = f"SELECT collection, count(*) FROM documents WHERE {scope} GROUP BY collection ORDER BY 2 DESC, 1"
+        return dict(self.con.execute(sql, params).fetchall())
 
     def graph_tables(self) -> dict[str, list[dict[str, Any]]]:
         """References detected and resolved per kind, communities per level, knowledge per collection."""
@@ -267,7 +263,12 @@ class DuckStore:
                 )
                 params += [path, value, path, value]
         sql = "SELECT id FROM documents" + (" WHERE " + " AND ".join(clauses) if clauses else "")
-        return [r[0] for r in self.con.execute(sql, params).fetchall()]
+        import duckdb  # (loaded already: the store is open)
+
+        try:
+            return [r[0] for r in self.con.execute(sql, params).fetchall()]
+        except duckdb.Error as exc:  # a value the store cannot compare (a date, a glob): the caller's to fix
+            raise BadQuery(f"a filter the index cannot apply: {str(exc).splitlines()[0][:200]}") from exc
 
     # ------------------------------------------------------------ write
 

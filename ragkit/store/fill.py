@@ -148,6 +148,6 @@ def switch(chunks_uri: str, fill_uri: str, fill_version: int, index_min_rows: in
     return ds.version
 
 
-def state(manifest: dict[str, Any]) -> dict[str, Any] | None:
+def state(manifest) -> dict[str, Any] | None:
     """The manifest's fill (None: not a progressive index, or its full vectors are in place)."""
-    return manifest.get("fill")
+    return manifest.fill

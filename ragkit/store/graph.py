@@ -14,9 +14,6 @@ stale rebuilds it in memory.
 from __future__ import annotations
 
 import json
-import os
-import pickle
-import zlib
 from collections import Counter
 from functools import cached_property
 from pathlib import Path
@@ -24,41 +21,28 @@ from typing import Any
 
 import numpy as np
 
+from ragkit.store import arrays
+
 EDGE_TYPES = ("parent_of", "child_of", "adjacent_to", "references", "supersedes")
-FILE = "evidence.pkl"
+FILE = "evidence.npz"
 
 
-def save_pickled(folder: Path, name: str, graph, run_id: int | None) -> None:
-    """Write a graph with the run id it belongs to (zlib-compressed: ids repeat; atomic replace)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    tmp = folder / f".{name}.tmp"
-    tmp.write_bytes(
-        zlib.compress(pickle.dumps({"run_id": run_id, "graph": graph}, protocol=pickle.HIGHEST_PROTOCOL), 6)
-    )
-    os.replace(tmp, folder / name)
-
-
-def load_pickled(folder: Path, name: str):
-    """(graph, run id), or None when the file is missing or unreadable."""
-    try:
-        data = pickle.loads(zlib.decompress((folder / name).read_bytes()))
-    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, zlib.error):
-        return None
-    return data["graph"], data["run_id"]
-
-
-class PickledGraph:
-    """Saving and loading of a derived graph with the run id it belongs to."""
+class SavedGraph:
+    """Saving and loading of a derived graph's arrays with the run id it belongs to (``ragkit.store.arrays``:
+    data, never pickles)."""
 
     FILE = ""
 
+    def arrays(self) -> dict[str, Any]:
+        raise NotImplementedError
+
     def save(self, folder: Path) -> None:
-        save_pickled(folder, self.FILE, self.g, self.run_id)
+        arrays.save(folder, self.FILE, self.arrays(), self.run_id)
 
     @classmethod
     def load(cls, folder: Path):
-        data = load_pickled(folder, cls.FILE)
-        return cls(*data) if data else None
+        found = arrays.load(folder, cls.FILE)
+        return cls(*found) if found else None
 
 
 def _pack(names, kinds, docs, labels, order, latest, edges, types, chunks_per_doc=None) -> dict[str, Any]:
@@ -69,14 +53,15 @@ def _pack(names, kinds, docs, labels, order, latest, edges, types, chunks_per_do
         "kinds": codes,
         "kind": np.asarray([codes.index(k) for k in kinds], dtype=np.uint8),
         "doc": list(docs),
-        "label": pickle.dumps(list(labels), protocol=pickle.HIGHEST_PROTOCOL),  # read when asked (``_labels``)
+        "label": arrays.pack_strings(list(labels)),  # decoded when asked (``_labels``)
+        "label.n": np.asarray(len(labels), dtype=np.int64),
         "order": np.asarray(order, dtype=np.int32),
         "is_latest": np.asarray(latest, dtype=bool),
         "edges": np.asarray(edges, dtype=np.int32).reshape(-1, 2),
         "etype": np.asarray([EDGE_TYPES.index(t) for t in types], dtype=np.uint8),
     }
     if chunks_per_doc is not None:
-        data["chunks_per_doc"] = chunks_per_doc
+        data["chunks_per_doc"] = dict(chunks_per_doc)
     return data
 
 
@@ -97,7 +82,7 @@ def _arrays(g) -> dict[str, Any]:
     )
 
 
-class EvidenceGraph(PickledGraph):
+class EvidenceGraph(SavedGraph):
     """Held as arrays (the vertices' attributes, the edges as two int32 columns and a type code each) with
     the edges of each vertex found by ``np.searchsorted`` over the edges sorted by source and by target: a
     query reads a few vertices' neighbours, and unpickling an igraph graph (building it from 1.3 million
@@ -107,7 +92,7 @@ class EvidenceGraph(PickledGraph):
     FILE = FILE
 
     def __init__(self, data, run_id: int | None = None):
-        if not isinstance(data, dict):  # an igraph graph (pickled before the graph was held as arrays)
+        if not isinstance(data, dict):  # an igraph graph
             data = _arrays(data)
         self.data = data
         self.run_id = run_id
@@ -123,9 +108,9 @@ class EvidenceGraph(PickledGraph):
 
     @cached_property
     def _labels(self) -> list[str]:
-        """The vertices' labels (titles, breadcrumbs): kept pickled until asked for, since no query reads them
-        (26 of the 56 MB of federal law's graph, 0.1 s to read back)."""
-        return pickle.loads(self.data["label"])
+        """The vertices' labels (titles, breadcrumbs): kept packed until asked for, since no query reads them
+        (26 of the 56 MB of federal law's graph)."""
+        return arrays.unpack_strings(self.data["label"], int(self.data["label.n"]))
 
     @cached_property
     def _chunks_per_doc(self) -> dict[str, int]:
@@ -150,8 +135,8 @@ class EvidenceGraph(PickledGraph):
             self._g = g
         return self._g
 
-    def save(self, folder: Path) -> None:
-        save_pickled(folder, self.FILE, self.data, self.run_id)
+    def arrays(self) -> dict[str, Any]:
+        return self.data
 
     # ---------------------------------------------------------------- build
 
@@ -165,7 +150,7 @@ class EvidenceGraph(PickledGraph):
         order: list[int] = []
         latest: list[bool] = []
 
-        same: dict[str, str] = {}  # one string per document id: pickled once, read back once (0.1 s of federal law's)
+        same: dict[str, str] = {}  # one string per document id
 
         def add(name, kind, doc, label, pos, is_latest=True):
             names.append(name), kinds.append(kind), docs.append(same.setdefault(doc, doc)), labels.append(label)

@@ -412,6 +412,8 @@ class ChunkTable:
         )
 
     def _bm25_table(self, query: Any, columns: list[str], limit: int, where: str | None) -> pa.Table:
+        if isinstance(query, str):  # Lance reads quotes in a string as a phrase query, which needs positions the
+            query = query.replace('"', " ")  # index does not keep (ragkit's own "phrases" are filters: query_syntax)
         return self.ds.to_table(
             columns=columns,
             with_row_id=True,

@@ -15,18 +15,18 @@ from ragkit.errors import EmbedderMismatch, IndexChanged, IndexCorrupt, IndexNot
 from ragkit.extract.resolve import Resolver
 from ragkit.records import Hit, Scope
 from ragkit.rerank.learned import Rankers
-from ragkit.store import browse, remote
+from ragkit.store import arrays, browse, expr, remote
 from ragkit.store.duck import DuckStore
 from ragkit.store.entity_graph import EntityGraph
 from ragkit.store.fill import FillTable
-from ragkit.store.graph import EvidenceGraph, load_pickled
+from ragkit.store.graph import EvidenceGraph
 from ragkit.store.knowledge.rows import KnowledgeMemory, StoreRows
 from ragkit.store.knowledge.sql import ALIASES_OF, ENTITIES_IN_GRAPH
 from ragkit.store.knowledge.vectors import DerivedVectors
 from ragkit.store.lance import COMPOUND_FTS, ChunkTable
 from ragkit.store.layout import RESOLVER_FILE, VOCAB_FILE, graph_path, store_path
 from ragkit.store.manifest import NAME as MANIFEST
-from ragkit.store.manifest import read_manifest
+from ragkit.store.manifest import Manifest, read_manifest
 from ragkit.store.terms import TermVectors
 
 
@@ -66,13 +66,13 @@ class IndexReader:
         if not self.index_dir.exists():
             raise IndexNotFound(f"no index at {self.index_dir}")
         self.stamp = _stamp(self.index_dir, max_age=0.0)
-        self.manifest: dict[str, Any] = read_manifest(self.index_dir)
-        self.run_id: int = self.manifest["last_run"]["id"]
+        self.manifest: Manifest = read_manifest(self.index_dir)
+        self.run_id: int = self.manifest.run_id
         self.store_path = store_path(self.index_dir, self.manifest)
         self.graph_dir = graph_path(self.index_dir, self.manifest)
-        info = self.manifest["embedder"]
-        if embed_model is not None and normalize_spec(embed_model) != info["spec"]:
-            raise EmbedderMismatch(f"{self.index_dir} was built with {info['spec']}, not {embed_model}")
+        info = self.manifest.embedder
+        if embed_model is not None and normalize_spec(embed_model) != info.spec:
+            raise EmbedderMismatch(f"{self.index_dir} was built with {info.spec}, not {embed_model}")
         if embedder is not None:
             self._check(embedder)
         self._given_embedder = embedder
@@ -83,22 +83,19 @@ class IndexReader:
         self._shared: DuckStore | None = None
         self._queries = 0  # one_connection() blocks so far (queries answered)
         self._memory: KnowledgeMemory | None = None
-        run = self.manifest["last_run"]
+        run = self.manifest.last_run
         try:
             self.chunks = ChunkTable(
-                remote.lance_location(self.index_dir),
-                run["lance_table"],
-                run["lance_version"],
-                self.manifest.get("fts_language"),
+                remote.lance_location(self.index_dir), run.lance_table, run.lance_version, self.manifest.fts_language
             )
         except Exception as exc:  # missing table files, bad version, …
             raise IndexCorrupt(f"cannot open the chunks table of {self.index_dir}: {exc}") from exc
 
     def _check(self, embedder: Embedder) -> None:
-        info = self.manifest["embedder"]
-        if embedder.fingerprint != info["fingerprint"] or embedder.dimension != info["dimension"]:
+        info = self.manifest.embedder
+        if embedder.fingerprint != info.fingerprint or embedder.dimension != info.dimension:
             raise EmbedderMismatch(
-                f"{self.index_dir} was built with {info['name']} ({info['dimension']}d, {info['fingerprint']}), "
+                f"{self.index_dir} was built with {info.name} ({info.dimension}d, {info.fingerprint}), "
                 f"the query embedder is {embedder.name} ({embedder.dimension}d, {embedder.fingerprint})"
             )
 
@@ -122,13 +119,13 @@ class IndexReader:
         gets int8 queries)."""
         if self._given_embedder is not None:
             return self._given_embedder
-        info = self.manifest["embedder"]
-        keys = self.manifest["index_config"].get("api_keys")
-        emb = load_embedder(info["spec"], encoder=query_encoder(info.get("encoder", "torch")), keys=keys)
+        info = self.manifest.embedder
+        keys = self.manifest.index_config.get("api_keys")
+        emb = load_embedder(info.spec, encoder=query_encoder(info.encoder), keys=keys)
         self._check(emb)
-        if info.get("kind") in ("http", "gguf") and info.get("probe") and not same_model(info["probe"], emb):
+        if info.kind in ("http", "gguf") and info.probe and not same_model(info.probe, emb):
             raise EmbedderMismatch(
-                f"{info['spec']} no longer answers as the model {self.index_dir} was built with "
+                f"{info.spec} no longer answers as the model {self.index_dir} was built with "
                 "(another model under the same name?)"
             )
         return emb
@@ -136,7 +133,7 @@ class IndexReader:
     @cached_property
     def fill(self) -> FillTable | None:
         """A progressive index being filled: the full model's vectors committed so far (None otherwise)."""
-        spec = self.manifest.get("fill")
+        spec = self.manifest.fill
         if not spec or spec.get("version") is None:
             return None
         return FillTable(remote.lance_location(self.index_dir), spec["version"])
@@ -144,7 +141,7 @@ class IndexReader:
     @cached_property
     def full_embedder(self) -> Embedder:
         """A progressive index's full model (its queries search the filled vectors with it)."""
-        spec = self.manifest["fill"]
+        spec = self.manifest.fill
         emb = self.given_full_embedder or load_embedder(
             spec["spec"], encoder=query_encoder(spec.get("encoder", "onnx"))
         )
@@ -176,14 +173,14 @@ class IndexReader:
             self.run_id,
             self.duck,
             lambda texts: self.embedder.encode(texts),
-            self.manifest["embedder"]["fingerprint"],
+            self.manifest.embedder.fingerprint,
         ).load()
 
     @cached_property
     def facts(self) -> dict[str, Any]:
         """What the committed run holds that planning needs: doc types, entity, community and tree-node counts
         (from the manifest; from the store for an index whose manifest lacks them)."""
-        facts = self.manifest.get("facts")
+        facts = self.manifest.facts
         if facts is None:
             with self.duck() as store:
                 facts = store.planning_facts()
@@ -193,7 +190,7 @@ class IndexReader:
     def vocabulary(self) -> dict[str, int]:
         """The index's words and their chunk frequencies: the committed run's snapshot next to its graphs,
         else (stale or missing) the store's ``vocab`` table (read once)."""
-        saved = load_pickled(self.graph_dir, VOCAB_FILE)
+        saved = arrays.load_vocabulary(self.graph_dir, VOCAB_FILE)
         if saved is not None and saved[1] == self.run_id:
             return saved[0]
         with self.duck() as store:
@@ -203,9 +200,11 @@ class IndexReader:
     def resolver(self) -> Resolver:
         """Reference resolver over all documents and sections: the committed run's, saved beside its graphs,
         else (stale, missing or of another format) built from the store."""
-        saved = load_pickled(self.graph_dir, RESOLVER_FILE)
-        if saved is not None and saved[1] == self.run_id and saved[0][0] == Resolver.FORMAT:
-            return saved[0][1]
+        saved = arrays.load(self.graph_dir, RESOLVER_FILE)
+        if saved is not None and saved[1] == self.run_id:
+            found = Resolver.from_state(saved[0].get("state") or {})
+            if found is not None:
+                return found
         with self.duck() as store:
             return store.resolver()
 
@@ -275,7 +274,7 @@ class IndexReader:
     @property
     def language(self) -> str:
         """The index's language as its BM25 index has it: "de", "sv" or "en"."""
-        return COMPOUND_FTS.get(self.manifest.get("fts_language"), "en")
+        return COMPOUND_FTS.get(self.manifest.fts_language, "en")
 
     def scope_for(self, filters: dict[str, str], readable: tuple[str, ...] | None = None) -> Scope | None:
         """The documents (and their collections) the filters allow within the readable collections; None
@@ -285,9 +284,9 @@ class IndexReader:
         with self.duck() as store:
             ids = store.document_ids_matching(filters)
             with store.registered("scope_ids", {"id": ids}):
+                scope, params = expr.readable(readable).duck()
                 rows = store.con.execute(
-                    "SELECT id, collection FROM documents WHERE id IN (SELECT id FROM scope_ids) "
-                    f"AND {browse.readable_sql(readable)}"
+                    f"SELECT id, collection FROM documents WHERE id IN (SELECT id FROM scope_ids) AND {scope}", params
                 ).fetchall()
         return Scope({r[0] for r in rows}, {r[1] for r in rows})
 
@@ -295,7 +294,7 @@ class IndexReader:
         """The ids of the chunks of the readable collections (kept per set of collections)."""
         key = ("readable_chunks", tuple(sorted(set(readable))))
         if key not in self._memo:
-            ids = self.chunks.ds.to_table(columns=["id"], filter=browse.readable_sql(readable)).column("id")
+            ids = self.chunks.ds.to_table(columns=["id"], filter=expr.readable(readable).lance()).column("id")
             self._memo[key] = frozenset(ids.to_pylist())
         return self._memo[key]
 
@@ -304,7 +303,8 @@ class IndexReader:
         key = ("readable_documents", tuple(sorted(set(readable))))
         if key not in self._memo:
             with self.duck() as store:
-                rows = store.con.execute(f"SELECT id FROM documents WHERE {browse.readable_sql(readable)}").fetchall()
+                scope, params = expr.readable(readable).duck()
+                rows = store.con.execute(f"SELECT id FROM documents WHERE {scope}", params).fetchall()
             self._memo[key] = frozenset(r[0] for r in rows)
         return self._memo[key]
 
@@ -321,7 +321,7 @@ class IndexReader:
         if readable is None:
             return word.lower() in self.vocabulary
         pattern = re.compile(rf"(?<!\w){re.escape(word)}(?!\w)", re.I)
-        rows = self.chunks.fts_search(word, HOLDS_WORD_CHUNKS, browse.readable_sql(readable))
+        rows = self.chunks.fts_search(word, HOLDS_WORD_CHUNKS, expr.readable(readable).lance())
         return any(pattern.search(r["content"]) for r in rows)
 
     def duck(self) -> DuckStore | _Borrowed:
@@ -378,13 +378,9 @@ class IndexReader:
             if readable is None:
                 return ids
             with store.registered("matching_ids", {"id": ids}):
-                return [
-                    r[0]
-                    for r in store.con.execute(
-                        "SELECT id FROM documents WHERE id IN (SELECT id FROM matching_ids) "
-                        f"AND {browse.readable_sql(readable)}"
-                    ).fetchall()
-                ]
+                scope, params = expr.readable(readable).duck()
+                sql = f"SELECT id FROM documents WHERE id IN (SELECT id FROM matching_ids) AND {scope}"
+                return [r[0] for r in store.con.execute(sql, params).fetchall()]
 
     @staticmethod
     def to_hits(rows: list[dict[str, Any]], kind: str) -> list[Hit]:

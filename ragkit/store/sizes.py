@@ -83,13 +83,13 @@ def _duck(store, file_bytes: int) -> dict[str, int]:
 def component_bytes(reader: IndexReader) -> dict[str, int]:
     """Bytes per component of a committed index (estimates where one file holds several components)."""
     out: dict[str, int] = {}
-    table = reader.manifest["last_run"]["lance_table"]
+    table = reader.manifest.last_run.lance_table
     out.update(
         _lance(
             reader.index_dir,
             f"{LANCE_DIR}/{table}.lance",
             reader.chunks.count(),
-            reader.manifest["embedder"]["dimension"],
+            reader.manifest.embedder.dimension,
         )
     )
     duck_file = reader.store_path

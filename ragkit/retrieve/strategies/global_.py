@@ -14,7 +14,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ragkit.records import Hit
-from ragkit.retrieve.filters import NO_MATCH
 from ragkit.retrieve.fusion import weighted_rrf
 from ragkit.retrieve.strategies import hybrid
 
@@ -25,7 +24,7 @@ GLOBAL_COMMUNITIES = 5
 
 
 def search(ctx: SearchContext) -> list[Hit]:
-    chosen = ctx.knowledge_search("communities", GLOBAL_COMMUNITIES) if ctx.where != NO_MATCH else []
+    chosen = ctx.knowledge_search("communities", GLOBAL_COMMUNITIES) if not ctx.never else []
     if not chosen:
         ctx.notes["fallback"] = "no community report in scope: hybrid"
         return hybrid.search(ctx)

@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING, Literal
 
 from ragkit.errors import BadQuery
 from ragkit.records import Hit
-from ragkit.retrieve.filters import NO_MATCH
 from ragkit.retrieve.fusion import weighted_rrf
 from ragkit.retrieve.strategies import hybrid
 from ragkit.validate import between, check
@@ -56,7 +55,7 @@ class Settings:
 
 def search(ctx: SearchContext) -> list[Hit]:
     cfg, s = ctx.cfg, ctx.cfg.of(Settings)
-    nodes = _nodes(ctx) if ctx.where != NO_MATCH else []
+    nodes = _nodes(ctx) if not ctx.never else []
     if not nodes:
         ctx.notes["fallback"] = "no summary-tree node in scope: hybrid"
         return hybrid.search(ctx)

@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING
 
 from ragkit.errors import BadQuery
 from ragkit.records import Hit
-from ragkit.retrieve.filters import NO_MATCH
 from ragkit.retrieve.strategies import hybrid
 from ragkit.validate import between, check
 
@@ -44,7 +43,7 @@ class Settings:
 def search(ctx: SearchContext) -> list[Hit]:
     s = ctx.cfg.of(Settings)
     seeds = ctx.entity_seeds(vector_seeds=s.vector_seeds)
-    if not seeds or ctx.where == NO_MATCH:
+    if not seeds or ctx.never:
         ctx.notes["fallback"] = "no query entity in the graph: hybrid"
         return hybrid.search(ctx)
     fetch = ctx.limit * ctx.cfg.overfetch

@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING
 
 from ragkit.errors import BadQuery
 from ragkit.records import Hit
-from ragkit.retrieve.filters import NO_MATCH
 from ragkit.retrieve.fusion import weighted_rrf
 from ragkit.retrieve.strategies import hybrid
 from ragkit.validate import between, check
@@ -51,7 +50,7 @@ def _chunk_ranking(items: list[dict]) -> list[tuple[str, float]]:
 
 
 def search(ctx: SearchContext) -> list[Hit]:
-    if ctx.where == NO_MATCH:
+    if ctx.never:
         return []
     entities = ctx.knowledge_search("entities", LIGHT_ENTITIES)
     relations = ctx.knowledge_search("relations", LIGHT_RELATIONS)

@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING
 
 from ragkit.errors import BadQuery
 from ragkit.records import Hit
-from ragkit.retrieve.filters import NO_MATCH
 from ragkit.retrieve.strategies import hybrid
 from ragkit.validate import between, check
 
@@ -46,7 +45,7 @@ class Settings:
 def search(ctx: SearchContext) -> list[Hit]:
     s = ctx.cfg.of(Settings)
     graph = ctx.reader.entity_graph
-    seeds = ctx.entity_seeds(vector_seeds=s.vector_seeds) if ctx.where != NO_MATCH else {}
+    seeds = ctx.entity_seeds(vector_seeds=s.vector_seeds) if not ctx.never else {}
     if not seeds:
         ctx.notes["fallback"] = "no query entity in the graph: hybrid"
         return hybrid.search(ctx)

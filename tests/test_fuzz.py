@@ -1,0 +1,123 @@
+"""Fuzzed as attackers and careless clients would (tests/fuzz.py; scripts/fuzz.py runs the same at scale): the
+query syntax and planner, the legal-reference parser and the tokens file answer or raise a RagkitError on
+anything; ``ragkit serve`` answers generated requests, valid and invalid, with no 5xx and never with another
+team's data. And the regressions the fuzzing found, each pinned."""
+
+from __future__ import annotations
+
+import json
+import urllib.parse
+
+import pytest
+
+from ragkit.config import QueryConfig
+from ragkit.errors import BadQuery
+from tests import fuzz
+from tests.team import MARKERS, build_index, ids_of, serve, tokens_file
+
+
+def test_the_query_syntax_and_the_planner_never_crash():
+    tally = fuzz.fuzz_queries(300)
+    assert tally.cases == 300 and tally.failures == []
+
+
+def test_the_legal_reference_parser_never_crashes():
+    tally = fuzz.fuzz_legal(300)
+    assert tally.cases == 300 and tally.failures == []
+
+
+def test_a_tokens_file_is_read_or_named_as_bad_never_a_crash(tmp_path):
+    tally = fuzz.fuzz_tokens(300, tmp_path)
+    assert tally.cases == 300 and tally.failures == []
+
+
+@pytest.mark.parametrize("key", ['a"b', "x[", "$.y", "a\\b", "1x", "", "k" * 70, "a'; DROP TABLE documents; --"])
+def test_an_unusual_filter_key_is_a_bad_query_not_a_store_error(key):
+    with pytest.raises(BadQuery, match="filter key"):
+        QueryConfig(filters={key: "v"})
+
+
+@pytest.fixture(scope="module")
+def team_server(tmp_path_factory):
+    root = tmp_path_factory.mktemp("fuzz")
+    index = build_index(root / "src", root / "idx")
+    tokens, env = tokens_file(root / "tokens.toml", {"max_tokens": 64})
+    with serve(index, root / "server.log", "--tokens", str(tokens), env=env) as srv:
+        srv.index = index
+        yield srv
+
+
+@pytest.mark.integration
+def test_generated_requests_get_no_5xx_and_no_other_teams_data(team_server):
+    srv = team_server
+    a, b = MARKERS["team-a"] + ids_of(srv.index, "team-a"), MARKERS["team-b"] + ids_of(srv.index, "team-b")
+    callers = {"no token": None, "team A": srv.token("a"), "team B": srv.token("b")}
+    tally = fuzz.fuzz_api(srv.url, callers, {"no token": a + b, "team A": b, "team B": a}, per_operation=8)
+    assert tally.requests >= 120 and tally.server_errors == [] and tally.leaks == []
+    assert {401, 404, 422} <= set(tally.by_status)  # refused, unknown and invalid requests were all made
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/v1/query", {"query": "orion", "filters": {'a"b': "x"}}),  # found by the first fuzzing run: a 500
+        ("/v1/query", {"query": "orion", "filters": {"$.x[0]": "1"}}),
+        ("/v1/query", {"query": "orion", "filters": {"collection": "team-a' OR '1'='1"}}),
+        ("/v1/documents?" + urllib.parse.urlencode({'we"ird': "1"}), None),  # found by the first run: a 500
+        ("/v1/documents?" + urllib.parse.urlencode({"date_from": "not a date"}), None),
+        ("/v1/documents?" + urllib.parse.urlencode({"path": "[unclosed"}), None),
+    ],
+)
+def test_unusual_filters_are_answered_400_or_narrowed_never_500(team_server, path, body):
+    status, out = team_server.call(path, body, token=team_server.token("a"))
+    assert status in (200, 400, 403), (status, out)
+    text = json.dumps(out)
+    assert not any(m in text for m in MARKERS["team-b"])
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("text", ['""', '"""', 'pay "', '"the bonus" "', '" OR "x'])
+def test_stray_and_empty_quotes_are_searched_as_words_not_lance_phrases(team_server, text):
+    """Found by scripts/fuzz.py: a bare ``""`` reached Lance as a phrase query, which the index (no positions)
+    cannot answer: a ValueError out of the store."""
+    from ragkit import api
+
+    reader = api.open_index(team_server.index)
+    api.query(reader, text, QueryConfig(strategy="lexical", k=3, log=False, retry=False))
+    api.query(reader, text, QueryConfig(strategy="hybrid", k=3, log=False, retry=False))
+
+
+@pytest.mark.integration
+def test_whole_lexical_queries_never_crash(team_server):
+    from ragkit import api
+
+    tally = fuzz.fuzz_queries(150, api.open_index(team_server.index))
+    assert tally.cases == 150 and tally.failures == []
+
+
+@pytest.mark.integration
+def test_collection_names_with_quotes_and_sql_words_are_values_not_sql(tmp_path):
+    """A collection named with a quote, a semicolon and SQL keywords is indexed, filtered on and scoped like any
+    other, and a token of another collection reads none of it."""
+    from dataclasses import replace
+
+    from ragkit import api
+    from ragkit.config import IndexConfig
+    from tests.conftest import write
+
+    hostile = "hr'; DROP TABLE documents; --"
+    root = tmp_path / "docs"
+    write(root / "a", "pay.md", "# Pay\n\nThe Quillfeather bonus is paid in March.\n")
+    write(root / "b", "other.md", "# Other\n\nThe Brassmoor bonus is paid in June.\n")
+    idx = tmp_path / "idx"
+    api.index([root / "a"], idx, replace(IndexConfig(), collection=hostile))
+    api.index([root / "b"], idx, replace(IndexConfig(), collection="plain"))
+    reader = api.open_index(idx)
+    mine = api.query(reader, "When is the bonus paid?", QueryConfig(k=5, readable=(hostile,), log=False))
+    assert mine.passages and all(p.collection == hostile for p in mine.passages)
+    other = api.query(reader, "When is the bonus paid?", QueryConfig(k=5, readable=("plain",), log=False))
+    assert other.passages and "Quillfeather" not in json.dumps([p.text for p in other.passages])
+    filtered = api.query(reader, "bonus", QueryConfig(k=5, filters={"collection": hostile}, log=False))
+    assert {p.collection for p in filtered.passages} == {hostile}
+    assert api.stats(reader, (hostile,))["documents"] == 1 and api.documents(reader, {}, (hostile,))["total"] == 1
