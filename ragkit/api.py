@@ -15,12 +15,15 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import asdict, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from ragkit.answer import NOTES, Answer, Evidence, extract_answer, idf_of, map_reduce, needs_replacing
 from ragkit.answer import answer as write_answer
 from ragkit.answer import check as check_claims
+from ragkit.answer.scorer import AnswerModel
+from ragkit.answer.scorer import default_model as default_answer_model
 from ragkit.assemble import assemble, pack_context
 from ragkit.config import DEFAULT_HOME, IndexConfig, QueryConfig, resolve_index_dir
 from ragkit.embed import Embedder, load_embedder, normalize_spec
@@ -31,6 +34,7 @@ from ragkit.generate import load_generator
 from ragkit.ingest import watch as watching
 from ragkit.ingest.fill import run_fill
 from ragkit.ingest.pipeline import run_index
+from ragkit.learn import abstain as abstaining
 from ragkit.learn import ranker as ranking
 from ragkit.learn.feedback import Feedback, new_query_id, query_event
 from ragkit.modelspec import parse_spec
@@ -300,11 +304,28 @@ def learn(
     *,
     dry_run: bool = False,
     min_queries: int = ranking.MIN_QUERIES,
+    min_answers: int = abstaining.MIN_ANSWERS,
 ) -> list[ranking.Outcome]:
     """Fit a ranker per scope from the index's feedback (and ``labels``: BEIR folders or labelled questions),
-    adopting each only when it ranks the held-out queries better (``ranking.learn``)."""
+    adopting each only when it ranks the held-out queries better (``ranking.learn``); and, where answers were
+    rated, the confidence under which they abstain, per scope and language, adopted only when it decides the
+    held-out rated answers better (``abstaining.learn``)."""
     judged = Feedback(reader.index_dir).judged()
-    return ranking.learn(reader, judged, retrieve, labels, dry_run=dry_run, min_queries=min_queries)
+    out = ranking.learn(reader, judged, retrieve, labels, dry_run=dry_run, min_queries=min_queries)
+    return out + abstaining.learn(
+        reader, judged, _extract, partial(_abstain_threshold, reader), dry_run=dry_run, min_answers=min_answers
+    )
+
+
+def _extract(reader: IndexReader, text: str, cfg: QueryConfig) -> Answer:
+    """The extractive answer a query gets (``ragkit learn`` asks rated queries again)."""
+    return answer(query(reader, text, cfg), replace(cfg, answer_mode="extract"), reader=reader)
+
+
+def _abstain_threshold(reader: IndexReader, scope: str, language: str) -> float:
+    """The confidence under which a query of ``scope`` in ``language`` abstains now."""
+    learned = reader.rankers.abstain_thresholds(scope)
+    return learned.get(language, default_answer_model().threshold_for(language, reader.manifest.embedder.name))
 
 
 def unlearn(reader: IndexReader) -> int:
@@ -345,7 +366,8 @@ def answer(
     if query_vector is None and reader is not None:
         query_vector = reader.embedder.encode_query(result.query)
     encode, encoder = (reader.embedder.encode, reader.embedder.name) if reader else (None, None)
-    quotes = extract_answer(evidence, result.query, idf, language, query_vector, encode, encoder=encoder)
+    model = _answer_model(reader, cfg)
+    quotes = extract_answer(evidence, result.query, idf, language, query_vector, encode, model, encoder)
     generator = None
     if cfg.answer_mode == "generate" or (
         cfg.answer_mode == "auto" and cfg.model and not cfg.model.startswith("bundled")
@@ -371,6 +393,15 @@ def answer(
         note = quotes.note if quotes.abstained else NOTES.get(language, NOTES["en"])
         return replace(quotes, replaced=True, note=note, **{name: getattr(checked, name) for name in kept})
     return checked
+
+
+def _answer_model(reader: IndexReader | None, cfg: QueryConfig) -> AnswerModel:
+    """The answer scorer, with the abstention thresholds the index learned for the query's scope (``ragkit
+    learn`` from rated answers; ``cfg.learned`` off: the shipped ones)."""
+    model = default_answer_model()
+    if reader is None or not cfg.learned:
+        return model
+    return model.with_thresholds(reader.rankers.abstain_thresholds(scope_of(cfg.readable, cfg.filters)))
 
 
 def _write(generator, result: QueryResult, cfg: QueryConfig, on_text, language: str) -> Answer:
@@ -454,10 +485,11 @@ def stats(reader: IndexReader, readable: tuple[str, ...] | None = None) -> dict[
 
 def learned(reader: IndexReader) -> dict[str, Any]:
     """The learned rankers in use, per scope (version, when fitted, on how many judged queries, and the held-out
-    figures before and after), and whether the shipped default ranks where none is adopted."""
+    figures before and after), whether the shipped default ranks where none is adopted, and the learned answer
+    thresholds per scope and language (``answers``)."""
     models = reader.rankers.adopted()
     out = {scope: {"version": m.version} | m.meta for scope, m in models.items()}
-    return {"scopes": out, "shipped_default": ranking_shipped() is not None}
+    return {"scopes": out, "shipped_default": ranking_shipped() is not None, "answers": reader.rankers.answers()}
 
 
 def _fill_progress(manifest: Manifest, chunks: int) -> dict[str, Any] | None:

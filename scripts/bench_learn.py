@@ -7,6 +7,8 @@ Subcommands:
   simulate  per labelled set: replay its fit half as users' feedback (a good click on the gold passage when it
             is in the top 10, a bad one on the passage above it) through the feedback API, ``ragkit learn``, then
             measure its held-out half before (today's ranker) and after, one table
+  answers   per set: its fit half's answers rated (good when they hold the gold answer, or abstain on an absent
+            topic), ``ragkit learn``, then the held-out half's answers before and after
   loud      one user clicks "good" 100 times on an irrelevant passage for one question: learn, then where does
             that passage rank for every other question (before / after)
   cost      ``ragkit learn`` on N feedback events (seconds), and what the adopted ranker adds to a warm query
@@ -170,6 +172,67 @@ def simulate(args) -> None:
     cols = ("set", "held-out figure", "before", "after", "change", "fit: questions / clicked / events")
     cols += ("held out", "model", "replay / learn s")
     print_table("simulated users: the fit half's clicks, the held-out half measured", cols, rows, width=180)
+
+
+@cli.command("answers", arg("--sets", default="german,swedish,hotpotqa"), WORK)
+def answers(args) -> None:
+    """Simulated raters of answers per set: each fit-half question, answerable or on an absent topic, asked with
+    an extractive answer and the answer rated (an answerable question's: good when it holds the gold answer, an
+    absent topic's: good when it abstained), ``ragkit learn`` (its guard holds out a third of the rated answers),
+    then the held-out half's answers before and after: the gold answer contained, answerable questions abstained
+    on, absent topics abstained on, and the threshold learned."""
+    rows = []
+    for name in [s.strip() for s in args.sets.split(",") if s.strip()]:
+        reader = fresh_reader(name, args.work)
+        aset, split = sets.load(name), sets.split_of(name)
+        fit_good, fit_bad = aset.half("fit", split)
+        held_good, held_bad = aset.half("held_out", split)
+        before = sets.answer_measures(reader, held_good, held_bad)
+        cfg = QueryConfig(k=10, answer=True, answer_mode="extract")
+        rated = 0
+        for q in fit_good + fit_bad:
+            result = api.query(reader, q["query"], cfg)
+            api.answer_into(result, cfg, reader=reader)
+            api.log_query(reader, result, cfg, source="simulated")
+            a = result.answer
+            good = a.abstained if q in fit_bad else sets.norm(q["answer"]) in sets.norm(a.text)
+            api.feedback(reader.index_dir, result.query_id, None, "good" if good else "bad", source="simulated")
+            rated += 1
+        t = time.perf_counter()
+        outcomes = [o for o in api.learn(reader) if o.kind == "abstain"]
+        learn_s = time.perf_counter() - t
+        reader = api.open_index(reader.index_dir)
+        after = sets.answer_measures(reader, held_good, held_bad)
+        model = "; ".join(
+            f"{o.scope}: {o.before.get('threshold', 0):.3f} → {o.after.get('threshold', 0):.3f}, "
+            f"{'adopted' if o.adopted else o.reason}"
+            for o in outcomes
+        )
+        for key, label in (("contained", "contained"), ("answered", "abstain answerable"), ("abstain_absent", "")):
+            if key not in before:
+                continue
+            b, a = before[key], after[key]
+            if key == "answered":  # shown as the share abstained on
+                b, a = 1 - b, 1 - a
+            rows.append(
+                (
+                    name,
+                    label or "abstain absent",
+                    f"{b:.3f}",
+                    f"{a:.3f}",
+                    f"{a - b:+.3f}",
+                    f"{len(fit_good)} + {len(fit_bad)} / {rated}",
+                    f"{len(held_good)} + {len(held_bad)}",
+                    model,
+                    f"{learn_s:.0f}",
+                )
+            )
+            model = ""
+    cols = ("set", "held-out figure", "before", "after", "change", "fit: questions + absent / rated")
+    cols += ("held out", "threshold", "learn s")
+    print_table(
+        "simulated raters of answers: the fit half's ratings, the held-out half measured", cols, rows, width=200
+    )
 
 
 @cli.command("loud", arg("--set", dest="name", default="german"), arg("--clicks", type=int, default=100), WORK)

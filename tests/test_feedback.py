@@ -14,6 +14,7 @@ import pytest
 from ragkit import api
 from ragkit.config import QueryConfig
 from ragkit.errors import BadQuery, Forbidden, UnknownId
+from ragkit.learn import abstain as abstaining
 from ragkit.learn import ranker as ranking
 from ragkit.learn.feedback import Feedback
 from ragkit.learned import Trees
@@ -213,6 +214,69 @@ def test_a_loud_user_moves_nobody_elses_results(reader):
     assert holding_it() <= before
 
 
+def _rated(confidences_wanted: list[tuple[float, bool]]) -> list[abstaining.Rated]:
+    return [abstaining.Rated(f"q{i}", "all", "en", c, False, w) for i, (c, w) in enumerate(confidences_wanted)]
+
+
+def test_the_answer_guard_adopts_a_threshold_that_decides_better_and_keeps_a_good_one():
+    # wanted exactly from 0.6 up; in use 0.2: every answer between 0.2 and 0.6 was rated bad
+    rated = _rated([(0.05 + 0.9 * i / 59, 0.05 + 0.9 * i / 59 >= 0.6) for i in range(60)])
+    outcome, threshold = abstaining.decide("all", "en", rated, current=0.2)
+    assert outcome.adopted and 0.55 < threshold < 0.65 and outcome.after["right"] == 1.0 > outcome.before["right"]
+    kept, _ = abstaining.decide("all", "en", rated, current=0.6)  # already right: nothing to gain
+    assert not kept.adopted and kept.reason.startswith("not better")
+    few, _ = abstaining.decide("all", "en", rated[:10], current=0.2)
+    assert not few.adopted and few.reason == "10 rated answers, 20 needed"
+    # an abstention rated bad wanted an answer; an abstention rated good did not
+    assert abstaining.Rated("q", "all", "en", 0.1, True, False).wanted
+    assert not abstaining.Rated("q", "all", "en", 0.1, True, True).wanted
+
+
+NEAR_MISSES = [q.replace("desk", "cabinet") for q in QUESTIONS]  # the rules say nothing of cabinets
+
+
+def _rate_answers(reader, token=None, readable=None) -> None:
+    """Each desk question's answer rated good, each cabinet question's (answered from a desk rule) bad."""
+    cfg = QueryConfig(k=5, answer=True, answer_mode="extract", readable=readable)
+    for text in QUESTIONS + NEAR_MISSES:
+        result = api.query(reader, text, cfg)
+        api.answer_into(result, cfg, reader=reader)
+        assert api.log_query(reader, result, cfg, token=token)
+        shown = Feedback(reader.index_dir).queries()[result.query_id]["answer"]
+        assert shown["abstained"] is False and shown["confidence"] == result.answer.confidence
+        grade = "good" if "desk" in text else "bad"
+        api.feedback(reader.index_dir, result.query_id, None, grade, token=token, readable=readable)
+
+
+def _abstains(reader, text: str, readable=None) -> bool:
+    cfg = QueryConfig(k=5, answer=True, answer_mode="extract", readable=readable, log=False)
+    return api.answer(api.query(reader, text, cfg), cfg, reader=reader).abstained
+
+
+def test_rated_answers_teach_when_to_abstain(reader):
+    unrated = "How many folders may the amber drawer hold?"
+    assert not _abstains(reader, unrated) and not _abstains(reader, QUESTIONS[0])  # the shipped threshold
+    _rate_answers(reader)
+    outcomes = [o for o in api.learn(reader) if o.kind == "abstain"]
+    assert [(o.scope, o.adopted) for o in outcomes] == [("all · en", True)], outcomes
+    assert outcomes[0].after["right"] > outcomes[0].before["right"]
+    reader = reopen(reader)
+    assert _abstains(reader, unrated) and not _abstains(reader, QUESTIONS[0])
+    assert api.learned(reader)["answers"]["all"]["en"]["threshold"] == outcomes[0].after["threshold"]
+    assert api.unlearn(reader) == 1
+    assert not _abstains(reopen(reader), unrated)
+
+
+def test_a_tokens_rated_answers_change_only_its_own_scope(reader):
+    _rate_answers(reader, token="team-a", readable=("default",))
+    outcomes = [o for o in api.learn(reader) if o.kind == "abstain"]
+    assert [(o.scope, o.adopted) for o in outcomes] == [("collections:default · en", True)], outcomes
+    reader = reopen(reader)
+    unrated = "How many folders may the amber drawer hold?"
+    assert _abstains(reader, unrated, readable=("default",))
+    assert not _abstains(reader, unrated)  # the index's own queries ("all") keep the shipped threshold
+
+
 @pytest.mark.integration
 def test_the_cli_logs_rates_opens_learns_and_shows(tmp_path):
     root = tmp_path / "rules"
@@ -237,10 +301,19 @@ def test_the_cli_logs_rates_opens_learns_and_shows(tmp_path):
     assert opened.returncode == 0 and "folders" in opened.stdout
     learned = subprocess.run([*run, "learn", "--index", idx, "--json"], capture_output=True, text=True)
     assert learned.returncode == 0 and json.loads(learned.stdout)[0]["reason"] == "1 judged queries, 20 needed"
+    answered = subprocess.run(
+        [*run, "query", "--answer", "--json", QUESTIONS[3], "--index", idx], check=True, capture_output=True, text=True
+    )
+    aid = json.loads(answered.stdout)["query_id"]
+    rated = subprocess.run([*run, "feedback", aid, "--answer", "--bad", "--index", idx], capture_output=True, text=True)
+    assert rated.returncode == 0 and "the answer" in rated.stdout
     export = tmp_path / "out.jsonl"
     subprocess.run([*run, "feedback", "--export", str(export), "--index", idx], check=True, capture_output=True)
-    kinds = [json.loads(line).get("kind") for line in export.read_text().splitlines() if '"feedback"' in line]
-    assert kinds == ["explicit", "open"]
+    events = [json.loads(line) for line in export.read_text().splitlines()]
+    kinds = [e.get("kind") for e in events if e["type"] == "feedback"]
+    assert kinds == ["explicit", "open", "explicit"]
+    shown = next(e for e in events if e.get("id") == aid)["answer"]  # logged after the answer was written
+    assert shown["abstained"] is False and shown["mode"] == "extract" and 0 < shown["confidence"] <= 1
 
 
 # ---- ragkit serve: feedback over HTTP and MCP, scoped like reads

@@ -23,7 +23,7 @@ import json
 import math
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -114,8 +114,24 @@ class AnswerModel:
         )
 
     def abstains(self, scored: Scored, language: str) -> bool:
-        thresholds = self.threshold if scored.encoded else self.plain_threshold
-        return scored.answerable < thresholds.get(language, thresholds.get("*", 0.0))
+        return scored.answerable < self._threshold(scored.encoded, language)
+
+    def _threshold(self, encoded: bool, language: str) -> float:
+        thresholds = self.threshold if encoded else self.plain_threshold
+        return thresholds.get(language, thresholds.get("*", 0.0))
+
+    def threshold_for(self, language: str, encoder: str | None) -> float:
+        """The confidence under which an answer in ``language`` abstains, over an index with ``encoder``."""
+        return self._threshold(encoder in self.encoders, language)
+
+    def with_thresholds(self, learned: dict[str, float]) -> AnswerModel:
+        """The model with an index's learned thresholds per language (``ragkit learn``: ragkit/learn/abstain.py)
+        in place of its own; an index reads units with one encoder, so they stand for either kind."""
+        if not learned:
+            return self
+        return replace(
+            self, threshold={**self.threshold, **learned}, plain_threshold={**self.plain_threshold, **learned}
+        )
 
     def to_json(self) -> dict:
         return {

@@ -64,19 +64,24 @@ def learn_cmd(
         typer.Option("--labels", help="Labelled queries too: a BEIR folder (qrels) or questions with gold sections."),
     ] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Fit and measure, adopt nothing.")] = False,
-    reset: Annotated[bool, typer.Option("--reset", help="Drop the learned rankers (the defaults rank again).")] = False,
+    reset: Annotated[
+        bool, typer.Option("--reset", help="Drop what was learned (the defaults rank and abstain again).")
+    ] = False,
     min_queries: Annotated[int, typer.Option("--min-queries", help="Distinct judged queries a model needs.")] = 20,
+    min_answers: Annotated[
+        int, typer.Option("--min-answers", help="Rated answers a scope and language need to learn when to abstain.")
+    ] = 20,
     as_json: AsJson = False,
 ):
-    """Fit the ranking to the feedback (and labels): per scope, adopted only if it ranks held-out queries better."""
+    """Fit the ranking (and when answers abstain) to the feedback: per scope, adopted only if better held out."""
     from ragkit import api
 
     reader = api.open_index(index)
     if reset:
         n = api.unlearn(reader)
-        console.print(f"dropped the learned ranker of {n} scope(s); the feedback stays")
+        console.print(f"dropped what {n} scope(s) had learned (rankers, answer thresholds); the feedback stays")
         return
-    outcomes = api.learn(reader, tuple(labels or ()), dry_run=dry_run, min_queries=min_queries)
+    outcomes = api.learn(reader, tuple(labels or ()), dry_run=dry_run, min_queries=min_queries, min_answers=min_answers)
     if as_json:
         print_json([o.__dict__ for o in outcomes])
         return
@@ -85,17 +90,39 @@ def learn_cmd(
             "no feedback yet: rate passages with ragkit feedback (or the session's :good N), or give --labels"
         )
         return
-    t = Table(title="learned ranker: held-out queries, before → after")
-    for col in ("scope", "queries (fit / held out)", "nDCG@10", "top-1", "adopted", "why"):
-        t.add_column(col)
-    for o in outcomes:
-        before, after = o.before, o.after
-        t.add_row(
-            o.scope,
-            f"{o.queries} ({o.fit} / {o.held_out})",
-            f"{before.get('ndcg@10', 0):.3f} → {after.get('ndcg@10', 0):.3f}" if after else "–",
-            f"{before.get('top1', 0):.3f} → {after.get('top1', 0):.3f}" if after else "–",
-            ("yes" if o.adopted else "no (dry run)" if dry_run and after else "no"),
-            o.reason,
-        )
-    console.print(t)
+
+    def adopted(o) -> str:
+        return "yes" if o.adopted else "no (dry run)" if dry_run and o.after else "no"
+
+    rankers = [o for o in outcomes if o.kind == "ranker"]
+    if rankers:
+        t = Table(title="learned ranker: held-out queries, before → after")
+        for col in ("scope", "queries (fit / held out)", "nDCG@10", "top-1", "adopted", "why"):
+            t.add_column(col)
+        for o in rankers:
+            before, after = o.before, o.after
+            t.add_row(
+                o.scope,
+                f"{o.queries} ({o.fit} / {o.held_out})",
+                f"{before.get('ndcg@10', 0):.3f} → {after.get('ndcg@10', 0):.3f}" if after else "–",
+                f"{before.get('top1', 0):.3f} → {after.get('top1', 0):.3f}" if after else "–",
+                adopted(o),
+                o.reason,
+            )
+        console.print(t)
+    answers = [o for o in outcomes if o.kind == "abstain"]
+    if answers:
+        t = Table(title="when answers abstain: held-out rated answers decided right, before → after")
+        for col in ("scope · language", "answers (fit / held out)", "threshold", "right", "adopted", "why"):
+            t.add_column(col)
+        for o in answers:
+            before, after = o.before, o.after
+            t.add_row(
+                o.scope,
+                f"{o.queries} ({o.fit} / {o.held_out})",
+                f"{before['threshold']:.3f} → {after['threshold']:.3f}" if after else "–",
+                f"{before['right']:.3f} → {after['right']:.3f}" if after else "–",
+                adopted(o),
+                o.reason,
+            )
+        console.print(t)

@@ -35,17 +35,22 @@ def through_server(index_dir: Path, text: str, qcfg, as_json: bool, as_jsonl: bo
     return True
 
 
-def run_query(reader, text: str, qcfg, trace: Path | None, source: str = "cli") -> QueryResult:
-    """``api.query``, appending every candidate's features to ``trace`` when given; the query is kept in the
-    index's log for feedback (``ragkit feedback QUERY_ID``)."""
+def run_query(
+    reader, text: str, qcfg, trace: Path | None, source: str = "cli", stream: bool = True, con=None
+) -> tuple[QueryResult, RagkitError | None]:
+    """``api.query`` and, when ``qcfg.answer``, the answer (``write_answer``: streamed to ``con`` unless not
+    ``stream``); every candidate's features appended to ``trace`` when given. The query, with whether its answer
+    abstained, is kept in the index's log for feedback (``ragkit feedback QUERY_ID``). Returns the result and
+    the error that kept an answer from being written."""
     from ragkit import api
 
     result = api.query(reader, text, qcfg)
+    failed = write_answer(result, qcfg, stream, con=con, reader=reader) if qcfg.answer else None
     api.log_query(reader, result, qcfg, source=source)
     if trace is not None:
         with trace.open("a") as fh:
             fh.write(trace_line(result) + "\n")
-    return result
+    return result, failed
 
 
 def write_answer(result: QueryResult, qcfg, stream: bool, con=None, reader=None) -> RagkitError | None:

@@ -101,9 +101,8 @@ def _answer_each(
     """Each query's result (and answer) printed in turn; a missing answer is reported after the passages."""
     failed = None
     for text in texts:
-        result = output.run_query(reader, text, qcfg, trace)
-        if qcfg.answer:
-            failed = output.write_answer(result, qcfg, stream=not (as_json or as_jsonl), reader=reader) or failed
+        result, error = output.run_query(reader, text, qcfg, trace, stream=not (as_json or as_jsonl))
+        failed = error or failed
         output.emit(result, as_json, as_jsonl, explain, batch=batch)
     if failed is not None:  # the passages are out; now say why the answer is missing
         raise failed

@@ -119,11 +119,9 @@ class Session:
     # ------------------------------------------------------------ queries
 
     def ask(self, text: str) -> None:
-        result = output.run_query(self.reader, text, self.cfg, trace=None, source="session")
-        if self.cfg.answer:
-            error = output.write_answer(result, self.cfg, stream=True, con=self.console, reader=self.reader)
-            if error is not None:
-                self.console.print(f"[red]no answer:[/] {error}")
+        result, error = output.run_query(self.reader, text, self.cfg, None, "session", con=self.console)
+        if error is not None:
+            self.console.print(f"[red]no answer:[/] {error}")
         self.last = result
         if self.explain:
             self.console.print_json(data=result.plan.to_dict())

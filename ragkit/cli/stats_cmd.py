@@ -56,6 +56,13 @@ def stats_cmd(index: IndexOpt = None, as_json: AsJson = False):
         )
     if learned and not learned.get("scopes"):
         t.add_row("ranker", "the shipped default" if learned.get("shipped_default") else "the hand-set weights")
+    for scope, languages in (learned.get("answers") or {}).items():
+        for language, m in languages.items():
+            t.add_row(
+                f"answers abstain ({scope}, {language})",
+                f"under confidence {m['threshold']:.3f}, fitted {m.get('fitted')} on {m.get('answers')} rated "
+                f"answers: held-out right {m['before']['right']:.3f} → {m['after']['right']:.3f}",
+            )
     if st["last_run"]:
         lr = st["last_run"]
         t.add_row(

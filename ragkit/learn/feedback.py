@@ -9,6 +9,9 @@ and a passage by its rank, or the answer:
 - a passage opened after the query (``ragkit show passage``, ``GET /v1/documents/…?query_id=``, the session's
   ``:open``) is a weak positive, grade 1, ``kind`` "open".
 
+A query asked with an answer is logged after it, with whether the answer abstained and its confidence: a rated
+answer teaches ``ragkit learn`` when to say "the documents do not say" (ragkit/learn/abstain.py).
+
 A passage is kept by its document path, section and the content hash of its first chunk, so that feedback
 survives re-indexing; each event carries its time, its ``scope`` (the collections the asker may read, or the one
 a query was filtered to, or "all") and the token's name. A token may rate only what it may read, and only the
@@ -80,7 +83,13 @@ def query_event(
         "source": source,
         "run": result.run,
         "passages": passages,
+        **({"answer": _shown_answer(result.answer)} if result.answer is not None else {}),
     }
+
+
+def _shown_answer(answer) -> dict[str, Any]:
+    """What ``ragkit learn`` needs of the answer a query showed: whether it abstained, and how sure it was."""
+    return {"mode": answer.mode, "abstained": bool(answer.abstained), "confidence": answer.confidence}
 
 
 @dataclass

@@ -39,6 +39,7 @@ from ragkit.rerank.learned import (
     hit_matrix,
     learned_dir,
     prior,
+    write_current,
 )
 from ragkit.retrieve.config import QueryConfig
 from ragkit.text import query_language
@@ -94,6 +95,7 @@ class Outcome:
     reason: str = ""
     path: str | None = None
     seconds: float = 0.0
+    kind: str = "ranker"  # or "abstain": an answer threshold (ragkit/learn/abstain.py), ``scope`` "SCOPE · LANG"
 
 
 # --- labelled candidates --------------------------------------------------------------------------------------------
@@ -377,17 +379,16 @@ def adopt(index_dir: Path, scope: str, model: Ranker, outcome: Outcome) -> Path:
     path.write_text(json.dumps(model.to_json()) + "\n")
     current = adopted(index_dir)
     current["scopes"][scope] = path.name
-    tmp = folder / (CURRENT + ".tmp")
-    tmp.write_text(json.dumps(current, indent=1) + "\n")
-    tmp.replace(folder / CURRENT)
+    write_current(index_dir, current)
     return path
 
 
 def reset(index_dir: Path) -> int:
-    """Forget every adopted ranker (the files stay as history); how many scopes had one."""
+    """Forget every adopted ranker and learned answer threshold (the files stay as history); how many scopes
+    had either."""
     folder = learned_dir(index_dir)
     current = adopted(index_dir)
-    n = len(current["scopes"])
+    n = len(set(current["scopes"]) | set(current.get("answers") or {}))
     if (folder / CURRENT).exists():
         (folder / CURRENT).unlink()
     return n

@@ -183,6 +183,15 @@ def adopted(index_dir: Path) -> dict[str, Any]:
     return data if isinstance(data.get("scopes"), dict) else {"scopes": {}}
 
 
+def write_current(index_dir: Path, current: dict[str, Any]) -> None:
+    """Replace ``learned/current.json`` in one rename (a reader sees the old set or the new)."""
+    folder = learned_dir(index_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = folder / (CURRENT + ".tmp")
+    tmp.write_text(json.dumps(current, indent=1) + "\n")
+    tmp.replace(folder / CURRENT)
+
+
 def load(path: Path) -> Ranker:
     try:
         return Ranker.from_json(json.loads(Path(path).read_text()))
@@ -197,22 +206,39 @@ def shipped() -> Ranker | None:
 
 
 class Rankers:
-    """The rankers an index has adopted, read once per version of ``learned/current.json``."""
+    """What an index has learned from its feedback, read once per version of ``learned/current.json``: the
+    adopted rankers per scope, and per scope and language the confidence under which its answers abstain
+    (``answers``: ragkit/learn/abstain.py)."""
 
     def __init__(self, index_dir: Path):
         self.index_dir = Path(index_dir)
         self._stamp: float | None = None
         self._models: dict[str, Ranker] = {}
+        self._answers: dict[str, dict[str, Any]] = {}
 
     def _refresh(self) -> None:
         path = learned_dir(self.index_dir) / CURRENT
         stamp = path.stat().st_mtime_ns if path.is_file() else None
         if stamp == self._stamp:
             return
+        current = adopted(self.index_dir)
         models = {}
-        for scope, name in adopted(self.index_dir)["scopes"].items():
+        for scope, name in current["scopes"].items():
             models[scope] = load(learned_dir(self.index_dir) / name)
+        answers = current.get("answers")
         self._models, self._stamp = models, stamp
+        self._answers = answers if isinstance(answers, dict) else {}
+
+    def abstain_thresholds(self, scope: str) -> dict[str, float]:
+        """The learned confidence under which an answer abstains, per language, for a query of ``scope``: its
+        own, else the index's ("all"); none learned: {} (the answer model's own thresholds hold)."""
+        self._refresh()
+        found = self._answers.get(scope) or self._answers.get(ALL) or {}
+        return {lang: float(v["threshold"]) for lang, v in found.items() if isinstance(v, dict) and "threshold" in v}
+
+    def answers(self) -> dict[str, dict[str, Any]]:
+        self._refresh()
+        return dict(self._answers)
 
     def for_scope(self, scope: str) -> Ranker | None:
         """The model a query of ``scope`` uses: its own, else the index's ("all"), else the shipped default."""

@@ -1,0 +1,168 @@
+"""``ragkit learn`` for answers: when to say "the documents do not say", learned from rated answers.
+
+The answer scorer (ragkit/answer/scorer.py) gives each answer a confidence, the probability that the passages
+answer the question, and abstains under a threshold per language fitted on the shared labelled sets. An index's
+own questions may sit elsewhere: near-miss topics that should be abstained on, or everyday wording the scorer
+doubts. A rated answer says which way it should have gone:
+
+- an answer rated good, or an abstention rated bad: an answer was wanted;
+- an abstention rated good, or an answer rated bad: silence was (a wrong quote serves no one better than none).
+
+Each rated query is asked again as it was (its strategy, filters and scope, the learned ranker as in use) and
+answered by the extractive scorer, for the confidence the current scorer gives it; whether it abstained is
+taken from the log (what the person saw), else from the answer now. Per scope and language with at least
+``MIN_ANSWERS`` rated answers, the threshold that decides most of them right is fitted on two thirds (split by
+query, seeded) and adopted only when it decides the held-out third better than the threshold in use
+(``learned/current.json`` "answers"; ``ragkit learn --reset`` drops it with the rankers).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from ragkit.learn.feedback import Judged
+from ragkit.learn.ranker import SEED, Outcome
+from ragkit.rerank.learned import ALL, CURRENT, adopted, learned_dir, write_current
+from ragkit.retrieve.config import QueryConfig
+from ragkit.text import query_language
+
+MIN_ANSWERS = 20
+HOLD_OUT = 1 / 3
+GOOD = 2  # a grade from which an answer counts as good (good is 3, bad 0)
+
+
+@dataclass(frozen=True)
+class Rated:
+    """One rated answer: its query, scope and language, the scorer's confidence now, whether it abstained when
+    it was shown, and whether the person found it good."""
+
+    query: str
+    scope: str
+    language: str
+    confidence: float
+    abstained: bool
+    good: bool
+
+    @property
+    def wanted(self) -> bool:
+        """Whether an answer (rather than an abstention) was wanted."""
+        return self.good != self.abstained
+
+
+def rated_answers(reader, judged: list[Judged], ask) -> list[Rated]:
+    """The rated answers of the log, asked again (``ask(reader, text, cfg)`` → the extractive Answer)."""
+    out = []
+    for j in judged:
+        rated = [e for e in j.answers if isinstance(e.get("grade"), int)]
+        if not rated:
+            continue
+        q = j.query
+        scope = q.get("scope", ALL)
+        readable = tuple(scope.split(":", 1)[1].split(",")) if q.get("token") and scope != ALL else None
+        cfg = QueryConfig(
+            strategy=q.get("strategy") or "auto",
+            k=int(q.get("k") or 10),
+            filters=q.get("filters") or {},
+            answer=True,
+            answer_mode="extract",
+            log=False,
+        )
+        answer = ask(reader, q["query"], replace(cfg, readable=readable))
+        if answer is None or answer.confidence is None:
+            continue
+        shown = q.get("answer") or {}
+        abstained = bool(shown["abstained"]) if "abstained" in shown else bool(answer.abstained)
+        language = q.get("language") or query_language(q["query"])
+        out.append(Rated(q["query"], scope, language, float(answer.confidence), abstained, rated[-1]["grade"] >= GOOD))
+    return out
+
+
+def right(rated: list[Rated], threshold: float) -> float:
+    """The share of ``rated`` that ``threshold`` decides the way it was wanted (answer at or above it)."""
+    return sum((r.confidence >= threshold) == r.wanted for r in rated) / len(rated) if rated else 0.0
+
+
+def fit_threshold(rated: list[Rated], current: float) -> float:
+    """The threshold deciding most of ``rated`` right; of the best, the one nearest ``current`` (an interval's
+    midpoint between two confidences)."""
+    values = sorted({r.confidence for r in rated})
+    cuts = [values[0] - 1e-3] + [(a + b) / 2 for a, b in zip(values, values[1:])] + [values[-1] + 1e-3]
+    best = max(right(rated, t) for t in cuts)
+    return min((t for t in cuts if right(rated, t) == best), key=lambda t: abs(t - current))
+
+
+def split(rated: list[Rated], seed: int = SEED) -> tuple[list[Rated], list[Rated]]:
+    """By query: each distinct question falls wholly into the fit part or the held-out part."""
+    texts = sorted({r.query for r in rated})
+    random.Random(seed).shuffle(texts)
+    held = set(texts[: max(1, round(len(texts) * HOLD_OUT))]) if len(texts) > 1 else set()
+    return [r for r in rated if r.query not in held], [r for r in rated if r.query in held]
+
+
+def decide(
+    scope: str, language: str, rated: list[Rated], current: float, min_answers: int = MIN_ANSWERS, seed: int = SEED
+) -> tuple[Outcome, float | None]:
+    """The guard: fit the threshold on part of the rated answers, measure the rest with the threshold in use and
+    the new one; adopted when the new one decides more of them right and there are ``min_answers`` of them."""
+    outcome = Outcome(f"{scope} · {language}", len({r.query for r in rated}), kind="abstain")
+    if outcome.queries < min_answers:
+        outcome.reason = f"{outcome.queries} rated answers, {min_answers} needed"
+        return outcome, None
+    fit_part, held = split(rated, seed)
+    outcome.fit, outcome.held_out = len(fit_part), len(held)
+    threshold = fit_threshold(fit_part, current)
+    outcome.before = {"right": round(right(held, current), 4), "threshold": round(current, 4)}
+    outcome.after = {"right": round(right(held, threshold), 4), "threshold": round(threshold, 4)}
+    outcome.adopted = outcome.after["right"] > outcome.before["right"]
+    outcome.reason = (
+        "decides more held-out answers right" if outcome.adopted else "not better on the held-out answers: kept"
+    )
+    return outcome, threshold
+
+
+def learn(
+    reader,
+    judged: list[Judged],
+    ask,
+    current,
+    *,
+    dry_run: bool = False,
+    min_answers: int = MIN_ANSWERS,
+    seed: int = SEED,
+) -> list[Outcome]:
+    """Fit and (unless ``dry_run``) adopt an abstention threshold per scope and language with enough rated
+    answers. ``current(scope, language)``: the threshold in use."""
+    groups: dict[tuple[str, str], list[Rated]] = {}
+    for r in rated_answers(reader, judged, ask):
+        groups.setdefault((r.scope, r.language), []).append(r)
+    out = []
+    for (scope, language), rated in sorted(groups.items()):
+        t = time.perf_counter()
+        outcome, threshold = decide(scope, language, rated, current(scope, language), min_answers, seed)
+        if outcome.adopted and not dry_run:
+            outcome.path = str(adopt(reader.index_dir, scope, language, threshold, outcome))
+        else:
+            outcome.adopted = False
+        outcome.seconds = round(time.perf_counter() - t, 2)
+        out.append(outcome)
+    return out
+
+
+def adopt(index_dir: Path, scope: str, language: str, threshold: float, outcome: Outcome) -> Path:
+    """Name the threshold in ``learned/current.json`` (replaced in one rename, with the rankers it names)."""
+    current = adopted(index_dir)
+    answers = current.setdefault("answers", {})
+    answers.setdefault(scope, {})[language] = {
+        "threshold": round(threshold, 4),
+        "fitted": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "answers": outcome.queries,
+        "fit": outcome.fit,
+        "held_out": outcome.held_out,
+        "before": outcome.before,
+        "after": outcome.after,
+    }
+    write_current(index_dir, current)
+    return learned_dir(index_dir) / CURRENT
