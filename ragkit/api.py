@@ -329,7 +329,8 @@ def _abstain_threshold(reader: IndexReader, scope: str, language: str) -> float:
 
 
 def unlearn(reader: IndexReader) -> int:
-    """Drop the adopted rankers (the shipped default and the hand-set weights rank again); how many scopes."""
+    """Drop the adopted rankers and learned answer thresholds (the shipped default, the hand-set weights and the
+    answer model's own thresholds hold again); how many scopes had either."""
     return ranking.reset(reader.index_dir)
 
 

@@ -12,13 +12,14 @@ import numpy as np
 import pytest
 
 from ragkit import api
+from ragkit.answer.records import Answer
 from ragkit.config import QueryConfig
 from ragkit.errors import BadQuery, Forbidden, UnknownId
 from ragkit.learn import abstain as abstaining
 from ragkit.learn import ranker as ranking
-from ragkit.learn.feedback import Feedback
+from ragkit.learn.feedback import Feedback, Judged
 from ragkit.learned import Trees
-from ragkit.rerank.learned import RANK_FEATURES, Ranker, scope_of
+from ragkit.rerank.learned import RANK_FEATURES, Ranker, Rankers, scope_of, write_current
 from ragkit.store.events import EventLog
 from tests.conftest import write
 
@@ -226,10 +227,48 @@ def test_the_answer_guard_adopts_a_threshold_that_decides_better_and_keeps_a_goo
     kept, _ = abstaining.decide("all", "en", rated, current=0.6)  # already right: nothing to gain
     assert not kept.adopted and kept.reason.startswith("not better")
     few, _ = abstaining.decide("all", "en", rated[:10], current=0.2)
-    assert not few.adopted and few.reason == "10 rated answers, 20 needed"
+    assert not few.adopted and few.reason == "10 questions with rated answers, 20 needed"
     # an abstention rated bad wanted an answer; an abstention rated good did not
     assert abstaining.Rated("q", "all", "en", 0.1, True, False).wanted
     assert not abstaining.Rated("q", "all", "en", 0.1, True, True).wanted
+
+
+def test_only_quoted_answers_the_threshold_decided_are_learned_from():
+    def judged(n: int, shown: dict | None, grade: int = 0) -> Judged:
+        query = {"id": f"q{n}", "query": f"How many folders may desk {n} hold?", "scope": "all"}
+        return Judged(query | ({"answer": shown} if shown else {}), answers=[{"grade": grade}])
+
+    quoted = {"mode": "extract", "abstained": False, "confidence": 0.5}
+    log = [
+        judged(0, quoted),
+        judged(1, {"mode": "generate", "abstained": False, "confidence": 0.5}),  # not held back by the threshold
+        judged(2, None),  # the query showed no answer: nothing was rated
+        judged(3, quoted),  # quotes the section the question cites, whatever its confidence
+        judged(4, quoted),  # nothing to quote
+        judged(5, quoted),  # asked again it fails
+    ]
+    decided = {"0": "confidence", "3": "cited", "4": "nothing"}
+
+    def ask(reader, text, cfg):
+        n = text.split()[-2]
+        if n == "5":
+            raise BadQuery("unknown filter key")
+        return Answer("", [], 0, "extractive", 0, 0, 0.0, None, mode="extract", confidence=0.4, decided=decided.get(n))
+
+    rated = abstaining.rated_answers(None, log, ask)
+    assert [(r.query, r.confidence, r.wanted) for r in rated] == [("How many folders may desk 0 hold?", 0.4, False)]
+
+
+def test_a_scopes_learned_threshold_leaves_its_other_languages_to_the_index(tmp_path):
+    write_current(tmp_path, {"scopes": {}, "answers": {"all": {"en": {"threshold": 0.6}}}})
+    rankers = Rankers(tmp_path)
+    assert rankers.abstain_thresholds("collections:a") == {"en": 0.6}
+    write_current(
+        tmp_path,
+        {"scopes": {}, "answers": {"all": {"en": {"threshold": 0.6}}, "collections:a": {"de": {"threshold": 0.3}}}},
+    )
+    assert rankers.abstain_thresholds("collections:a") == {"en": 0.6, "de": 0.3}  # a new file: read again
+    assert rankers.abstain_thresholds("collections:b") == {"en": 0.6}
 
 
 NEAR_MISSES = [q.replace("desk", "cabinet") for q in QUESTIONS]  # the rules say nothing of cabinets

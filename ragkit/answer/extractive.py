@@ -217,9 +217,11 @@ def extract_answer(
     q = question_of(question, idf, language, query_vector)
     chosen, why, scored = choose(evidence, q, encode, model, encoder)
     confidence = round(scored.answerable, 3) if scored is not None else 0.0
+    cited = bool(chosen) and bool(q.cited) and _is_cited(chosen[0], q.cited)  # quoted whatever its confidence
+    decided = "nothing" if scored is None else "cited" if cited else "confidence"
     if not chosen:
         text = ABSTAIN.get(language, ABSTAIN["en"])
-        return _extractive(language, text=text, abstained=True, note=why, confidence=confidence)
+        return _extractive(language, text=text, abstained=True, note=why, confidence=confidence, decided=decided)
     chosen.sort(key=lambda s: (s.passage.rank, s.start))  # in reading order
     quotes = [Quote(s.passage.rank, s.text, s.passage.path, s.lines, s.pages, s.start, s.end) for s in chosen]
     numbers: dict[int, int] = {}
@@ -229,5 +231,11 @@ def extract_answer(
     passages = {s.passage.rank: s.passage for s in chosen}
     citations = [citation_for(n, passages[rank]) for rank, n in numbers.items()]
     return _extractive(
-        language, text=text, citations=citations, sources=list(numbers), quotes=quotes, confidence=confidence
+        language,
+        text=text,
+        citations=citations,
+        sources=list(numbers),
+        quotes=quotes,
+        confidence=confidence,
+        decided=decided,
     )

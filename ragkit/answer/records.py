@@ -70,6 +70,7 @@ class Answer:
     language: str = "en"  # the question's language (what an abstention and a note are written in)
     check_ms: float | None = None  # how long checking a written answer's sentences took
     confidence: float | None = None  # the answer scorer's probability that the passages answer the question
+    decided: str | None = None  # extract: "confidence" (the threshold chose), "cited" (the cited section), "nothing"
     note: str | None = None
 
     @property

@@ -69,7 +69,10 @@ def learn_cmd(
     ] = False,
     min_queries: Annotated[int, typer.Option("--min-queries", help="Distinct judged queries a model needs.")] = 20,
     min_answers: Annotated[
-        int, typer.Option("--min-answers", help="Rated answers a scope and language need to learn when to abstain.")
+        int,
+        typer.Option(
+            "--min-answers", help="Questions with rated answers a scope and language need to learn when to abstain."
+        ),
     ] = 20,
     as_json: AsJson = False,
 ):

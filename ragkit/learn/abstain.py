@@ -8,12 +8,15 @@ doubts. A rated answer says which way it should have gone:
 - an answer rated good, or an abstention rated bad: an answer was wanted;
 - an abstention rated good, or an answer rated bad: silence was (a wrong quote serves no one better than none).
 
-Each rated query is asked again as it was (its strategy, filters and scope, the learned ranker as in use) and
-answered by the extractive scorer, for the confidence the current scorer gives it; whether it abstained is
-taken from the log (what the person saw), else from the answer now. Per scope and language with at least
-``MIN_ANSWERS`` rated answers, the threshold that decides most of them right is fitted on two thirds (split by
-query, seeded) and adopted only when it decides the held-out third better than the threshold in use
-(``learned/current.json`` "answers"; ``ragkit learn --reset`` drops it with the rankers).
+Only quoted answers teach it (a generated answer is not held back by the threshold), and only those the
+threshold decided: a query whose log shows no answer, an answer quoting the section the question cites, and one
+with nothing to quote are left out. Each rated query is asked again as it was (its strategy, filters and scope,
+the learned ranker as in use) and answered by the extractive scorer, for the confidence the current scorer gives
+it; whether it abstained is taken from the log (what the person saw). Per scope and language (of the question's
+text, as ``api.answer`` reads it) with at least ``MIN_ANSWERS`` rated questions, the threshold that decides most
+of them right is fitted on two thirds (split by question, seeded) and adopted only when it decides the held-out
+third better than the threshold in use (``learned/current.json`` "answers"; ``ragkit learn --reset`` drops it
+with the rankers).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from ragkit.errors import RagkitError
 from ragkit.learn.feedback import Judged
 from ragkit.learn.ranker import SEED, Outcome
 from ragkit.rerank.learned import ALL, CURRENT, adopted, learned_dir, write_current
@@ -57,9 +61,10 @@ def rated_answers(reader, judged: list[Judged], ask) -> list[Rated]:
     out = []
     for j in judged:
         rated = [e for e in j.answers if isinstance(e.get("grade"), int)]
-        if not rated:
-            continue
         q = j.query
+        shown = q.get("answer")
+        if not rated or not isinstance(shown, dict) or shown.get("mode") != "extract" or "abstained" not in shown:
+            continue
         scope = q.get("scope", ALL)
         readable = tuple(scope.split(":", 1)[1].split(",")) if q.get("token") and scope != ALL else None
         cfg = QueryConfig(
@@ -70,13 +75,15 @@ def rated_answers(reader, judged: list[Judged], ask) -> list[Rated]:
             answer_mode="extract",
             log=False,
         )
-        answer = ask(reader, q["query"], replace(cfg, readable=readable))
-        if answer is None or answer.confidence is None:
+        try:
+            answer = ask(reader, q["query"], replace(cfg, readable=readable))
+        except RagkitError:  # asked again it fails (a filter the index no longer knows): nothing to learn from it
             continue
-        shown = q.get("answer") or {}
-        abstained = bool(shown["abstained"]) if "abstained" in shown else bool(answer.abstained)
-        language = q.get("language") or query_language(q["query"])
-        out.append(Rated(q["query"], scope, language, float(answer.confidence), abstained, rated[-1]["grade"] >= GOOD))
+        if answer is None or answer.confidence is None or answer.decided != "confidence":
+            continue
+        good = rated[-1]["grade"] >= GOOD
+        language = query_language(q["query"])
+        out.append(Rated(q["query"], scope, language, float(answer.confidence), bool(shown["abstained"]), good))
     return out
 
 
@@ -89,7 +96,7 @@ def fit_threshold(rated: list[Rated], current: float) -> float:
     """The threshold deciding most of ``rated`` right; of the best, the one nearest ``current`` (an interval's
     midpoint between two confidences)."""
     values = sorted({r.confidence for r in rated})
-    cuts = [values[0] - 1e-3] + [(a + b) / 2 for a, b in zip(values, values[1:])] + [values[-1] + 1e-3]
+    cuts = [values[0] - 1e-3] + [(a + b) / 2 for a, b in zip(values, values[1:])] + [values[-1] + 1e-3, current]
     best = max(right(rated, t) for t in cuts)
     return min((t for t in cuts if right(rated, t) == best), key=lambda t: abs(t - current))
 
@@ -109,10 +116,13 @@ def decide(
     the new one; adopted when the new one decides more of them right and there are ``min_answers`` of them."""
     outcome = Outcome(f"{scope} · {language}", len({r.query for r in rated}), kind="abstain")
     if outcome.queries < min_answers:
-        outcome.reason = f"{outcome.queries} rated answers, {min_answers} needed"
+        outcome.reason = f"{outcome.queries} questions with rated answers, {min_answers} needed"
         return outcome, None
     fit_part, held = split(rated, seed)
-    outcome.fit, outcome.held_out = len(fit_part), len(held)
+    outcome.fit, outcome.held_out = len({r.query for r in fit_part}), len({r.query for r in held})
+    if not fit_part or not held:
+        outcome.reason = "too few questions to hold some out"
+        return outcome, None
     threshold = fit_threshold(fit_part, current)
     outcome.before = {"right": round(right(held, current), 4), "threshold": round(current, 4)}
     outcome.after = {"right": round(right(held, threshold), 4), "threshold": round(threshold, 4)}

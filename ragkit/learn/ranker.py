@@ -384,8 +384,9 @@ def adopt(index_dir: Path, scope: str, model: Ranker, outcome: Outcome) -> Path:
 
 
 def reset(index_dir: Path) -> int:
-    """Forget every adopted ranker and learned answer threshold (the files stay as history); how many scopes
-    had either."""
+    """Forget every adopted ranker and learned answer threshold; how many scopes had either. The rankers' files
+    stay as history; the thresholds lived in ``current.json`` alone (``ragkit learn`` fits them again from the
+    log, which keeps every rating)."""
     folder = learned_dir(index_dir)
     current = adopted(index_dir)
     n = len(set(current["scopes"]) | set(current.get("answers") or {}))

@@ -212,13 +212,14 @@ class Rankers:
 
     def __init__(self, index_dir: Path):
         self.index_dir = Path(index_dir)
-        self._stamp: float | None = None
+        self._stamp: tuple[int, int, int] | None = None
         self._models: dict[str, Ranker] = {}
         self._answers: dict[str, dict[str, Any]] = {}
 
     def _refresh(self) -> None:
         path = learned_dir(self.index_dir) / CURRENT
-        stamp = path.stat().st_mtime_ns if path.is_file() else None
+        st = path.stat() if path.is_file() else None  # each write renames a new file in: a new inode
+        stamp = (st.st_mtime_ns, st.st_ino, st.st_size) if st else None
         if stamp == self._stamp:
             return
         current = adopted(self.index_dir)
@@ -230,11 +231,19 @@ class Rankers:
         self._answers = answers if isinstance(answers, dict) else {}
 
     def abstain_thresholds(self, scope: str) -> dict[str, float]:
-        """The learned confidence under which an answer abstains, per language, for a query of ``scope``: its
-        own, else the index's ("all"); none learned: {} (the answer model's own thresholds hold)."""
+        """The learned confidence under which an answer abstains, per language, for a query of ``scope``: per
+        language its own, else the index's ("all"); none learned: {} (the answer model's own thresholds hold)."""
         self._refresh()
-        found = self._answers.get(scope) or self._answers.get(ALL) or {}
-        return {lang: float(v["threshold"]) for lang, v in found.items() if isinstance(v, dict) and "threshold" in v}
+
+        def of(name: str) -> dict[str, float]:
+            found = self._answers.get(name)
+            if not isinstance(found, dict):
+                return {}
+            return {
+                lang: float(v["threshold"]) for lang, v in found.items() if isinstance(v, dict) and "threshold" in v
+            }
+
+        return of(ALL) | of(scope)
 
     def answers(self) -> dict[str, dict[str, Any]]:
         self._refresh()
