@@ -217,3 +217,15 @@ def test_a_reader_following_a_new_run_keeps_the_embedder_it_was_given(corpus, in
     index_with(corpus)
     assert reader.follow() and reader.embedder is fake
     assert api.query(reader, "planning meeting", QueryConfig(k=2, log=False)).passages
+
+
+def test_a_source_copied_over_with_its_old_modification_time_is_read_again(tmp_path):
+    from ragkit.answer.evidence import file_lines
+
+    source = tmp_path / "rules.md"
+    source.write_text("Desks hold ten folders.\n")
+    st = source.stat()
+    assert file_lines(str(source)) == ["Desks hold ten folders.", ""]
+    source.write_text("Desks hold six folders.\n")  # the same size, its old modification time put back (cp -p)
+    os.utime(source, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert file_lines(str(source)) == ["Desks hold six folders.", ""]

@@ -345,17 +345,19 @@ FILE_LINES = 64  # source files whose lines are kept at once (the last asked for
 
 
 def file_lines(path: str) -> list[str]:
-    """The lines of the source file at ``path`` as it is now: read again when its size or modification time
-    changed (a watched or re-indexed folder under ``ragkit serve``), at most ``FILE_LINES`` files kept."""
+    """The lines of the source file at ``path`` as it is now: read again when its size, modification time, inode
+    or change time changed (a watched or re-indexed folder under ``ragkit serve``; the change time also catches
+    a file copied over it with its old modification time kept, ``cp -p``, ``rsync -a``), at most ``FILE_LINES``
+    files kept."""
     try:
         st = os.stat(path)
     except OSError:
         return []
-    return _read_lines(path, st.st_mtime_ns, st.st_size)
+    return _read_lines(path, (st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_size))
 
 
 @lru_cache(maxsize=FILE_LINES)
-def _read_lines(path: str, mtime_ns: int, size: int) -> list[str]:
+def _read_lines(path: str, stamp: tuple[int, int, int, int]) -> list[str]:
     try:
         return Path(path).read_text(errors="replace").split("\n")
     except OSError:
