@@ -179,8 +179,9 @@ def answers(args) -> None:
     """Simulated raters of answers per set: each fit-half question, answerable or on an absent topic, asked with
     an extractive answer and the answer rated (an answerable question's: good when it holds the gold answer, an
     absent topic's: good when it abstained), ``ragkit learn`` (its guard holds out a third of the rated answers),
-    then the held-out half's answers before and after: the gold answer contained, answerable questions abstained
-    on, absent topics abstained on, and the threshold learned."""
+    then the held-out half's answers before and after: the gold answer contained (of all answerable questions,
+    and of those answered), answerable questions abstained on, absent topics abstained on, and the threshold
+    learned."""
     rows = []
     for name in [s.strip() for s in args.sets.split(",") if s.strip()]:
         reader = fresh_reader(name, args.work)
@@ -208,7 +209,11 @@ def answers(args) -> None:
             f"{'adopted' if o.adopted else o.reason}"
             for o in outcomes
         )
-        for key, label in (("contained", "contained"), ("answered", "abstain answerable"), ("abstain_absent", "")):
+        for m in (before, after):  # of the answers given to answerable questions, the share holding the gold
+            m["right_when_answered"] = m["contained"] / m["answered"] if m["answered"] else 0.0
+        figures = (("contained", "contained"), ("right_when_answered", "contained when answered"))
+        figures += (("answered", "abstain answerable"), ("abstain_absent", "abstain absent"))
+        for key, label in figures:
             if key not in before:
                 continue
             b, a = before[key], after[key]
@@ -217,7 +222,7 @@ def answers(args) -> None:
             rows.append(
                 (
                     name,
-                    label or "abstain absent",
+                    label,
                     f"{b:.3f}",
                     f"{a:.3f}",
                     f"{a - b:+.3f}",

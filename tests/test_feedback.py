@@ -233,6 +233,16 @@ def test_the_answer_guard_adopts_a_threshold_that_decides_better_and_keeps_a_goo
     assert not abstaining.Rated("q", "all", "en", 0.1, True, True).wanted
 
 
+def test_a_set_of_mostly_wrong_quotes_does_not_learn_to_say_nothing():
+    # every third answer rated good, the rest bad (wrong quotes), at the same confidences: silence would decide
+    # most of them "right", but a bad quote does not say the documents are silent
+    rated = _rated([(0.2 + 0.7 * i / 89, i % 3 == 0) for i in range(90)])
+    threshold = abstaining.fit_threshold(rated, current=0.2)
+    assert abstaining.silenced(rated, threshold) <= abstaining.MAX_SILENCED < abstaining.silenced(rated, 0.8)
+    outcome, _ = abstaining.decide("all", "en", rated, current=0.2)
+    assert not outcome.adopted or outcome.after["silenced"] <= abstaining.MAX_SILENCED
+
+
 def test_only_quoted_answers_the_threshold_decided_are_learned_from():
     def judged(n: int, shown: dict | None, grade: int = 0) -> Judged:
         query = {"id": f"q{n}", "query": f"How many folders may desk {n} hold?", "scope": "all"}

@@ -116,8 +116,10 @@ def learn_cmd(
     answers = [o for o in outcomes if o.kind == "abstain"]
     if answers:
         t = Table(title="when answers abstain: held-out rated answers decided right, before → after")
-        for col in ("scope · language", "answers (fit / held out)", "threshold", "right", "adopted", "why"):
+        for col in ("scope · language", "questions (fit / held out)", "threshold", "right", "wanted silenced"):
             t.add_column(col)
+        t.add_column("adopted")
+        t.add_column("why")
         for o in answers:
             before, after = o.before, o.after
             t.add_row(
@@ -125,6 +127,7 @@ def learn_cmd(
                 f"{o.queries} ({o.fit} / {o.held_out})",
                 f"{before['threshold']:.3f} → {after['threshold']:.3f}" if after else "–",
                 f"{before['right']:.3f} → {after['right']:.3f}" if after else "–",
+                f"{before['silenced']:.3f} → {after['silenced']:.3f}" if after else "–",
                 adopted(o),
                 o.reason,
             )

@@ -60,8 +60,8 @@ def stats_cmd(index: IndexOpt = None, as_json: AsJson = False):
         for language, m in languages.items():
             t.add_row(
                 f"answers abstain ({scope}, {language})",
-                f"under confidence {m['threshold']:.3f}, fitted {m.get('fitted')} on {m.get('answers')} rated "
-                f"answers: held-out right {m['before']['right']:.3f} → {m['after']['right']:.3f}",
+                f"under confidence {m['threshold']:.3f}, fitted {m.get('fitted')} on {m.get('answers')} questions "
+                f"with rated answers: held-out right {m['before']['right']:.3f} → {m['after']['right']:.3f}",
             )
     if st["last_run"]:
         lr = st["last_run"]
