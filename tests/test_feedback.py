@@ -51,6 +51,8 @@ def reopen(reader):
 def asked(reader, text: str, **cfg):
     cfg = QueryConfig(**{"k": 5, **cfg})
     result = api.query(reader, text, cfg)
+    if cfg.answer:
+        api.answer_into(result, cfg, reader=reader)
     assert api.log_query(reader, result, cfg)
     return result
 
@@ -69,7 +71,10 @@ def test_feedback_is_checked_before_it_is_kept(reader):
     result = asked(reader, QUESTIONS[0])
     event = api.feedback(reader.index_dir, result.query_id, 1, "good")
     assert event["grade"] == 3 and event["target"] == "passage" and event["path"] == result.passages[0].path
-    assert api.feedback(reader.index_dir, result.query_id, None, 0)["target"] == "answer"
+    with pytest.raises(BadQuery, match="showed no answer"):  # asked without one
+        api.feedback(reader.index_dir, result.query_id, None, 0)
+    answered = asked(reader, QUESTIONS[0], answer=True, answer_mode="extract")
+    assert api.feedback(reader.index_dir, answered.query_id, None, 0)["target"] == "answer"
     with pytest.raises(UnknownId):
         api.feedback(reader.index_dir, "0" * 16, 1, "good")
     with pytest.raises(BadQuery):
@@ -79,7 +84,7 @@ def test_feedback_is_checked_before_it_is_kept(reader):
     with pytest.raises(Forbidden):  # a token rates only what it asked
         api.feedback(reader.index_dir, result.query_id, 1, "good", token="team-a", readable=("default",))
     kinds = [e["type"] for e in EventLog(reader.index_dir).read()]
-    assert kinds == ["query", "feedback", "feedback"]  # the refused ones left nothing
+    assert kinds == ["query", "feedback", "query", "feedback"]  # the refused ones left nothing
 
 
 def test_a_token_rates_only_its_own_queries_and_what_it_may_read(reader):

@@ -87,6 +87,15 @@ def query_event(
     }
 
 
+def _shown(asked: dict[str, Any], query_id: str, rank: int | None) -> None:
+    """Feedback on the answer (``rank`` None) needs a query that showed one."""
+    if rank is None and "answer" not in asked:
+        raise BadQuery(
+            f"query {query_id} showed no answer to rate",
+            hint="rate a passage by its rank, or ask with --answer and rate that query's answer",
+        )
+
+
 def _shown_answer(answer) -> dict[str, Any]:
     """What ``ragkit learn`` needs of the answer a query showed: whether it abstained, and how sure it was."""
     return {"mode": answer.mode, "abstained": bool(answer.abstained), "confidence": answer.confidence}
@@ -163,6 +172,7 @@ class Feedback:
             raise UnknownId(f"no query {query_id!r} in this index's log", hint="give the query_id a result carries")
         if readable is not None and asked.get("token") != token:
             raise Forbidden(f"query {query_id} was not asked with this token")
+        _shown(asked, query_id, rank)
         event = {
             "type": "feedback",
             "query_id": query_id,
@@ -212,6 +222,7 @@ class Feedback:
             raise UnknownId(f"no query {query_id!r} in this index's log")
         if rank is not None and rank not in {p["rank"] for p in queries[query_id].get("passages", [])}:
             raise BadQuery(f"query {query_id} showed no passage {rank}")
+        _shown(queries[query_id], query_id, rank)
 
     def judged(self, scope: str | None = None) -> list[Judged]:
         """The logged queries that got feedback (of ``scope``, or all), each with its feedback."""
