@@ -7,8 +7,32 @@ citation entities (ragkit/extract/german.py), a query's references and the route
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from ragkit.records import Ref
+
+
+@dataclass(frozen=True)
+class LawTarget:
+    """The law a citation names: by its code ("ArbZG", "SGB IX", "AFS 2023:2", an SFS number "1977:1160"), by its
+    name in the text ("Arbeitszeitgesetzes" of "§ 5 des Arbeitszeitgesetzes", "arbetsmiljölagen"), or a
+    regulation by its subject ("radon på arbetsplatser" of "i föreskrifterna om radon på arbetsplatser").
+    A reference keeps it as a string (``Ref.target``, the index's ``refs.target`` column): the code as it is,
+    the others with their kind in front (``str``); ``parse`` reads it back. Nothing else reads the prefix."""
+
+    kind: str  # "code" | "name" | "about"
+    text: str
+
+    KINDS = ("name", "about")  # the kinds written with a prefix
+
+    def __str__(self) -> str:
+        return self.text if self.kind == "code" else f"{self.kind}:{self.text}"
+
+    @classmethod
+    def parse(cls, target: str) -> LawTarget:
+        kind, sep, text = target.partition(":")
+        return cls(kind, text) if sep and kind in cls.KINDS else cls("code", target)
+
 
 # ---------------------------------------------------------------- German law
 
@@ -74,9 +98,9 @@ def _se_target(text: str, m: re.Match) -> str | None:
         return _statute(before[-1])
     named = _SE_LAW_NAME.match(after)
     if named:
-        return "name:" + named.group("name")
+        return str(LawTarget("name", named.group("name")))
     about = _SE_ABOUT.match(after) or _SE_SHORT_NAME.match(after)
-    return "about:" + about.group("about").strip() if about else None
+    return str(LawTarget("about", about.group("about").strip())) if about else None
 
 
 def _n(number: str) -> str:
@@ -120,7 +144,7 @@ def _named(m: re.Match) -> bool:
 
 def _law(m: re.Match) -> str | None:
     if m.groupdict().get("name"):
-        return "name:" + m.group("name") if _named(m) else None
+        return str(LawTarget("name", m.group("name"))) if _named(m) else None
     law = m.group("law")
     if not law or law.split()[0] in _NOT_LAWS:
         return None

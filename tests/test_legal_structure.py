@@ -282,3 +282,17 @@ def test_a_coordinated_law_name_is_read_whole():
         ("§ 4 des Arbeitszeitgesetzes und § 3 BGB", "Arbeitszeitgesetzes"),
     ]:  # fmt: skip
         assert find_legal_refs(text)[0].target == "name:" + name
+
+
+def test_a_law_target_keeps_its_kind_through_the_string_an_index_stores():
+    from ragkit.legal import LawTarget
+
+    for law in (
+        LawTarget("code", "ArbZG"),
+        LawTarget("code", "AFS 2023:2"),
+        LawTarget("code", "1977:1160"),
+        LawTarget("name", "Arbeitszeitgesetzes"),
+        LawTarget("about", "radon på arbetsplatser"),
+    ):
+        assert LawTarget.parse(str(law)) == law
+    assert str(LawTarget("name", "arbetsmiljölagen")) == find_legal_refs("enligt 3 kap. 2 § arbetsmiljölagen")[0].target

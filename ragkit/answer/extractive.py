@@ -24,7 +24,7 @@ from ragkit.answer.evidence import STOP, Evidence, Sentence, words
 from ragkit.answer.generated import citation_for
 from ragkit.answer.records import ABSTAIN, Answer, Quote
 from ragkit.answer.scorer import AnswerModel, Question, Scored, default_model, encoded, rank_units, score
-from ragkit.legal import find_legal_refs
+from ragkit.legal import LawTarget, find_legal_refs
 from ragkit.records import Ref
 
 MAX_QUOTES = 2
@@ -153,7 +153,8 @@ def _is_cited(s: Sentence, refs: list[Ref]) -> bool:
     heading = s.passage.section.rsplit(">", 1)[-1]
     where = _digits(f"{s.passage.title} {s.passage.path} {s.passage.section}")
     for ref in refs:
-        if ref.target and _digits(ref.target) not in where and ref.target.lower() not in where:
+        law = LawTarget.parse(ref.target).text if ref.target else None
+        if law and _digits(law) not in where and law.lower() not in where:
             continue
         if ref.chapter and not re.search(rf"\b{ref.chapter}\s*kap|kapitel\s*{ref.chapter}\b", s.passage.section, re.I):
             continue

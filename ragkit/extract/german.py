@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-from ragkit.legal import find_legal_refs, heading_key
+from ragkit.legal import LawTarget, find_legal_refs, heading_key
 
 _ARTICLE = {"der", "die", "das", "den", "dem", "des", "ein", "eine", "einer", "eines", "einem", "einen"}
 _ROMAN = re.compile(r"[IVXLC]+a?")
@@ -88,9 +88,8 @@ def citation_spans(text: str, own_law: str | None) -> list[tuple[int, int, str, 
     for ref in find_legal_refs(text):
         if not ref.unit or not ref.numbers:
             continue
-        target = ref.target
-        if target and target.startswith("name:"):
-            target = _genitive_free(target[5:].split()[-1])
+        law = LawTarget.parse(ref.target) if ref.target else None
+        target = _genitive_free(law.text.split()[-1]) if law and law.kind == "name" else ref.target
         for n in ref.numbers[:5]:
             out.append((ref.start, ref.end, ref.raw, law_key(ref.unit, n, target or own_law)))
     return out

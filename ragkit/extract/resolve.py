@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ragkit.extract.refs import slug
-from ragkit.legal import heading_key, law_key, law_keys, loose_law_keys
+from ragkit.legal import LawTarget, heading_key, law_key, law_keys, loose_law_keys
 from ragkit.records import Ref
 
 _ARTICLES = {"des", "der", "dem", "den", "die", "das", "eines", "einer", "dieses", "dieser"}
@@ -348,14 +348,15 @@ class Resolver:
                 if abbr:
                     self._abbreviations[abbr[0].lower()].append((abbr, d["id"]))
 
-    def _law_document(self, name: str) -> str | None:
-        if name.startswith("about:"):  # "i föreskrifterna om radon på arbetsplatser": the one titled so
-            about = re.findall(r"\w+", name[6:].lower())
+    def _law_document(self, target: str) -> str | None:
+        law = LawTarget.parse(target)
+        if law.kind == "about":  # "i föreskrifterna om radon på arbetsplatser": the one titled so
+            about = re.findall(r"\w+", law.text.lower())
             found = [d["id"] for d in self.docs.values() if _titled(about, d["title"] or "")]
             return found[0] if len(found) == 1 else None
-        if name.startswith("name:"):  # "§ 5 des Arbeitszeitgesetzes", "3 kap. 2 § arbetsmiljölagen"
-            return self._titled_by(name[5:])
-        return self.by_law.get(law_key(name)) if not name[0].isdigit() else self.by_law.get(name)
+        if law.kind == "name":  # "§ 5 des Arbeitszeitgesetzes", "3 kap. 2 § arbetsmiljölagen"
+            return self._titled_by(law.text)
+        return self.by_law.get(law_key(law.text)) if not law.text[0].isdigit() else self.by_law.get(law.text)
 
     def resolve(self, ref: RefRow) -> tuple[str | None, str | None]:
         """(document id, section id) the reference points at, or Nones."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ragkit.legal import find_legal_refs, heading_key
+from ragkit.legal import LawTarget, find_legal_refs, heading_key
 from ragkit.records import Hit
 from ragkit.store.expr import in_list
 from ragkit.store.reader import IndexReader
@@ -47,7 +47,8 @@ def resolve_query_refs(query: str, resolver, readable: set[str] | None = None) -
         if doc:
             out.documents.add(doc)
         out.sections.update(sections)
-        out.found.append({"raw": ref.raw, "law": ref.target, "document_id": doc, "section_ids": sections})
+        law = LawTarget.parse(ref.target).text if ref.target else None  # as the query says it
+        out.found.append({"raw": ref.raw, "law": law, "document_id": doc, "section_ids": sections})
     return out
 
 
