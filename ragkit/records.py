@@ -55,7 +55,7 @@ class Ref:
     raw: str
     start: int
     end: int
-    target: str | None = None  # link: path[#anchor]; law: abbreviation or SFS number of the cited law
+    target: str | None = None  # link: path[#anchor]; law: the cited law as a string (ragkit.legal.LawTarget)
     unit: str | None = None  # "§" | "art"
     numbers: list[str] = field(default_factory=list)  # paragraph/article numbers (a range is expanded)
     chapter: str | None = None  # Swedish "3 kap."

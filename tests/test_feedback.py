@@ -246,6 +246,10 @@ def test_a_set_of_mostly_wrong_quotes_does_not_learn_to_say_nothing():
     assert abstaining.silenced(rated, threshold) <= abstaining.MAX_SILENCED < abstaining.silenced(rated, 0.8)
     outcome, _ = abstaining.decide("all", "en", rated, current=0.2)
     assert not outcome.adopted or outcome.after["silenced"] <= abstaining.MAX_SILENCED
+    # every answer rated bad: nothing says what share is silenced, so the threshold may not rise
+    wrong = _rated([(0.2 + 0.7 * i / 29, False) for i in range(30)])
+    assert abstaining.fit_threshold(wrong, current=0.21) <= 0.21
+    assert not abstaining.decide("all", "en", wrong, current=0.21)[0].adopted
 
 
 def test_only_quoted_answers_the_threshold_decided_are_learned_from():

@@ -296,3 +296,14 @@ def test_a_law_target_keeps_its_kind_through_the_string_an_index_stores():
     ):
         assert LawTarget.parse(str(law)) == law
     assert str(LawTarget("name", "arbetsmiljölagen")) == find_legal_refs("enligt 3 kap. 2 § arbetsmiljölagen")[0].target
+
+
+def test_a_question_citing_a_law_by_code_cites_only_that_laws_passages():
+    from ragkit.answer.extractive import _names
+
+    assert _names("ArbZG", "Arbeitszeitgesetz laws/a/arbzg/index.md § 5 Ruhezeit", "5")
+    assert _names("BDSG", "Bundesdatenschutzgesetz laws/b/bdsg_2018/index.md", "2018")
+    assert _names("GG", "Grundgesetz laws/g/gg/index.md Art 3", "3")
+    assert not _names("GG", "Allgemeines Gleichbehandlungsgesetz laws/a/agg/index.md § 3", "3")
+    assert _names("AFS 2023:2", "AFS 2023:2 Planering och organisering", "2023 2")
+    assert not _names("AFS 2023:2", "AFS 2023:3 Risker", "2023 3")

@@ -151,10 +151,11 @@ def _is_cited(s: Sentence, refs: list[Ref]) -> bool:
     """The sentence is (the start of) a section the question cites: "16 § …" / "§ 16" heading its passage, in
     the cited chapter and regulation when the question names them."""
     heading = s.passage.section.rsplit(">", 1)[-1]
-    where = _digits(f"{s.passage.title} {s.passage.path} {s.passage.section}")
+    place = f"{s.passage.title} {s.passage.path} {s.passage.section}"
+    where = _digits(place)
     for ref in refs:
-        law = LawTarget.parse(ref.target).text if ref.target else None
-        if law and _digits(law) not in where and law.lower() not in where:
+        law = LawTarget.parse(ref.target) if ref.target else None
+        if law and law.kind == "code" and not _names(law.text, place, where):
             continue
         if ref.chapter and not re.search(rf"\b{ref.chapter}\s*kap|kapitel\s*{ref.chapter}\b", s.passage.section, re.I):
             continue
@@ -166,6 +167,16 @@ def _is_cited(s: Sentence, refs: list[Ref]) -> bool:
             ):
                 return True
     return False
+
+
+def _names(code: str, place: str, where: str) -> bool:
+    """A passage's title, path and breadcrumb (``place``; ``where`` its numbers) name the law ``code``: a code
+    with numbers by them ("AFS 2023:2", "1977:1160"), else as a word ("ArbZG" in ".../arbzg/index.md", not "GG"
+    in ".../agg/...")."""
+    digits = _digits(code)
+    if digits:
+        return digits in where
+    return re.search(rf"(?<![^\W_]){re.escape(code)}(?![^\W_])", place, re.I) is not None
 
 
 def _digits(text: str) -> str:

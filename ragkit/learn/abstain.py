@@ -35,6 +35,7 @@ from ragkit.retrieve.config import QueryConfig
 from ragkit.text import query_language
 
 MIN_ANSWERS = 20
+MIN_WANTED = 5  # answers wanted in the fit part before a threshold may rise
 MAX_SILENCED = 0.10  # of the answers people wanted (rated good, or abstentions rated bad), the share a threshold may
 # silence: a bad answer says the quote was wrong, not that the documents are silent, and without this bound a set
 # whose quotes are often wrong learns to say nothing (German fit half: 0.21 → 0.76, 63 % of answerable held-out
@@ -105,12 +106,13 @@ def silenced(rated: list[Rated], threshold: float) -> float:
 
 def fit_threshold(rated: list[Rated], current: float) -> float:
     """The threshold deciding most of ``rated`` right while silencing at most ``MAX_SILENCED`` of the answers
-    wanted (or no more than ``current`` does); of the best, the one nearest ``current`` (an interval's midpoint
-    between two confidences, or ``current`` itself)."""
+    wanted, and no higher than ``current`` unless ``MIN_WANTED`` answers were wanted (a share of two says
+    little; with none every threshold silences "none of them"); of the best, the one nearest ``current`` (an
+    interval's midpoint between two confidences, or ``current`` itself)."""
     values = sorted({r.confidence for r in rated})
     cuts = [values[0] - 1e-3] + [(a + b) / 2 for a, b in zip(values, values[1:])] + [values[-1] + 1e-3, current]
-    bound = max(MAX_SILENCED, silenced(rated, current))
-    allowed = [t for t in cuts if silenced(rated, t) <= bound]
+    few = sum(r.wanted for r in rated) < MIN_WANTED
+    allowed = [t for t in cuts if silenced(rated, t) <= MAX_SILENCED and not (few and t > current)] or [current]
     best = max(right(rated, t) for t in allowed)
     return min((t for t in allowed if right(rated, t) == best), key=lambda t: abs(t - current))
 

@@ -92,7 +92,7 @@ def _shown(asked: dict[str, Any], query_id: str, rank: int | None) -> None:
     if rank is None and "answer" not in asked:
         raise BadQuery(
             f"query {query_id} showed no answer to rate",
-            hint="rate a passage by its rank, or ask with --answer and rate that query's answer",
+            hint="rate one of its passages by rank, or rate the answer of a query asked for one",
         )
 
 
@@ -208,7 +208,7 @@ class Feedback:
                 events.append((row["query_id"], row.get("rank"), grade))
                 self._check(queries, *events[-1])
             except (BadQuery, UnknownId) as exc:
-                raise BadQuery(f"line {n}: {exc}") from exc
+                raise BadQuery(f"line {n}: {exc}", hint=getattr(exc, "hint", None)) from exc
         for query_id, rank, grade in events:
             self.give(query_id, rank=rank, grade=grade, source=source, queries=queries)
         return len(events)
