@@ -230,8 +230,8 @@ def log_query(
 def feedback(
     index_dir: Path,
     query_id: str,
-    rank: int | None = None,
-    grade: int | str = "good",
+    rank: int | None,
+    grade: int | str | None,
     *,
     kind: str = "explicit",
     source: str = "cli",
@@ -257,12 +257,12 @@ def open_passage(
     """The section passage ``rank`` of a logged query comes from (``section``'s answer), kept in the log as a
     click on it (a weak positive)."""
     fb = Feedback(reader.index_dir)
-    asked = fb.queries().get(query_id)
+    asked = fb.asked(query_id)
     shown = {p["rank"]: p for p in (asked or {}).get("passages", [])}
     if rank not in shown:
         raise UnknownId(f"no passage {rank} of query {query_id!r} in this index's log")
     found = section(reader, shown[rank]["section_id"], readable)
-    fb.give(query_id, rank=rank, grade=1, kind="open", source=source, token=token, readable=readable)
+    fb.give(query_id, rank=rank, grade=1, kind="open", source=source, token=token, readable=readable, asked=asked)
     return found
 
 
@@ -280,6 +280,12 @@ def page_image(
     if not source.is_file():
         raise UnknownId(f"the file of {doc['path']} is no longer where it was indexed", hint="index the folder again")
     return render_page(source, content_hash, number, mark)
+
+
+def flush_log(index_dir: Path) -> int:
+    """An index on object storage: upload the queries and ratings this machine logged and has not uploaded yet
+    (they go up in batches); how many. A local index: nothing to do, 0."""
+    return Feedback(index_dir).log.flush()
 
 
 def feedback_file(index_dir: Path, path: Path) -> int:
@@ -312,9 +318,12 @@ def learn(
     held-out rated answers better (``abstaining.learn``)."""
     judged = Feedback(reader.index_dir).judged()
     out = ranking.learn(reader, judged, retrieve, labels, dry_run=dry_run, min_queries=min_queries)
-    return out + abstaining.learn(
+    out += abstaining.learn(
         reader, judged, _extract, partial(_abstain_threshold, reader), dry_run=dry_run, min_answers=min_answers
     )
+    if any(o.adopted for o in out):
+        remote.push_learned(reader.index_dir)  # an index on object storage: for every reader, not this one only
+    return out
 
 
 def _extract(reader: IndexReader, text: str, cfg: QueryConfig) -> Answer:
@@ -331,7 +340,9 @@ def _abstain_threshold(reader: IndexReader, scope: str, language: str) -> float:
 def unlearn(reader: IndexReader) -> int:
     """Drop the adopted rankers and learned answer thresholds (the shipped default, the hand-set weights and the
     answer model's own thresholds hold again); how many scopes had either."""
-    return ranking.reset(reader.index_dir)
+    n = ranking.reset(reader.index_dir)
+    remote.push_learned(reader.index_dir)
+    return n
 
 
 def warm(reader: IndexReader) -> None:

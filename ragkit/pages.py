@@ -5,7 +5,8 @@ PDFium (pypdfium2) renders the page; the quoted text is found on the page's own 
 (a quote's line-end hyphens were joined and its spaces normalised, so the whole rarely matches the page's text as
 it is), and each place found is painted over in a translucent yellow. Pictures are kept in
 ``$RAGKIT_CACHE/pages/``, named by the file's content hash, the page, the scale and the marked text: a page is
-rendered once however often it is opened.
+rendered once however often it is opened. The folder is held under ``CACHE_BYTES`` (256 MB;
+``RAGKIT_PAGE_CACHE_MB``), the least recently used pictures going first.
 """
 
 from __future__ import annotations
@@ -22,20 +23,45 @@ from ragkit.errors import BadQuery, UnknownId
 SCALE = 1.5  # 108 dpi: an A4 page 893 × 1263 pixels
 WORDS = 5  # the quote is looked for in runs of this many words
 MARK = (255, 210, 77, 110)  # RGBA over the page
+CACHE_BYTES = int(os.environ.get("RAGKIT_PAGE_CACHE_MB", "256")) << 20  # the pictures kept, at most
 
 
 def render_page(source: Path, content_hash: str, number: int, mark: str = "") -> bytes:
     """Page ``number`` (1-based) of the PDF at ``source`` as PNG bytes, ``mark``'s text marked."""
     digest = hashlib.sha1(f"{content_hash}:{number}:{SCALE}:{mark}".encode()).hexdigest()[:24]
-    cached = cache_root() / "pages" / f"{digest}.png"
-    if cached.is_file():
-        return cached.read_bytes()
+    folder = cache_root() / "pages"
+    cached = folder / f"{digest}.png"
+    try:
+        data = cached.read_bytes()
+        os.utime(cached)  # (recently used: kept longest)
+        return data
+    except OSError:
+        pass
     data = _render(source, number, mark)
-    cached.parent.mkdir(parents=True, exist_ok=True)
+    folder.mkdir(parents=True, exist_ok=True)
     part = cached.with_suffix(f".{os.getpid()}.part")
     part.write_bytes(data)
     part.replace(cached)
+    prune(folder, CACHE_BYTES)
     return data
+
+
+def prune(folder: Path, limit: int) -> None:
+    """Keep the pictures in ``folder`` under ``limit`` bytes, the least recently used going first: a page marked
+    with ever new text (any caller may ask for any mark) cannot fill the disk."""
+    found = []
+    for p in folder.glob("*.png"):
+        try:
+            st = p.stat()
+        except OSError:
+            continue
+        found.append((st.st_mtime_ns, st.st_size, p))
+    total = sum(size for _, size, _ in found)
+    for _, size, p in sorted(found):
+        if total <= limit:
+            break
+        p.unlink(missing_ok=True)
+        total -= size
 
 
 def _render(source: Path, number: int, mark: str) -> bytes:

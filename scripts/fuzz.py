@@ -8,8 +8,8 @@ Subcommands:
            legal-reference parser and the tokens file: cases and crashes per parser
   api      schemathesis over ``ragkit serve --tokens``'s OpenAPI schema (tests/team.py's two workspaces and a
            PDF): every route, valid and invalid requests, without a token, with team A's and team B's token, and
-           over a second server without tokens: requests, statuses, 5xx, responses holding another team's data,
-           latency p50 / p99
+           over a second server without tokens: requests, statuses, 5xx, responses holding another team's data
+           or the index's path, latency p50 / p99
 
 Every subcommand also takes ``--json``.
 """
@@ -73,17 +73,18 @@ def api_fuzz(args) -> None:
     rows = []
     with team.serve(index, work / "server.log", "--tokens", str(tokens), env=env) as srv:
         callers = {"no token": None, "team A": srv.token("a"), "team B": srv.token("b")}
-        markers = {"no token": a + b, "team A": b, "team B": a}
+        paths = [str(work.resolve()), str(index.resolve())]  # where the index lives: no answer may say it
+        markers = {"no token": a + b + paths, "team A": b + paths, "team B": a + paths}
         t = time.perf_counter()
         tally = fuzz.fuzz_api(srv.url, callers, markers, args.per_operation)
         rows.append(("with tokens", *_figures(tally), f"{time.perf_counter() - t:.0f}"))
         failures = tally.server_errors[:3] + tally.leaks[:3]
     with team.serve(index, work / "open.log") as srv:
         t = time.perf_counter()
-        tally = fuzz.fuzz_api(srv.url, {"loopback": None}, {}, args.per_operation)
+        tally = fuzz.fuzz_api(srv.url, {"loopback": None}, {"loopback": paths}, args.per_operation)
         rows.append(("without tokens (loopback)", *_figures(tally), f"{time.perf_counter() - t:.0f}"))
         failures += tally.server_errors[:3]
-    cols = ("server", "requests", "statuses", "5xx", "another team's data", "p50 ms", "p99 ms", "s")
+    cols = ("server", "requests", "statuses", "5xx", "another team's data or a path", "p50 ms", "p99 ms", "s")
     print_table("schemathesis over ragkit serve", cols, rows, width=170, notes=failures)
 
 

@@ -20,6 +20,7 @@ from ragkit.learn import ranker as ranking
 from ragkit.learn.feedback import Feedback, Judged
 from ragkit.learned import Trees
 from ragkit.rerank.learned import RANK_FEATURES, Ranker, Rankers, scope_of, write_current
+from ragkit.serve.access import Token
 from ragkit.store.events import EventLog
 from tests.conftest import write
 
@@ -60,7 +61,7 @@ def asked(reader, text: str, **cfg):
 def test_every_result_has_a_query_id_and_its_passages_are_kept_by_path_section_and_content(reader):
     result = asked(reader, QUESTIONS[3])
     assert len(result.query_id) == 16 and result.query_id != asked(reader, QUESTIONS[3]).query_id
-    logged = Feedback(reader.index_dir).queries()[result.query_id]
+    logged = Feedback(reader.index_dir).asked(result.query_id)
     assert logged["query"] == QUESTIONS[3] and logged["scope"] == "all"
     first = logged["passages"][0]
     assert {"rank", "path", "section", "hash", "collection", "section_id"} <= set(first)
@@ -189,35 +190,53 @@ def test_a_ranker_file_from_another_version_or_of_other_features_is_refused(tmp_
         load(path)
 
 
-def test_a_loud_user_moves_nobody_elses_results(reader):
-    """Every question clicked once on its own rule (a good click; a bad one on the passage above it), and one
-    question clicked "good" 100 times on an unrelated rule: whatever is learned, that rule enters no other
-    question's top 3."""
-    for text in QUESTIONS[1:]:
+DESKS = "amber basil cedar dahlia ember fennel garnet hazel indigo juniper kelp lilac mango nutmeg olive pepper".split()
+CAPACITY = {  # each desk's own words stand in its "About" section; what it holds, in "Limit", says none of them
+    f"desk{i:02d}.md": f"# Desk {w}\n\n## About\n\nThe {w} desk, the {w} desk alone, stands in the {w} room.\n\n"
+    f"## Limit\n\nIt may hold at most {i + 2} folders and {i + 5} binders.\n"
+    for i, w in enumerate(DESKS)
+}
+CAPACITY_QUESTIONS = [f"What is the capacity of the {w} desk?" for w in DESKS]
+
+
+def test_a_loud_user_moves_nobody_elses_results(tmp_path, index_with):
+    """Every question asked once and its "Limit" passage clicked good, the "About" above it bad: the guard adopts
+    what that teaches (the hand-set ranking puts "About" first). Then one question clicked "good" 100 times on an
+    unrelated passage: the model learned with those clicks shows every other question what the model learned
+    without them shows first (the passage its asker marked good), and never puts the loud user's passage first.
+    (Behind the first passage every desk's passages but its own are alike unrelated: which of them fill places 2
+    and 3 moves with any new query learned, loud or not.)"""
+    root = tmp_path / "desks"
+    for name, text in CAPACITY.items():
+        write(root, name, text)
+    reader = index_with(root, name="desks")[1]
+    for text in CAPACITY_QUESTIONS[1:]:
         result = asked(reader, text, learned=False)
-        word = text.split()[5]
-        rank = next((p.rank for p in result.passages if word in p.text), None)
-        if rank:
-            api.feedback(reader.index_dir, result.query_id, rank, "good")
-            if rank > 1:
-                api.feedback(reader.index_dir, result.query_id, rank - 1, "bad")
-    loud = asked(reader, QUESTIONS[0], learned=False)
+        limit = next(p for p in result.passages if p.section.endswith("Limit") and text.split()[6] in p.section)
+        about = next(p for p in result.passages if p.section.endswith("About") and text.split()[6] in p.section)
+        api.feedback(reader.index_dir, result.query_id, limit.rank, "good")
+        api.feedback(reader.index_dir, result.query_id, about.rank, "bad")
+
+    def learned_tops() -> dict[str, list[tuple[str, str]]]:
+        outcomes = api.learn(reopen(reader), min_queries=5)
+        assert outcomes and outcomes[0].adopted, outcomes and outcomes[0].reason  # a model in use: it is checked
+        fresh = reopen(reader)
+        tops = {t: api.query(fresh, t, QueryConfig(k=3, log=False)).passages for t in CAPACITY_QUESTIONS[1:]}
+        api.unlearn(fresh)
+        return {t: [(p.path, p.section) for p in top] for t, top in tops.items()}
+
+    quiet = learned_tops()
+    loud = asked(reader, CAPACITY_QUESTIONS[0], learned=False)
     victim = loud.passages[-1]
     for _ in range(100):
         api.feedback(reader.index_dir, loud.query_id, victim.rank, "good")
     judged = Feedback(reader.index_dir).judged()
-    assert sum(len(j.passages) for j in judged) >= 100 + len(QUESTIONS) - 1
-
-    def holding_it() -> set[str]:
-        """The other questions with the clicked passage in their top 3."""
-        tops = {t: api.query(reader, t, QueryConfig(k=3, log=False)).passages for t in QUESTIONS[1:]}
-        return {t for t, top in tops.items() if any(p.path == victim.path and p.section == victim.section for p in top)}
-
-    before = holding_it()
-    outcomes = api.learn(reader, min_queries=5)
-    reader = reopen(reader)
-    assert outcomes and outcomes[0].queries == len(judged)  # the loud question counts once
-    assert holding_it() <= before
+    assert sum(len(j.passages) for j in judged) >= 100 + 2 * (len(CAPACITY_QUESTIONS) - 1)
+    assert api.learn(reader, min_queries=5, dry_run=True)[0].queries == len(judged)  # the loud question counts once
+    noisy = learned_tops()
+    assert all(quiet[t][0][1].endswith("Limit") for t in quiet)  # (what was learned: the good passage first)
+    assert {t: top[0] for t, top in noisy.items()} == {t: top[0] for t, top in quiet.items()}
+    assert all(top[0] != (victim.path, victim.section) for top in noisy.values())
 
 
 def _rated(confidences_wanted: list[tuple[float, bool]]) -> list[abstaining.Rated]:
@@ -300,7 +319,7 @@ def _rate_answers(reader, token=None, readable=None) -> None:
         result = api.query(reader, text, cfg)
         api.answer_into(result, cfg, reader=reader)
         assert api.log_query(reader, result, cfg, token=token)
-        shown = Feedback(reader.index_dir).queries()[result.query_id]["answer"]
+        shown = Feedback(reader.index_dir).asked(result.query_id)["answer"]
         assert shown["abstained"] is False and shown["confidence"] == result.answer.confidence
         grade = "good" if "desk" in text else "bad"
         api.feedback(reader.index_dir, result.query_id, None, grade, token=token, readable=readable)
@@ -411,15 +430,15 @@ def test_feedback_through_a_real_server_is_scoped_like_reads(tmp_path):
         assert status == 200 and kept["event"]["grade"] == 3
         assert srv.call("/v1/feedback", {"query_id": qid, "rank": 1, "grade": 0}, token=b)[0] == 403  # not B's
         assert srv.call("/v1/feedback", {"query_id": qid, "rank": 1}, token=None)[0] == 401
-        assert srv.call("/v1/feedback", {"query_id": qid, "rank": 99}, token=a)[0] == 400
-        assert srv.call("/v1/feedback", {"query_id": "f" * 16, "rank": 1}, token=a)[0] == 404
+        assert srv.call("/v1/feedback", {"query_id": qid, "rank": 99, "good": True}, token=a)[0] == 400
+        assert srv.call("/v1/feedback", {"query_id": "f" * 16, "rank": 1, "good": True}, token=a)[0] == 404
+        assert srv.call("/v1/feedback", {"query_id": qid, "rank": 1}, token=a)[0] == 400  # good or bad: say which
         path = out_a["passages"][1]["document"]["path"]
         assert srv.call(f"/v1/documents/{path}?query_id={qid}&rank=2", token=a)[0] == 200  # a click
         events = [e for e in EventLog(index).read() if e["type"] == "feedback"]
-        assert [(e["token"], e["kind"], e["rank"]) for e in events] == [
-            ("team-a", "explicit", 1),
-            ("team-a", "open", 2),
-        ]
+        asker = Token("team-a", env["RAGKIT_TOKEN_A"], ()).pseudonym  # the log never holds a token's name
+        assert [(e["token"], e["kind"], e["rank"]) for e in events] == [(asker, "explicit", 1), (asker, "open", 2)]
+        assert {e["token"] for e in EventLog(index).read()} == {asker, Token("b", env["RAGKIT_TOKEN_B"], ()).pseudonym}
         scope_a = events[0]["scope"]
         assert scope_a == "collections:" + ",".join(sorted(["default", "laws", "team-a"]))
         # a model learned from A's feedback is A's scope's: A's ranking moves, B's does not

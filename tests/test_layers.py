@@ -55,6 +55,7 @@ LAYERS = [  # top to bottom; a name covers the module and everything below it
         "ragkit.modelspec",
         "ragkit.httpjson",
         "ragkit.learned",
+        "ragkit.names",
         "ragkit",
     ],
 ]

@@ -315,6 +315,7 @@ def test_a_query_opens_the_store_once_and_lets_it_go(mixed, index_with, monkeypa
     derived rows open an instance of their own, closed at once: not counted.)"""
     import ragkit.store.duck as duck
     import ragkit.store.reader as reader_mod
+    import ragkit.store.sealed as sealed
 
     _, reader = index_with(mixed)
     opened = []
@@ -329,9 +330,8 @@ def test_a_query_opens_the_store_once_and_lets_it_go(mixed, index_with, monkeypa
         opened.clear()
         r = api.query(reader, "Scott Derrickson Blumhouse Productions", QueryConfig(strategy=strategy))
         assert r.passages and len(opened) <= 1, (strategy, len(opened))
-    attached = {
-        row[0] for row in duck._READERS["base"].execute("SELECT database_name FROM duckdb_databases()").fetchall()
-    }
+    base = sealed._READERS[str(reader.store_path.parent.resolve())]
+    attached = {row[0] for row in base.execute("SELECT database_name FROM duckdb_databases()").fetchall()}
     assert attached <= {"memory", "system", "temp"}, attached
     with DuckStore(reader.store_path, read_only=False) as store:  # the file is free to write
         assert store.value("SELECT count(*) FROM documents") == 2

@@ -10,6 +10,7 @@ import urllib.request
 
 import pytest
 
+from ragkit.serve.access import Token
 from ragkit.store.events import EventLog
 from tests import web
 from tests.team import MARKERS, leaks, serve, tokens_file
@@ -65,12 +66,23 @@ def test_search_answer_quote_feedback_and_a_pdf_page_as_team_a(server, browser):
     by(first, "button.good")[0].click()
     web.wait_for(browser, '#results > li button.good[aria-pressed="true"]')
     events = [e for e in EventLog(server.index).read() if e["type"] == "feedback"]
-    assert events[-1]["token"] == "team-a" and events[-1]["rank"] == 1 and events[-1]["grade"] == 3
+    asker = Token("team-a", server.env["RAGKIT_TOKEN_A"], ()).pseudonym  # the log keeps no token's name
+    assert events[-1]["token"] == asker and events[-1]["rank"] == 1 and events[-1]["grade"] == 3
     by(first, "button.open")[0].click()
     image = web.wait_for(browser, "#viewer img")
     assert browser.execute_script("return arguments[0].complete && arguments[0].naturalWidth", image) > 800
     clicks = [e for e in EventLog(server.index).read() if e.get("kind") == "open"]
     assert clicks and clicks[-1]["rank"] == 1  # opening it counted as a click
+    assert web.console_errors(browser) == []
+
+
+def test_a_quote_after_emoji_is_marked_where_it_stands_and_the_header_names_the_index(server, browser):
+    web.sign_in(browser, server.url + "/", server.token("a"))
+    assert by(browser, "#index-name")[0].text == server.index.name  # its name, never its path
+    web.search(browser, "How do I secure the Amberfield ladder before climbing it?")
+    quoted = web.wait_for(browser, "#results mark.quote")
+    quote = by(browser, "#answer blockquote p")[0].text  # the answer's quote, as the answer box shows it
+    assert web.LADDER_QUOTE in quote and quoted.text == quote  # marked exactly where it stands
     assert web.console_errors(browser) == []
 
 

@@ -1,8 +1,9 @@
 """A real browser on the search page of a real ``ragkit serve`` (tests/test_web.py, scripts/bench_web.py):
 Debian's headless chromium driven by selenium through Debian's chromedriver, nothing fetched from outside.
 
-The index is tests/team.py's two workspaces with two more documents: a PDF of team A (a manual whose page the
-page renders) and a note of team A holding markup (``<script>``, ``onerror=``) that must show as text.
+The index is tests/team.py's two workspaces with three more documents of team A: a PDF (a manual whose page the
+page renders), a note holding markup (``<script>``, ``onerror=``) that must show as text, and ladder rules with
+emoji before the sentence an answer quotes (marked where it stands).
 """
 
 from __future__ import annotations
@@ -19,6 +20,11 @@ HOSTILE = (
     '<img src=x onerror="window.pwned=2"> in a page about the Zeppelin crate; both must show as text.\n'
 )
 MANUAL_QUOTE = "Forklifts at the Amberfield Depot must stop at the yellow line before the loading dock."
+LADDER_QUOTE = "The Amberfield ladder 🪜 must be tied to the rack with two straps before anyone climbs it."
+LADDERS = (  # emoji before the quote: a quote's offsets count code points, JavaScript's strings UTF-16 units
+    "# Ladder rules 🪜\n\n## Ladders 🚧\n\n🚧🚧 Ladders at the depot are checked every morning 🌅 by the yard crew. "
+    f"{LADDER_QUOTE} Broken ladders go to the red cage.\n"
+)
 
 
 def _tests_module(name: str):
@@ -47,6 +53,7 @@ def write_extra(src: Path) -> None:
     folder = src / "alpha"
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "markup-note.md").write_text(HOSTILE)
+    (folder / "ladder-rules.md").write_text(LADDERS)
     spec = Spec(
         "Amberfield Depot Safety Manual",
         [

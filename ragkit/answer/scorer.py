@@ -19,9 +19,13 @@ the fitting script chose on questions the weights were not fitted on.
 
 from __future__ import annotations
 
+import ast
+import hashlib
+import inspect
 import json
 import math
 import re
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import lru_cache
@@ -29,6 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ragkit.answer import evidence as evidence_module
 from ragkit.answer.evidence import NEGATIONS, STOP, Evidence, Sentence, Terms, fits, question_type, stem_match, words
 from ragkit.learned import Linear, ModelFileError, Trees, from_json
 
@@ -90,6 +95,7 @@ class AnswerModel:
     support: float  # the least probability at which a unit supports a written sentence (answer/check.py)
     length: float  # what a unit's length costs against its probability when choosing the quote (``utility``)
     meta: dict
+    feature_code: str = ""  # ``feature_code()`` when it was fitted: features computed otherwise are not its own
 
     @classmethod
     def load(cls, path: Path = MODEL_FILE) -> AnswerModel:
@@ -111,6 +117,7 @@ class AnswerModel:
             support=float(data["support"]),
             length=float(data.get("length", 0.0)),
             meta=data.get("meta", {}),
+            feature_code=str(data.get("feature_code", "")),
         )
 
     def abstains(self, scored: Scored, language: str) -> bool:
@@ -147,12 +154,42 @@ class AnswerModel:
             "support": round(self.support, 4),
             "length": round(self.length, 4),
             "meta": self.meta,
+            "feature_code": self.feature_code,
         }
 
 
 @lru_cache(maxsize=1)
 def default_model() -> AnswerModel:
     return AnswerModel.load()
+
+
+# the code of this module that turns a question and its units into features (besides its constants and all of
+# ragkit/answer/evidence.py, which cuts the units): what ``feature_code`` hashes
+FEATURE_CODE = (
+    "Question", "_context", "_novelty", "unit_features", "with_vectors", "relative", "unit_text", "_has", "columns",
+    "question_stats", "question_features",
+)  # fmt: skip
+
+
+def feature_code() -> str:
+    """A hash of the code that computes the scorer's features (its syntax tree, comments and docstrings left
+    out): a model records the one it was fitted with, and a test fails when the code has moved on without a
+    refit (``scripts/fit_answers.py``)."""
+    digest = hashlib.sha256()
+    for module, names in ((evidence_module, None), (sys.modules[__name__], FEATURE_CODE)):
+        for node in ast.parse(inspect.getsource(module)).body:
+            named = getattr(node, "name", None)
+            if names is not None and not (isinstance(node, ast.Assign) or named in names):
+                continue
+            if isinstance(node, ast.Expr) and isinstance(getattr(node, "value", None), ast.Constant):
+                continue  # the module's docstring
+            for inner in ast.walk(node):
+                body = getattr(inner, "body", None)
+                if isinstance(body, list) and body and isinstance(body[0], ast.Expr):
+                    if isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
+                        inner.body = body[1:] or [ast.Pass()]
+            digest.update(ast.dump(node, annotate_fields=False).encode())
+    return digest.hexdigest()[:16]
 
 
 @dataclass

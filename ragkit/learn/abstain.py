@@ -30,7 +30,7 @@ from pathlib import Path
 from ragkit.errors import RagkitError
 from ragkit.learn.feedback import Judged
 from ragkit.learn.ranker import SEED, Outcome
-from ragkit.rerank.learned import ALL, CURRENT, adopted, learned_dir, write_current
+from ragkit.rerank.learned import ALL, CURRENT, adopted, collections_of, learned_dir, write_current
 from ragkit.retrieve.config import QueryConfig
 from ragkit.text import query_language
 
@@ -72,7 +72,7 @@ def rated_answers(reader, judged: list[Judged], ask) -> list[Rated]:
         if not rated or not isinstance(shown, dict) or shown.get("mode") != "extract" or "abstained" not in shown:
             continue
         scope = q.get("scope", ALL)
-        readable = tuple(scope.split(":", 1)[1].split(",")) if q.get("token") and scope != ALL else None
+        readable = collections_of(scope) if q.get("token") else None
         cfg = QueryConfig(
             strategy=q.get("strategy") or "auto",
             k=int(q.get("k") or 10),

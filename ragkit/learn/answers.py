@@ -34,6 +34,7 @@ from ragkit.answer.scorer import (
     UNIT_FEATURES,
     AnswerModel,
     columns,
+    feature_code,
     question_features,
     relative,
 )
@@ -245,8 +246,9 @@ def fit_answer_model(
     }
     encoders = tuple(sorted({d.encoder for d in data if d.encoder}))
     model = AnswerModel(
-        quick, unit, answerable, threshold, plain_model, plain_threshold, encoders, shortlist, support, length, meta
-    )
+        quick, unit, answerable, threshold, plain_model, plain_threshold, encoders, shortlist, support, length, meta,
+        feature_code(),
+    )  # fmt: skip
     return model, _table(pool, oof, p_ans, threshold, length) + [support_row]
 
 

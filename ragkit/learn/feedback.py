@@ -25,7 +25,6 @@ import hashlib
 import json
 import secrets
 import time
-from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -133,45 +132,43 @@ class Feedback:
 
     def __init__(self, index_dir: Path):
         self.log = EventLog(index_dir)
-        self._queries: dict[str, dict[str, Any]] = {}
-        self._offset = 0  # how far ``_queries`` has read the local log
 
     def log_query(self, event: dict[str, Any]) -> None:
         self.log.append([event])
 
-    def queries(self) -> dict[str, dict[str, Any]]:
-        """The logged queries by id (a local log is read on from where the last call stopped)."""
-        events, offset = self.log.read_from(self._offset)
-        if offset == 0:  # (object storage: read whole)
-            self._queries = {}
-        self._offset = offset
-        self._queries.update((e["id"], e) for e in events if e.get("type") == "query" and "id" in e)
-        return self._queries
+    def asked(self, query_id: str) -> dict[str, Any] | None:
+        """The logged query ``query_id`` (one row of the log), or None."""
+        return self.log.query(query_id)
 
     def give(
         self,
         query_id: str,
         *,
         rank: int | None = None,
-        grade: int | str = "good",
+        grade: int | str | None = None,
         kind: str = "explicit",
         source: str = "cli",
         token: str | None = None,
         readable: Iterable[str] | None = None,
-        queries: dict[str, dict[str, Any]] | None = None,
+        asked: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """Record feedback on passage ``rank`` of query ``query_id`` (its answer when ``rank`` is None) and
-        return the event. ``readable``: a token's collections (it may rate only the queries it asked and the
-        passages it may read). Raises ``UnknownId`` for a query the log does not hold, ``BadQuery`` for a rank
-        it did not show or a grade out of 0–3, ``Forbidden`` for another's query or a passage out of scope."""
-        value = GRADES.get(grade, grade) if isinstance(grade, str) else grade
-        if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= 3:
-            raise BadQuery(f"grade: good, bad or 0–3, not {grade!r}")
-        asked = (queries if queries is not None else self.queries()).get(query_id)
+        return the event. ``grade``: "good", "bad" or 0–3, always said (no default: a rating that names none is
+        refused). ``readable``: a token's collections (it may rate only the queries it asked and the passages it
+        may read). Raises ``UnknownId`` for a query the log does not hold, ``BadQuery`` for a rank it did not
+        show or a grade that is none of those, ``Forbidden`` for another's query or a passage out of scope."""
+        value = _grade(grade)
+        asked = asked if asked is not None else self.asked(query_id)
         if asked is None:
             raise UnknownId(f"no query {query_id!r} in this index's log", hint="give the query_id a result carries")
         if readable is not None and asked.get("token") != token:
             raise Forbidden(f"query {query_id} was not asked with this token")
+        event = self._event(asked, query_id, rank, value, kind, source, token, readable)
+        self.log.append([event])
+        return event
+
+    @staticmethod
+    def _event(asked, query_id, rank, value, kind, source, token, readable) -> dict[str, Any]:
         _shown(asked, query_id, rank)
         event = {
             "type": "feedback",
@@ -192,57 +189,46 @@ class Feedback:
             if readable is not None and passage.get("collection") not in set(readable):
                 raise Forbidden(f"passage {rank} of query {query_id} is outside this token's collections")
             event |= {k: passage[k] for k in ("rank", "path", "section", "hash", "collection")}
-        self.log.append([event])
         return event
 
     def give_many(self, rows: Iterable[dict[str, Any]], source: str = "file") -> int:
-        """Bulk feedback (``ragkit feedback --file``): rows ``{"query_id", "rank"?, "grade" | "good": bool}``;
-        every row is checked before any is written."""
-        queries = self.queries()
+        """Bulk feedback (``ragkit feedback --file``): rows ``{"query_id", "rank"?, "grade" | "good": bool}``,
+        each saying its grade; every row is checked before any is written, and all are written at once."""
+        found: dict[str, dict[str, Any] | None] = {}
         events = []
         for n, row in enumerate(rows, start=1):
-            if not isinstance(row, dict) or "query_id" not in row:
-                raise BadQuery(f"line {n}: an object with a query_id is required")
-            grade = row.get("grade", "good" if row.get("good", True) else "bad")
             try:
-                events.append((row["query_id"], row.get("rank"), grade))
-                self._check(queries, *events[-1])
+                if not isinstance(row, dict) or not isinstance(row.get("query_id"), str):
+                    raise BadQuery("an object with a query_id is required")
+                if "grade" in row:
+                    grade = row["grade"]
+                elif isinstance(row.get("good"), bool):
+                    grade = "good" if row["good"] else "bad"
+                else:
+                    raise BadQuery('say "grade" (good, bad or 0–3) or "good": true/false')
+                query_id = row["query_id"]
+                if query_id not in found:
+                    found[query_id] = self.asked(query_id)
+                if found[query_id] is None:
+                    raise UnknownId(f"no query {query_id!r} in this index's log")
+                rank = row.get("rank")
+                events.append(
+                    self._event(found[query_id], query_id, rank, _grade(grade), "explicit", source, None, None)
+                )
             except (BadQuery, UnknownId) as exc:
                 raise BadQuery(f"line {n}: {exc}", hint=getattr(exc, "hint", None)) from exc
-        for query_id, rank, grade in events:
-            self.give(query_id, rank=rank, grade=grade, source=source, queries=queries)
+        self.log.append(events)
         return len(events)
-
-    @staticmethod
-    def _check(queries, query_id, rank, grade) -> None:
-        value = GRADES.get(grade, grade) if isinstance(grade, str) else grade
-        if not isinstance(value, int) or not 0 <= value <= 3:
-            raise BadQuery(f"grade: good, bad or 0–3, not {grade!r}")
-        if query_id not in queries:
-            raise UnknownId(f"no query {query_id!r} in this index's log")
-        if rank is not None and rank not in {p["rank"] for p in queries[query_id].get("passages", [])}:
-            raise BadQuery(f"query {query_id} showed no passage {rank}")
-        _shown(queries[query_id], query_id, rank)
 
     def judged(self, scope: str | None = None) -> list[Judged]:
         """The logged queries that got feedback (of ``scope``, or all), each with its feedback."""
-        queries: dict[str, dict[str, Any]] = {}
-        given: dict[str, list[dict[str, Any]]] = defaultdict(list)
-        for e in self.log.read():
-            if e.get("type") == "query" and "id" in e:
-                queries[e["id"]] = e
-            elif e.get("type") == "feedback":
-                given[e.get("query_id")].append(e)
-        out = []
-        for qid, events in given.items():
-            q = queries.get(qid)
-            if q is None or (scope is not None and q.get("scope", ALL) != scope):
+        out: dict[str, Judged] = {}
+        for q, e in self.log.rated():
+            if scope is not None and q.get("scope", ALL) != scope:
                 continue
-            j = Judged(q)
-            for e in events:
-                (j.answers if e.get("target") == "answer" else j.passages).append(e)
-            out.append(j)
-        return out
+            j = out.setdefault(q["id"], Judged(q))
+            (j.answers if e.get("target") == "answer" else j.passages).append(e)
+        return list(out.values())
 
     def export(self, out: Path) -> int:
         """Every event as JSON lines into ``out``; how many."""
@@ -255,3 +241,14 @@ class Feedback:
 
     def events(self) -> Iterator[dict[str, Any]]:
         return self.log.read()
+
+
+def _grade(grade: int | str | None) -> int:
+    """A grade said as "good", "bad" or 0–3; ``BadQuery`` for anything else (none said included)."""
+    value = GRADES.get(grade, grade) if isinstance(grade, str) else grade
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= 3:
+        raise BadQuery(
+            f"grade: good, bad or 0–3, not {grade!r}" if grade is not None else "say whether it was good or bad",
+            hint='--good, --bad or --grade 0..3 (HTTP and MCP: "good": true/false or "grade")',
+        )
+    return value

@@ -16,6 +16,7 @@ queries. Each scope (a token's collections, a collection, or "all") with enough 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 import re
@@ -352,7 +353,10 @@ def _in_use(model: Ranker | None):
 
 
 def _slug(scope: str) -> str:
-    return re.sub(r"[^a-zA-Z0-9_-]+", "-", scope).strip("-") or "all"
+    """A scope's part of its rankers' file names: readable, and told apart by a hash (scopes "collections:a,b"
+    and "collections:a%2Cb" read alike)."""
+    readable = re.sub(r"[^a-zA-Z0-9_-]+", "-", scope).strip("-")[:60] or "all"
+    return f"{readable}-{hashlib.sha1(scope.encode()).hexdigest()[:8]}"
 
 
 def adopt(index_dir: Path, scope: str, model: Ranker, outcome: Outcome) -> Path:
@@ -387,9 +391,8 @@ def reset(index_dir: Path) -> int:
     """Forget every adopted ranker and learned answer threshold; how many scopes had either. The rankers' files
     stay as history; the thresholds lived in ``current.json`` alone (``ragkit learn`` fits them again from the
     log, which keeps every rating)."""
-    folder = learned_dir(index_dir)
     current = adopted(index_dir)
     n = len(set(current["scopes"]) | set(current.get("answers") or {}))
-    if (folder / CURRENT).exists():
-        (folder / CURRENT).unlink()
+    if (learned_dir(index_dir) / CURRENT).exists():
+        write_current(index_dir, {"scopes": {}})  # (an empty list, not none: readers of a bucket see it too)
     return n

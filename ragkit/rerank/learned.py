@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from ragkit.learned import ModelFileError, Trees, from_json
+from ragkit.names import checked_name
 from ragkit.records import Hit
 from ragkit.rerank.features import FEATURES
 
@@ -48,15 +49,30 @@ _CITES = re.compile(r"§|\bArt\.?\s*\d|\bkap\.|\b\d+\s*§")
 ALL = "all"
 
 
+COLLECTIONS = "collections:"
+
+
+def _escaped(collection: str) -> str:
+    return collection.replace("%", "%25").replace(",", "%2C")
+
+
 def scope_of(readable, filters: dict[str, Any] | None = None) -> str:
     """The scope a query's feedback trains and whose model it uses: the collections its asker may read (a
-    token's), else the one its filters name, else "all" (the index's own model)."""
+    token's), else the one its filters name, else "all" (the index's own model). Each collection's name is
+    written with its commas (and percent signs) escaped, so that "a,b" stays one collection."""
     if readable is not None:
-        return "collections:" + ",".join(sorted(set(readable)))
+        return COLLECTIONS + ",".join(sorted(_escaped(c) for c in set(readable)))
     collection = (filters or {}).get("collection")
     if isinstance(collection, str) and collection and "*" not in collection:
-        return f"collections:{collection}"
+        return COLLECTIONS + _escaped(collection)
     return ALL
+
+
+def collections_of(scope: str) -> tuple[str, ...] | None:
+    """The collections a scope names (``scope_of``'s inverse); None for "all"."""
+    if not scope.startswith(COLLECTIONS):
+        return None
+    return tuple(c.replace("%2C", ",").replace("%25", "%") for c in scope[len(COLLECTIONS) :].split(","))
 
 
 def query_features(text: str, language: str) -> list[float]:
@@ -225,7 +241,7 @@ class Rankers:
         current = adopted(self.index_dir)
         models = {}
         for scope, name in current["scopes"].items():
-            models[scope] = load(learned_dir(self.index_dir) / name)
+            models[scope] = load(learned_dir(self.index_dir) / checked_name("ranker", name, f"{FOLDER}/{CURRENT}"))
         answers = current.get("answers")
         self._models, self._stamp = models, stamp
         self._answers = answers if isinstance(answers, dict) else {}

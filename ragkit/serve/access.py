@@ -66,15 +66,23 @@ class Token:
         """Its own collections, the shared ones and ``default``."""
         return tuple(sorted({*self.collections, *self.shared, DEFAULT_COLLECTION}))
 
+    @property
+    def pseudonym(self) -> str:
+        """What the query log keeps of the token instead of its name: a keyed hash of its value, the same for
+        every query it asks (so that it rates only its own), meaningless to anyone without the value."""
+        return "t-" + hmac.new(self.value.encode(), b"ragkit query log", hashlib.sha256).hexdigest()[:16]
+
 
 @dataclass(frozen=True)
 class Caller:
     """Who asks, as the operations see it: a token's name and readable collections (``None``, ``None``: the
-    index's owner on loopback, who reads everything and chooses models freely), and the server's limits."""
+    index's owner on loopback, who reads everything and chooses models freely), the server's limits, and the
+    token's pseudonym (``Token.pseudonym``), the only mark of it in the index's query log."""
 
     name: str | None = None
     readable: tuple[str, ...] | None = None
     limits: Limits = Limits()
+    asker: str | None = None  # what the query log keeps of the token: its pseudonym, never its name
 
 
 @dataclass(frozen=True)

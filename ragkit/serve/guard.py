@@ -13,6 +13,7 @@ the API documentation) need no token and tell nothing about the documents.
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections import defaultdict, deque
 from typing import Any
@@ -53,8 +54,35 @@ def status_of(exc: RagkitError) -> int:
     return 400 if exc.exit_code in (2, 6, 8) else 500
 
 
+_URI = re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s'\"`]+", re.I)
+_ABSOLUTE = re.compile(r"(?<![\w/.:{}-])/(?!v1/)(?:[^\s/'\"`:;,(){}]+/)+[^\s/'\"`:;,(){}]*")
+
+
+def private(text: str | None) -> str | None:
+    """``text`` with every absolute path and URI cut to its last part: a server never tells who asks where its
+    index, its cache or its models live (``/srv/idx/store.1.duckdb`` → ``store.1.duckdb``)."""
+    if not text:
+        return text
+
+    def last(m: re.Match) -> str:
+        tail = m.group(0).rstrip("/").rsplit("/", 1)[-1]
+        return tail or "…"
+
+    return _ABSOLUTE.sub(last, _URI.sub(last, text))
+
+
+def error_fields(exc: RagkitError) -> dict[str, Any]:
+    """A ragkit error as the ``error`` object of the JSON error shape, paths cut (``private``)."""
+    return {
+        "code": exc.exit_code,
+        "type": type(exc).__name__,
+        "message": private(exc.message),
+        "hint": private(exc.hint),
+    }
+
+
 def error_body(exc: RagkitError) -> dict[str, Any]:
-    return {"error": {"code": exc.exit_code, "type": type(exc).__name__, "message": exc.message, "hint": exc.hint}}
+    return {"error": error_fields(exc)}
 
 
 class Guard:
@@ -120,7 +148,7 @@ class Guard:
             return Caller(name=None, readable=(), limits=self.limits)  # (reads nothing)
         headers = dict(scope.get("headers") or [])
         token = self.access.authenticate(headers.get(b"authorization", b"").decode("latin-1"))
-        return Caller(token.name, token.readable, self.limits)
+        return Caller(token.name, token.readable, self.limits, token.pseudonym)
 
     def _admit(self, name: str) -> None:
         now = time.monotonic()

@@ -13,7 +13,7 @@
     GET  /                               the search page (web.py; its files under /web/)
     POST /mcp                            MCP over streamable HTTP (stateless, JSON responses): the same tools as
                                          ``ragkit serve --mcp`` (mcp_tools.py)
-    GET  /healthz                        {"status": "ok", "index", "run", "workers", "auth"}
+    GET  /healthz                        {"status": "ok", "index" (its name, never its path), "run", "workers", "auth"}
     GET  /docs                           OpenAPI documentation
 
 Errors are JSON, ``{"error": {"code", "type", "message", "hint"}}``, with the CLI's exit code as ``code`` (HTTP
@@ -38,7 +38,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, Field
 
-from ragkit import __version__
+from ragkit import __version__, api
 from ragkit.config import resolve_index_dir
 from ragkit.errors import BadQuery, RagkitError
 from ragkit.serve import EARLY, PORT_FILE, mcp_tools, web
@@ -107,7 +107,7 @@ def create_app(pool: Pool, index_dir: Path, access: Access | None, limits: Limit
     app = FastAPI(
         title="ragkit",
         version=__version__,
-        description=f"Retrieval over the index {remote.display(index_dir)} (schema ragkit.query/1).",
+        description=f"Retrieval over the index {remote.name_of(index_dir)} (schema ragkit.query/1).",
         lifespan=lifespan,
     )
     app.router.routes.extend(mcp_app.routes)
@@ -144,7 +144,7 @@ def _routes(app: FastAPI, pool: Pool, index_dir: Path, access: Access | None, li
         run_id = read_manifest(index_dir).run_id
         return {
             "status": "ok",
-            "index": remote.display(index_dir),
+            "index": remote.name_of(index_dir),
             "run": run_id,
             "workers": pool.size,
             "auth": bool(access),
@@ -285,6 +285,8 @@ def serve(
         server.run(sockets=[sock])
     finally:
         pool.close()
+        with contextlib.suppress(RagkitError):
+            api.flush_log(index_dir)  # an index on object storage: the queries of this server go up now
         try:
             if json.loads(port_file.read_text()).get("pid") == os.getpid():
                 port_file.unlink()

@@ -21,7 +21,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
 
-from ragkit import __version__
+from ragkit import __version__, api
 from ragkit.errors import RagkitError
 from ragkit.serve import ops
 from ragkit.serve.access import Caller, is_loopback
@@ -155,11 +155,11 @@ def _query_tools(server: MCPServer, run: Runner, caller: Callable[[Context], Cal
     @server.tool()
     @_reported
     async def feedback(
-        ctx: Context, query_id: str, rank: int | None = None, good: bool = True, grade: int | None = None
+        ctx: Context, query_id: str, rank: int | None = None, good: bool | None = None, grade: int | None = None
     ) -> dict:
         """Say whether passage `rank` of an earlier result (the `query_id` search and answer return) answered
         the question — or, without `rank`, whether its answer was right: `good` true/false, or `grade` 0 (wrong)
-        … 3 (exactly right). ragkit learns its ranking from it."""
+        … 3 (exactly right); one of them is required. ragkit learns its ranking from it."""
         args = {"query_id": query_id, "rank": rank, "good": good, "grade": grade, "source": "mcp"}
         return await run("feedback", {k: v for k, v in args.items() if v is not None}, caller(ctx))
 
@@ -220,4 +220,7 @@ def serve_mcp(index: str | None) -> None:
 
         return await anyio.to_thread.run_sync(call)
 
-    build(run, Caller()).run("stdio")
+    try:
+        build(run, Caller()).run("stdio")
+    finally:
+        api.flush_log(state.index_dir)

@@ -32,6 +32,8 @@ from ragkit.records import QueryResult
 from ragkit.render import result_dict, trace_line
 from ragkit.serve import EARLY
 from ragkit.serve.access import Caller
+from ragkit.serve.guard import error_fields
+from ragkit.store import remote
 
 log = logging.getLogger("ragkit.serve")
 CHOSEN = ("model", "rerank_model", "planner_rules", "api_keys")  # what only the server chooses for a token
@@ -87,7 +89,7 @@ def query(state: State, args: dict[str, Any], caller: Caller, on_text: Callable 
     if cfg.answer:
         failed = api.answer_into(result, cfg, on_text=on_text, reader=reader)
         keep_visible(result, reader, caller.readable)
-    api.log_query(reader, result, cfg, token=caller.name, source=str(args.get("source") or "http"))
+    api.log_query(reader, result, cfg, token=caller.asker, source=str(args.get("source") or "http"))
     out = result_dict(result, bool(args.get("explain")))
     if args.get("trace"):
         out["trace"] = json.loads(trace_line(result))
@@ -201,7 +203,7 @@ def clicked(state: State, args: dict[str, Any], caller: Caller) -> None:
     try:
         api.feedback(
             state.index_dir, str(query_id), int(rank), 1, kind="open", source=str(args.get("source") or "http"),
-            token=caller.name, readable=caller.readable,
+            token=caller.asker, readable=caller.readable,
         )  # fmt: skip
     except (RagkitError, ValueError) as exc:
         log.info("a click not kept: %s", exc)
@@ -209,7 +211,7 @@ def clicked(state: State, args: dict[str, Any], caller: Caller) -> None:
 
 def feedback(state: State, args: dict[str, Any], caller: Caller, on_text=None) -> dict[str, Any]:
     """Feedback on a passage (``rank``) or the answer (no rank) of a query this caller asked: ``grade`` 0–3, or
-    ``good`` true/false."""
+    ``good`` true/false, one of them said (a rating that says neither is refused)."""
     query_id = args.get("query_id")
     if not isinstance(query_id, str) or not query_id:
         raise BadQuery("bad request: query_id: a string is required")
@@ -217,11 +219,11 @@ def feedback(state: State, args: dict[str, Any], caller: Caller, on_text=None) -
     if rank is not None and (not isinstance(rank, int) or isinstance(rank, bool)):
         raise BadQuery("bad request: rank: a whole number is required")
     grade = args.get("grade")
-    if grade is None:
-        grade = "good" if args.get("good", True) else "bad"
+    if grade is None and isinstance(args.get("good"), bool):
+        grade = "good" if args["good"] else "bad"
     event = api.feedback(
         state.index_dir, query_id, rank, grade, source=str(args.get("source") or "http"),
-        token=caller.name, readable=caller.readable,
+        token=caller.asker, readable=caller.readable,
     )  # fmt: skip
     return {"kept": True, "event": {k: event[k] for k in ("query_id", "target", "grade", "rank") if k in event}}
 
@@ -255,7 +257,13 @@ def documents(state: State, args: dict[str, Any], caller: Caller, on_text=None) 
 
 
 def stats(state: State, args: dict[str, Any], caller: Caller, on_text=None) -> dict[str, Any]:
-    return api.stats(state.reader(), caller.readable)
+    """``ragkit stats``, as a server tells it: the index by its name, the embedder by its model's name (not
+    where the index or the model lives)."""
+    out = api.stats(state.reader(), caller.readable)
+    out["index"] = remote.name_of(state.index_dir)
+    if isinstance(out.get("embedder"), dict):
+        out["embedder"] = {k: v for k, v in out["embedder"].items() if k not in ("spec", "probe")}
+    return out
 
 
 OPERATIONS: dict[str, Callable[..., Any]] = {
@@ -268,8 +276,3 @@ OPERATIONS: dict[str, Callable[..., Any]] = {
     "feedback": feedback,
     "page": page,
 }
-
-
-def error_fields(exc: RagkitError) -> dict[str, Any]:
-    """A ragkit error as the ``error`` object of the JSON error shape."""
-    return {"code": exc.exit_code, "type": type(exc).__name__, "message": exc.message, "hint": exc.hint}

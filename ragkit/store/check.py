@@ -17,14 +17,15 @@ unfinished run's files. A damaged store or LanceDB table with no whole run to go
 from __future__ import annotations
 
 import re
+import secrets
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ragkit.errors import IndexCorrupt, RagkitError
-from ragkit.store import arrays, layout, remote
+from ragkit.store import arrays, layout, remote, sealed
 from ragkit.store.commit import write_derived
-from ragkit.store.duck import DuckStore
+from ragkit.store.duck import OWN_SCHEMA, DuckStore
 from ragkit.store.entity_graph import EntityGraph
 from ragkit.store.graph import EvidenceGraph
 from ragkit.store.lance import ChunkTable
@@ -36,6 +37,7 @@ class Problem:
     what: str
     repair: str
     derived: bool = False  # rebuilt from the store by ``repair``
+    foreign: bool = False  # the store holds what ragkit did not write: ``repair`` writes a clean copy
 
 
 REBUILD = "ragkit index PATH --full (the folders the index was built from)"
@@ -62,7 +64,9 @@ class Report:
             "ok": not self.problems,
             **self.facts,
             "repaired": self.repaired,
-            "problems": [{"what": p.what, "repair": p.repair, "derived": p.derived} for p in self.problems],
+            "problems": [
+                {"what": p.what, "repair": p.repair, "derived": p.derived, "foreign": p.foreign} for p in self.problems
+            ],
         }
 
 
@@ -78,7 +82,7 @@ def check(index_dir: Path) -> tuple[list[Problem], dict[str, Any]]:
     facts["leftovers"] = [p.name for p in layout.leftovers(index_dir, manifest)]
     if remote.uri_of(index_dir):  # and the objects an unfinished run uploaded
         facts["leftovers"] += remote.Remote(index_dir).leftovers(manifest)
-    if any(not p.derived for p in problems) and _newest_whole_run(index_dir, but=manifest.run_id):
+    if any(not (p.derived or p.foreign) for p in problems) and _newest_whole_run(index_dir, but=manifest.run_id):
         for p in problems:
             p.repair = REPAIR
     return problems, facts
@@ -95,8 +99,18 @@ def check_run(index_dir: Path, manifest: Manifest) -> tuple[list[Problem], dict[
         "chunks": manifest.counts.chunks,
         "store": layout.store_path(index_dir, manifest).name,
     }
+    path = layout.store_path(index_dir, manifest)
     try:
-        with DuckStore(layout.store_path(index_dir, manifest), read_only=True) as store:
+        foreign, lost = sealed.inspect(path, OWN_SCHEMA) if path.is_file() else ([], [])
+    except Exception:  # (a damaged file: said below)
+        foreign, lost = [], []
+    if foreign:
+        what = f"the DuckDB store holds what ragkit did not write: {', '.join(foreign)}"
+        if lost:  # a table of ragkit's replaced: its rows cannot be told from what was put there
+            return [Problem(f"{what} (ragkit's {', '.join(lost)} not there as tables)", REBUILD)], facts
+        return [Problem(what, REPAIR, foreign=True)], facts
+    try:
+        with DuckStore(path, read_only=True) as store:
             last, counts = store.last_run(), store.counts()
     except Exception as exc:  # a damaged or missing DuckDB file, whatever DuckDB says of it
         return [Problem(f"the DuckDB store does not open: {exc}", REBUILD)], facts
@@ -213,7 +227,7 @@ def repair(index_dir: Path, bucket: remote.Remote | None = None) -> list[str]:
         problems = check_run(index_dir, manifest)[0]
     except RagkitError as exc:
         manifest, problems = None, [Problem(exc.message, REBUILD)]
-    if any(not p.derived for p in problems):
+    if any(not (p.derived or p.foreign) for p in problems):
         kept = _newest_whole_run(index_dir, but=manifest and manifest.run_id)
         if kept is None:
             raise IndexCorrupt(f"{index_dir}: {problems[0].what}; no whole run is kept to go back to", hint=REBUILD)
@@ -222,6 +236,10 @@ def repair(index_dir: Path, bucket: remote.Remote | None = None) -> list[str]:
             f"went back to run {kept.run_id} ({kept.store}, LanceDB v{kept.last_run.lance_version}): {problems[0].what}"
         )
         manifest, problems = kept, check_run(index_dir, kept)[0]
+    if any(p.foreign for p in problems):
+        manifest = _cleaned(index_dir, manifest, bucket)
+        done.append(f"wrote {manifest.store} with ragkit's own tables and views only: {problems[0].what}")
+        problems = check_run(index_dir, manifest)[0]
     if problems:
         with DuckStore(layout.store_path(index_dir, manifest), read_only=True) as store:
             write_derived(store, layout.graph_path(index_dir, manifest), manifest.run_id)
@@ -236,3 +254,17 @@ def repair(index_dir: Path, bucket: remote.Remote | None = None) -> list[str]:
     if gone:
         done.append(f"removed what an unfinished run left: {', '.join(gone)}")
     return done
+
+
+def _cleaned(index_dir: Path, manifest: Manifest, bucket: remote.Remote | None) -> Manifest:
+    """The run's store copied with ragkit's own objects only, under a new name of the same run, and committed
+    (the old file becomes a leftover: readers holding it finish on it)."""
+    name = layout.run_names(manifest.run_id, secrets.token_hex(4))[0]
+    sealed.clean(layout.store_path(index_dir, manifest), Path(index_dir) / name, OWN_SCHEMA)
+    fixed = manifest.but(store=name)
+    with DuckStore(Path(index_dir) / name, read_only=False) as store:
+        store.keep_manifest(fixed.to_dict())
+    if bucket is not None:
+        bucket.upload(name)
+    write_manifest(index_dir, fixed, bucket)
+    return fixed

@@ -15,12 +15,13 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from ragkit.errors import BadQuery, IndexBusy, IndexCorrupt
+from ragkit.errors import BadQuery
 from ragkit.extract.entities import normalize
 from ragkit.extract.resolve import RefRow, Resolver
 from ragkit.extract.summaries import build_nodes
+from ragkit.names import checked_name
 from ragkit.records import Chunk, EntityRows, RunChanges, Section
-from ragkit.store import expr
+from ragkit.store import expr, sealed
 from ragkit.store.knowledge import sql as knowledge
 from ragkit.store.knowledge.sql import ENTITY_NAME, ENTITY_TYPE, community_reports, pair_rows, with_descriptions
 from ragkit.store.knowledge.sql import SCHEMA as KNOWLEDGE
@@ -61,6 +62,9 @@ CREATE TABLE IF NOT EXISTS runs (
 """
 
 
+# ragkit's own catalog: every store holds these and nothing else (ragkit/store/sealed.py vets it)
+OWN_SCHEMA = SCHEMA + KNOWLEDGE + "CREATE TABLE IF NOT EXISTS manifest (json VARCHAR);\n"
+
 # the tables whose rows belong to one document (deleted with it)
 DOCUMENT_TABLES = ("chunks", "refs", "mentions", "cooccur", "aliases", "sections", "summaries")
 INSERT_ROWS = 50_000
@@ -75,72 +79,25 @@ WORD = "[a-zà-öø-ÿß]{3,}"  # a vocabulary word: three or more letters
 BLOCK_SIZE = 16_384
 
 
-_READERS: dict[str, Any] = {}  # the process's in-memory DuckDB instance that read-only stores attach to
-_ATTACHED = itertools.count()
-
-
-def _open(path: Path, read_only: bool, alone: bool = False) -> tuple[Any, str | None]:
-    """A connection and, read-only, the name the store is attached under.
-
-    Starting a DuckDB instance costs ~11 ms (even in memory), attaching a file to a running one ~1 ms: readers
-    attach the store read-only to one in-memory instance per process and detach it when done (so the file is
-    held no longer than before); a writer opens the file itself. ``alone``: a read-only instance of its own, on
-    one thread, for one big read (a warm reader's derived rows): DuckDB keeps what a query used until its
-    instance closes (on SciFact the entity and relation rows left 160 MB behind in the shared instance, 20 MB
-    in one of their own).
-    """
-    import duckdb
-
-    if not read_only:
-        return duckdb.connect(
-            str(path), config={"default_block_size": str(BLOCK_SIZE), "memory_limit": WRITER_MEMORY}
-        ), None
-    if alone:
-        return duckdb.connect(str(path), read_only=True, config={"threads": "1"}), None
-    if "base" not in _READERS:
-        _READERS["base"] = duckdb.connect(":memory:")
-    con = _READERS["base"].cursor()
-    name = f"store{next(_ATTACHED)}"
-    try:
-        con.execute(f"ATTACH '{str(path).replace(chr(39), chr(39) * 2)}' AS {name} (READ_ONLY)")
-        con.execute(f"USE {name}")
-    except BaseException:
-        con.close()
-        raise
-    return con, name
-
-
-def _connect(path: Path, read_only: bool, alone: bool = False) -> tuple[Any, str | None]:
-    import duckdb
-
-    for attempt in range(20):
-        try:
-            return _open(path, read_only, alone)
-        except duckdb.IOException as exc:
-            if "lock" not in str(exc).lower():
-                raise IndexCorrupt(f"cannot open {path}: {exc}") from exc
-            if attempt == 19:
-                raise IndexBusy(f"{path} is locked by another process") from exc
-            time.sleep(0.25)
-    raise AssertionError("unreachable")
-
-
 class DuckStore:
     # paths of the stores with an open write transaction in this process: no model may run then
     # (tests/test_lean.py fails any encoder call inside one)
     IN_TRANSACTION: set[str] = set()
 
     def __init__(self, path: Path, read_only: bool = True, alone: bool = False):
+        """The store at ``path``, opened sealed and vetted (ragkit/store/sealed.py). Readers attach it to the
+        process's sealed in-memory instance (~1 ms, against ~11 ms to start one); a writer opens the file itself.
+        ``alone``: a read-only instance of its own, on one thread, for one big read (a warm reader's derived
+        rows): DuckDB keeps what a query used until its instance closes (on SciFact the entity and relation rows
+        left 160 MB behind in the shared instance, 20 MB in one of their own)."""
         self.path = path
-        self.con, self._attached = _connect(path, read_only, alone)
+        writer = {"default_block_size": str(BLOCK_SIZE), "memory_limit": WRITER_MEMORY}
+        self.con, self._attached = sealed.connect(path, read_only, OWN_SCHEMA, alone, writer)
         if not read_only:
-            self.con.execute(SCHEMA + KNOWLEDGE)
+            self.con.execute(OWN_SCHEMA)
 
     def close(self) -> None:
-        if self._attached:
-            self.con.execute("USE memory")
-            self.con.execute(f"DETACH {self._attached}")
-        self.con.close()
+        sealed.close(self.con, self._attached)
 
     def __enter__(self) -> DuckStore:
         return self
@@ -168,7 +125,7 @@ class DuckStore:
             "id": row[0],
             "started_at": row[1],
             "finished_at": row[2],
-            "lance_table": row[3],
+            "lance_table": checked_name("lance_table", row[3], f"the store {self.path.name}"),
             "lance_version": row[4],
             "summary": json.loads(row[5]),
         }

@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ragkit.errors import IndexBusy
+from ragkit.names import RUN, checked_name
 
 MANIFEST = "manifest.json"  # the commit point: names the run every reader reads
 DUCK_NAME = "store.duckdb"  # an index's store before per-run stores (read as such, replaced by the next run)
@@ -29,7 +30,6 @@ VOCAB_FILE = "vocab.npz"  # the vocabulary of the committed run, beside its grap
 # its reference resolver (built in 0.56 s over federal law's 130,776 sections, read in 0.24); a cache: a reader
 # without it builds the resolver from the store
 RESOLVER_FILE = "resolver.npz"
-RUN = r"\.\d+(?:-[0-9a-f]+)?"  # ".<run>", or ".<run>-<token>" on object storage (writers on two machines)
 _RUN_FILE = re.compile(rf"^(store{RUN}\.duckdb(\.wal|\.tmp)?|graph{RUN})$")
 
 
@@ -41,9 +41,9 @@ def run_names(run_id: int, token: str = "") -> tuple[str, str]:
 
 
 def _named(manifest, key: str, default: str) -> str:
-    """A run's file name from a ``Manifest`` or the dict a run's store keeps of one."""
+    """A run's file name from a ``Manifest`` or the dict a run's store keeps of one (checked: ``checked_name``)."""
     value = manifest.get(key) if isinstance(manifest, dict) else getattr(manifest, key, None)
-    return value or default
+    return checked_name(key, value or default)
 
 
 def store_path(index_dir: Path, manifest) -> Path:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ragkit.errors import IndexCorrupt, IndexNotFound
+from ragkit.names import checked_name
 from ragkit.store import remote
 from ragkit.store.layout import DUCK_NAME, GRAPH_DIR, MANIFEST
 
@@ -79,13 +80,17 @@ class Manifest:
     def from_dict(cls, data: dict[str, Any], where: str = "") -> Manifest:
         """The manifest a ``manifest.json`` holds; ``IndexCorrupt`` when it is not one."""
         try:
+            last_run = RunInfo(**_known(RunInfo, data["last_run"]))
+            checked_name("lance_table", last_run.lance_table, f"the manifest {where}")
+            if last_run.lance_version is not None and not isinstance(last_run.lance_version, int):
+                raise ValueError(f"lance_version {last_run.lance_version!r} is not a number")
             return cls(
                 index_config=dict(data["index_config"]),
                 embedder=EmbedderInfo(**_known(EmbedderInfo, data["embedder"])),
                 counts=Counts(**_known(Counts, data.get("counts") or {})),
-                last_run=RunInfo(**_known(RunInfo, data["last_run"])),
-                store=data.get("store") or DUCK_NAME,
-                graph=data.get("graph") or GRAPH_DIR,
+                last_run=last_run,
+                store=checked_name("store", data.get("store") or DUCK_NAME, f"the manifest {where}"),
+                graph=checked_name("graph", data.get("graph") or GRAPH_DIR, f"the manifest {where}"),
                 facts=data.get("facts"),
                 fts_language=data.get("fts_language"),
                 fill=data.get("fill"),

@@ -31,6 +31,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ragkit.errors import IndexBusy, IndexNotFound, RagkitError
+from ragkit.names import checked_name
+from ragkit.rerank.learned import CURRENT
+from ragkit.rerank.learned import FOLDER as LEARNED
 from ragkit.store import layout
 from ragkit.store.layout import LANCE_DIR
 from ragkit.store.layout import MANIFEST as NAME
@@ -50,6 +53,13 @@ def uri_of(index_dir: Path) -> str | None:
         return json.loads((Path(index_dir) / MARKER).read_text())["uri"]
     except (OSError, ValueError, KeyError):
         return None
+
+
+def name_of(index_dir: Path) -> str:
+    """What a server calls the index at ``index_dir`` to anyone: its folder's name, or the last part of its URI
+    (never where it lives)."""
+    where = uri_of(index_dir) or str(Path(index_dir).resolve())
+    return where.rstrip("/").rsplit("/", 1)[-1] or "index"
 
 
 def display(index_dir: Path) -> str:
@@ -175,7 +185,7 @@ class Remote:
             if folder
             else [self._path(name)]
         )
-        tmp = self.mirror / f".{name}.{os.getpid()}.part"
+        tmp = (self.mirror / name).with_name(f".{Path(name).name}.{os.getpid()}.part")
         shutil.rmtree(tmp, ignore_errors=True)
         for remote in files:
             dest = tmp / remote[len(self._path(name)) + 1 :] if folder else tmp
@@ -231,15 +241,53 @@ class Remote:
             manifest = json.loads(data)
         except ValueError:  # the mirror gets it as it is: reading it says it is corrupt
             manifest = {}
-        for name in (manifest.get("store"), manifest.get("graph")):
-            if name and not (self.mirror / name).exists():
+        if not isinstance(manifest, dict):
+            manifest = {}
+        for key in ("store", "graph"):
+            name = manifest.get(key)
+            if name and not (self.mirror / checked_name(key, name, f"{self.uri}/{NAME}")).exists():
                 self.download(name)
+        self.pull_learned()
         if (self.mirror / NAME).is_file() and (self.mirror / NAME).read_bytes() == data:
             return manifest
         tmp = self.mirror / f".{NAME}.{os.getpid()}.part"
         tmp.write_bytes(data)
         os.replace(tmp, self.mirror / NAME)
         return manifest
+
+    def pull_learned(self) -> None:
+        """The models ``ragkit learn`` adopted (on any machine): ``learned/current.json`` and the files it names
+        that the mirror lacks (each name checked), the list last, so a reader never finds a name without its
+        file."""
+        data = self.read(f"{LEARNED}/{CURRENT}")
+        local = self.mirror / LEARNED / CURRENT
+        if data is None or (local.is_file() and local.read_bytes() == data):
+            return
+        try:
+            names = json.loads(data).get("scopes", {}).values()
+            for name in names:
+                name = checked_name("ranker", name, f"{self.uri}/{LEARNED}/{CURRENT}")
+                if not (self.mirror / LEARNED / name).is_file():
+                    (self.mirror / LEARNED).mkdir(parents=True, exist_ok=True)
+                    self.download(f"{LEARNED}/{name}")
+        except (ValueError, AttributeError):
+            return  # not a list of ragkit's: the mirror keeps what it had
+        tmp = local.with_name(f".{CURRENT}.{os.getpid()}.part")
+        tmp.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_bytes(data)
+        os.replace(tmp, local)
+
+    def push_learned(self) -> None:
+        """The mirror's adopted models up to the URI: the files ``learned/current.json`` names, then the list."""
+        local = self.mirror / LEARNED / CURRENT
+        if not local.is_file():
+            return
+        current = json.loads(local.read_text())
+        have = set(self.names_under(LEARNED))
+        for name in current.get("scopes", {}).values():
+            if name not in have:
+                self.upload(f"{LEARNED}/{checked_name('ranker', name)}")
+        self.upload(f"{LEARNED}/{CURRENT}")
 
     def guard(self) -> None:
         """Before a write: ``IndexBusy`` unless this writer still holds the index's lease."""
@@ -317,3 +365,9 @@ def lance_location(index_dir: Path) -> Path | str:
     """Where the LanceDB tables of the index at ``index_dir`` live: ``<uri>/lance`` for a mirror."""
     uri = uri_of(index_dir)
     return f"{uri}/{LANCE_DIR}" if uri else Path(index_dir) / LANCE_DIR
+
+
+def push_learned(index_dir: Path) -> None:
+    """For a mirror: what ``ragkit learn`` adopted (or reset) here, up to the URI for every reader; else nothing."""
+    if uri_of(index_dir) is not None:
+        Remote(index_dir).push_learned()

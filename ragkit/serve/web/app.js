@@ -210,10 +210,23 @@ async function* lines(response) {
   }
 }
 
+// a quote's offsets count code points (as Python does); JavaScript strings count UTF-16 units: an emoji is one of
+// the first and two of the second, so the offsets are converted before slicing
+function units(text, points) {
+  let at = 0;
+  for (let n = 0; n < points && at < text.length; n++) at += text.codePointAt(at) > 0xffff ? 2 : 1;
+  return at;
+}
+
 function quoteRanges(out) {
   const ranges = {};
   const a = out.answer;
-  if (a && !a.abstained) for (const q of a.quotes || []) if (q.end > q.start) ranges[q.rank] = [q.start, q.end];
+  const texts = Object.fromEntries(out.passages.map((p) => [p.rank, p.text]));
+  if (a && !a.abstained) {
+    for (const q of a.quotes || []) {
+      if (q.end > q.start && texts[q.rank] !== undefined) ranges[q.rank] = [units(texts[q.rank], q.start), units(texts[q.rank], q.end)];
+    }
+  }
   return ranges;
 }
 
