@@ -10,6 +10,7 @@ import urllib.parse
 
 import pytest
 
+from ragkit import api
 from ragkit.config import QueryConfig
 from ragkit.errors import BadQuery
 from tests import fuzz
@@ -123,3 +124,11 @@ def test_collection_names_with_quotes_and_sql_words_are_values_not_sql(tmp_path)
     filtered = api.query(reader, "bonus", QueryConfig(k=5, filters={"collection": hostile}, log=False))
     assert {p.collection for p in filtered.passages} == {hostile}
     assert api.stats(reader, (hostile,))["documents"] == 1 and api.documents(reader, {}, (hostile,))["total"] == 1
+
+
+def test_a_page_far_beyond_the_documents_is_a_bad_request_not_a_server_error(corpus, index_with):
+    _, reader = index_with(corpus)
+    for limit, offset in ((50, 88814815595580952150016), (0, 0), (50, -1)):
+        with pytest.raises(BadQuery):
+            api.documents(reader, {}, None, limit, offset)
+    assert api.documents(reader, {}, None, 50, 2**31 - 1)["documents"] == []

@@ -252,7 +252,7 @@ def documents(state: State, args: dict[str, Any], caller: Caller, on_text=None) 
     filters = {k: str(v) for k, v in (args.get("filters") or {}).items() if v is not None}
     check_collection(filters, caller)
     return api.documents(
-        state.reader(), filters, caller.readable, int(args.get("limit") or 50), int(args.get("offset") or 0)
+        state.reader(), filters, caller.readable, _int(args, "limit", 50), _int(args, "offset", 0)
     )
 
 
@@ -276,3 +276,9 @@ OPERATIONS: dict[str, Callable[..., Any]] = {
     "feedback": feedback,
     "page": page,
 }
+
+
+def _int(args: dict[str, Any], key: str, default: int) -> int:
+    """A whole-number argument as given (0 stays 0), ``default`` when absent."""
+    value = args.get(key)
+    return default if value is None else int(value)

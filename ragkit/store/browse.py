@@ -19,6 +19,7 @@ if TYPE_CHECKING:  # (reader.py imports this module)
     from ragkit.store.reader import IndexReader
 
 DOCUMENT_FIELDS = "id, path, title, doc_type, collection, metadata, version, is_latest, language, line_count"
+MAX_OFFSET = 2**31 - 1  # (DuckDB takes a 64-bit offset; anything beyond is no page of an index)
 LIST_LIMIT = 1000  # documents per page of a list at most
 
 
@@ -123,8 +124,8 @@ def documents(
 ) -> dict[str, Any]:
     """The readable documents matching ``filters`` (as ``--filter``: doc_type, collection, path glob, dates,
     front-matter keys), by path: a page of ``limit`` from ``offset``, and how many there are."""
-    if not 1 <= limit <= LIST_LIMIT or offset < 0:
-        raise BadQuery(f"limit {limit}, offset {offset}", hint=f"limit is 1..{LIST_LIMIT}, offset ≥ 0.")
+    if not 1 <= limit <= LIST_LIMIT or not 0 <= offset <= MAX_OFFSET:
+        raise BadQuery(f"limit {limit}, offset {offset}", hint=f"limit is 1..{LIST_LIMIT}, offset 0..{MAX_OFFSET}.")
     check_filters(filters)
     with reader.duck() as store:
         ids = store.document_ids_matching(filters)
