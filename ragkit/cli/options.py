@@ -48,8 +48,12 @@ Rerank = Annotated[
     typer.Option(
         "--rerank",
         metavar=f"[{one_of(RERANKERS)}]",
-        help="Reranking after retrieval (cross: the structure features, then the cross-encoder from ragkit.toml).",
+        help="Reranking after retrieval: auto (default: the structure features, then a configured cross-encoder, or "
+        "ragkit's own in a language its held-out guard chose), features, cross (always a cross-encoder), none.",
     ),
+]
+NoRerank = Annotated[
+    bool, typer.Option("--no-rerank", help="No cross-encoder: the structure features' order (--rerank features).")
 ]
 Planner = Annotated[
     str | None,

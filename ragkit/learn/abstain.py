@@ -28,6 +28,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ragkit.errors import RagkitError
+from ragkit.learn import guard
 from ragkit.learn.feedback import Judged
 from ragkit.learn.ranker import SEED, Outcome
 from ragkit.rerank.learned import ALL, CURRENT, adopted, collections_of, learned_dir, write_current
@@ -146,13 +147,18 @@ def decide(
 
     outcome.before, outcome.after = figures(current), figures(threshold)
     quieter = outcome.after["silenced"] > max(MAX_SILENCED, outcome.before["silenced"])
-    outcome.adopted = outcome.after["right"] > outcome.before["right"] and not quieter
+    told, p = guard.better(
+        [float((r.confidence >= current) == r.wanted) for r in held],
+        [float((r.confidence >= threshold) == r.wanted) for r in held],
+    )
+    outcome.after["p"] = round(p, 4)
+    outcome.adopted = told and not quieter
     outcome.reason = (
         "decides more held-out answers right"
         if outcome.adopted
         else f"silences over {MAX_SILENCED:.0%} of the held-out answers wanted: kept"
         if quieter
-        else "not better on the held-out answers: kept"
+        else f"no held-out gain beyond chance (p {p:.2f}): kept"
     )
     return outcome, threshold
 

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from ragkit.learn import guard
 from ragkit.learn.feedback import Judged, content_hash
 from ragkit.learned import Trees
 from ragkit.records import Hit
@@ -251,13 +252,19 @@ def ndcg(labels: np.ndarray, order: np.ndarray, k: int = 10) -> float:
     return float((gains * discount).sum()) / best if best > 0 else 0.0
 
 
-def measure(groups: list[Group], score) -> dict[str, float]:
-    """nDCG@10 and top-1 (the best-labelled candidate first) of the order ``score(group)`` gives."""
+def per_query(groups: list[Group], score) -> tuple[list[float], list[float]]:
+    """Each group's nDCG@10 and top-1 (the best-labelled candidate first) under the order ``score(group)`` gives."""
     nd, top = [], []
     for g in groups:
         order = np.argsort(-score(g), kind="stable")
         nd.append(ndcg(g.labels, order))
         top.append(float(g.labels[order[0]] == g.labels.max()))
+    return nd, top
+
+
+def measure(groups: list[Group], score) -> dict[str, float]:
+    """nDCG@10 and top-1 of the order ``score(group)`` gives, over ``groups``."""
+    nd, top = per_query(groups, score)
     return {
         "ndcg@10": round(float(np.mean(nd)), 4) if nd else 0.0,
         "top1": round(float(np.mean(top)), 4) if top else 0.0,
@@ -335,11 +342,19 @@ def decide(
         outcome.reason = "too few queries to hold some out"
         return outcome, None
     model = fit(fit_part, seed)
-    outcome.before = measure(held, _in_use(in_use))
-    outcome.after = measure(held, model_score(model))
-    better = outcome.after["ndcg@10"] > outcome.before["ndcg@10"] and outcome.after["top1"] >= outcome.before["top1"]
-    outcome.adopted = better
-    outcome.reason = "better on the held-out queries" if better else "not better on the held-out queries: kept"
+    nd_before, top_before = per_query(held, _in_use(in_use))
+    nd_after, top_after = per_query(held, model_score(model))
+    outcome.before, outcome.after = measure(held, _in_use(in_use)), measure(held, model_score(model))
+    told, p = guard.better(nd_before, nd_after)
+    outcome.after["p"] = round(p, 4)
+    outcome.adopted = told and np.mean(top_after) >= np.mean(top_before)
+    outcome.reason = (
+        "better on the held-out queries"
+        if outcome.adopted
+        else f"no held-out gain beyond chance (p {p:.2f}): kept"
+        if not told
+        else "a lower held-out top-1: kept"
+    )
     return outcome, model
 
 

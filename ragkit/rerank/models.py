@@ -1,5 +1,7 @@
 """Reranker models: the ``rerank`` role. Each scores (query, document) pairs, higher is better:
 
+- ``bundled:ragkit-reranker`` (the default): the cross-encoder ragkit trains and ships (ragkit/rerank/bundled.py),
+  run by ONNX Runtime;
 - a local CrossEncoder folder (sentence-transformers, torch);
 - a GGUF file run in-process by llama.cpp: a cross-encoder converted with its classification head (pooling
   type "rank", as bge-reranker-v2-m3) scores a pair in one pass; any other model (Qwen3-Reranker, an instruct
@@ -23,6 +25,7 @@ from ragkit.errors import RagkitError
 from ragkit.gguf import load_llama, read_metadata
 from ragkit.httpjson import Endpoint, InputTooLarge
 from ragkit.modelspec import ModelSpec, parse_spec
+from ragkit.rerank import bundled
 
 POOLING_RANK = 4  # llama.cpp's LLAMA_POOLING_TYPE_RANK
 N_CTX = 1024  # tokens per (query, document) pair
@@ -206,8 +209,23 @@ def load_reranker(spec: str, keys: dict[str, str] | None = None) -> Reranker:
             parsed = parse_spec(spec, keys)
         except RagkitError as exc:
             raise RerankUnavailable(exc.message) from exc
-        kinds = {"folder": FolderReranker, "gguf": GgufReranker, "http": HttpReranker}
+        kinds = {"folder": FolderReranker, "gguf": GgufReranker, "http": HttpReranker, "bundled": _shipped}
         if parsed.kind not in kinds:
-            raise RerankUnavailable(f"no bundled reranker {spec!r}: give a folder, a .gguf file or a server URL")
+            raise RerankUnavailable(
+                f"no reranker {spec!r}: give {bundled.SPEC}, a folder, a .gguf file or a server URL"
+            )
         _CACHE[spec] = kinds[parsed.kind](parsed)
     return _CACHE[spec]
+
+
+def _shipped(spec: ModelSpec) -> Reranker:
+    """``bundled:ragkit-reranker``: the cross-encoder ragkit trains and ships (ragkit/rerank/bundled.py)."""
+    if spec.name != bundled.NAME:
+        raise RerankUnavailable(f"no bundled reranker {spec.raw!r}: ragkit ships {bundled.SPEC}")
+    try:
+        model = bundled.shipped()
+    except Exception as exc:  # onnxruntime or tokenizers missing, a damaged file
+        raise RerankUnavailable(f"cannot load {bundled.SPEC}: {type(exc).__name__}: {exc}") from exc
+    if model is None:
+        raise RerankUnavailable(f"{bundled.SPEC} is not in this install ({bundled.FOLDER} is missing)")
+    return model

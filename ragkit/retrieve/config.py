@@ -41,8 +41,14 @@ class QueryConfig:
     overfetch: int = field(default=4, metadata=between(1))
     budget: int = field(default=1024, metadata=between(1))  # tokens per assembled passage
     syntax: bool = True  # honour "phrase" and -term in the query text
-    rerank: Literal["none", "features", "cross"] = "features"  # cross: features, then the rerank model
-    rerank_model: str | None = None  # the rerank role's spec: a CrossEncoder folder, a .gguf file, a server URL
+    # features: the structure features (and the learned ranker); cross: then the rerank model; auto: the model
+    # when one is configured, or where the shipped reranker is on by default for the query's
+    # language (its card, decided by a held-out guard); none: the strategy's order
+    rerank: Literal["auto", "none", "features", "cross"] = "auto"
+    # the rerank role's spec: the shipped cross-encoder (None: bundled:ragkit-reranker), a CrossEncoder folder, a
+    # .gguf file, a server URL
+    rerank_model: str | None = None
+    rerank_top: int | None = field(default=None, metadata=between(1))  # hits re-scored (None: 10 shipped, 50 other)
     mode: str = "balanced"  # precision | balanced | recall: rerank weights (MODES)
     weights: dict[str, dict[str, float]] = field(default_factory=dict)  # [rerank.<mode>] overrides
     all_versions: bool = False  # include superseded documents

@@ -18,6 +18,8 @@ from typing import Any
 from ragkit.errors import BadQuery
 from ragkit.legal import has_legal_ref
 from ragkit.records import Hit, Plan
+from ragkit.rerank import bundled
+from ragkit.rerank.bundled import SPEC
 from ragkit.rerank.cross import RerankUnavailable, cross_rerank
 from ragkit.rerank.features import DEFAULT_WEIGHTS, FeatureContext, rerank
 from ragkit.rerank.learned import scope_of
@@ -125,13 +127,28 @@ def rerank_hits(reader: IndexReader, q: Prepared, hits: list[Hit]) -> tuple[list
         if ranker is not None:
             hits = ranker.rerank(hits, ctx.query.text, q.qplan.language)
             note["learned"] = {"scope": ranker.scope, "version": ranker.version, "fitted": ranker.meta.get("fitted")}
-    if cfg.rerank == "cross":
+    note["used"] = "cross" if cross_wanted(cfg, q.qplan.language) else "features"
+    if note["used"] == "cross":
         with ctx.timed("cross_encoder"):
             try:
-                hits = cross_rerank(ctx.query.text, hits, cfg.rerank_model, keys=cfg.api_keys)
+                hits = cross_rerank(ctx.query.text, hits, cfg.rerank_model, cfg.rerank_top, keys=cfg.api_keys)
+                note["model"] = cfg.rerank_model or SPEC
             except RerankUnavailable as exc:
                 note["used"], note["reason"] = "features", str(exc)
     return hits, note
+
+
+def cross_wanted(cfg, language: str | None) -> bool:
+    """Whether the rerank model re-scores the first hits: asked for (``cross``), or ``auto`` with a model
+    configured or in a language the shipped reranker is on by default for (its card: the held-out guard of
+    scripts/bench_reranker.py decides, for answers as for plain queries)."""
+    if cfg.rerank == "cross":
+        return True
+    if cfg.rerank != "auto":
+        return False
+    if cfg.rerank_model:
+        return True
+    return bundled.available() and bundled.on_by_default(language)
 
 
 def _plan_record(q: Prepared, retry: dict | None, rerank_note: dict[str, Any]) -> Plan:

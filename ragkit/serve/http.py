@@ -70,6 +70,9 @@ class QueryRequest(BaseModel):
     answer: bool = Field(False, description="Also answer from the passages (answer_mode: auto | extract | generate).")
     answer_mode: str | None = Field(None, description="auto (default) | extract (quotes) | generate (checked).")
     max_tokens: int | None = Field(None, description="Answer tokens at most (default 512).")
+    rerank: str | None = Field(
+        None, description="auto (default: a cross-encoder where it pays) | features | cross | none"
+    )
     rerank_model: str | None = Field(None, description="A rerank model spec (turns --rerank cross on).")
     model: str | None = Field(None, description="The generate model spec for the answer.")
     explain: bool = Field(False, description="Include every passage's rerank features.")

@@ -115,7 +115,7 @@ def request_config(base: QueryConfig, args: dict[str, Any]) -> QueryConfig:
         answer=args.get("answer") or None,
         answer_mode=args.get("answer_mode"),
         max_tokens=args.get("max_tokens"),
-        rerank="cross" if args.get("rerank_model") else None,
+        rerank=args.get("rerank") or ("cross" if args.get("rerank_model") else None),
         rerank_model=args.get("rerank_model"),
         model=args.get("model"),
     )
@@ -251,9 +251,7 @@ def page(state: State, args: dict[str, Any], caller: Caller, on_text=None) -> by
 def documents(state: State, args: dict[str, Any], caller: Caller, on_text=None) -> dict[str, Any]:
     filters = {k: str(v) for k, v in (args.get("filters") or {}).items() if v is not None}
     check_collection(filters, caller)
-    return api.documents(
-        state.reader(), filters, caller.readable, _int(args, "limit", 50), _int(args, "offset", 0)
-    )
+    return api.documents(state.reader(), filters, caller.readable, _int(args, "limit", 50), _int(args, "offset", 0))
 
 
 def stats(state: State, args: dict[str, Any], caller: Caller, on_text=None) -> dict[str, Any]:
