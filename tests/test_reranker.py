@@ -70,7 +70,7 @@ def test_reranking_keeps_a_cited_section_first_and_says_what_it_did(corpus, inde
 
 def test_auto_reranks_answers_and_the_languages_the_card_names(monkeypatch):
     monkeypatch.setattr(bundled, "available", lambda folder=None: True)
-    monkeypatch.setattr(bundled, "card", lambda folder=None: {"on_by_default": ["de"]})
+    monkeypatch.setattr(bundled, "_defaults", lambda: frozenset({"de"}))
     plain = QueryConfig()
     assert plain.rerank == "auto"
     assert cross_wanted(plain, "de") and not cross_wanted(plain, "en")

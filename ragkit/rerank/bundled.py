@@ -113,6 +113,12 @@ def shipped() -> BundledReranker | None:
     return BundledReranker() if available() else None
 
 
+@lru_cache(maxsize=1)
+def _defaults() -> frozenset[str]:
+    return frozenset(card().get("on_by_default", ()))
+
+
 def on_by_default(language: str | None) -> bool:
-    """Whether plain queries in ``language`` are reranked by default (the card's held-out guard said so)."""
-    return bool(language) and language in set(card().get("on_by_default", ()))
+    """Whether plain queries in ``language`` are reranked by default (the card's held-out guard said so; read
+    once per process, not on every query)."""
+    return bool(language) and language in _defaults()
