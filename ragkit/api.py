@@ -24,15 +24,17 @@ from ragkit.answer import answer as write_answer
 from ragkit.answer import check as check_claims
 from ragkit.answer.scorer import AnswerModel
 from ragkit.answer.scorer import default_model as default_answer_model
-from ragkit.assemble import assemble, pack_context
+from ragkit.assemble import assemble, mark_scanned, pack_context
 from ragkit.config import DEFAULT_HOME, IndexConfig, QueryConfig, resolve_index_dir
 from ragkit.embed import Embedder, load_embedder, normalize_spec
 from ragkit.errors import BadQuery, GenerationFailed, IndexNotFound, RagkitError, UnknownId
 from ragkit.evaluate import documents_of, load_dataset, score_strategy
 from ragkit.events import Reporter
 from ragkit.generate import load_generator
+from ragkit.ingest import ocr
 from ragkit.ingest import watch as watching
 from ragkit.ingest.fill import run_fill
+from ragkit.ingest.pdf import scanned_places
 from ragkit.ingest.pipeline import run_index
 from ragkit.learn import abstain as abstaining
 from ragkit.learn import ranker as ranking
@@ -40,15 +42,16 @@ from ragkit.learn.feedback import Feedback, new_query_id, query_event
 from ragkit.modelspec import parse_spec
 from ragkit.pages import render_page
 from ragkit.records import IndexSummary, QueryResult
-from ragkit.rerank.learned import scope_of
-from ragkit.rerank.learned import shipped as ranking_shipped
 from ragkit.rerank.bundled import SPEC as RERANK_DEFAULT
 from ragkit.rerank.bundled import available as shipped_reranker_available
+from ragkit.rerank.learned import scope_of
+from ragkit.rerank.learned import shipped as ranking_shipped
 from ragkit.rerank.models import RerankUnavailable, load_reranker
 from ragkit.retrieve.pipeline import retrieve as run_retrieval
 from ragkit.retrieve.strategies import hippo
 from ragkit.store import browse, remote, sizes
 from ragkit.store import check as checker
+from ragkit.store.browse import scanned_pages
 from ragkit.store.manifest import Manifest
 from ragkit.store.reader import IndexReader
 from ragkit.text import query_language
@@ -197,6 +200,8 @@ def query(reader: IndexReader, text: str, cfg: QueryConfig | None = None) -> Que
     hits, plan, timings = retrieve(reader, text, cfg)
     t = time.perf_counter()
     passages = assemble(hits, cfg.k, cfg.budget)
+    if any(p.pages for p in passages):
+        mark_scanned(passages, scanned_pages(reader))
     context = pack_context(passages, cfg.context_budget) if cfg.context_budget else None
     timings["assemble"] = (time.perf_counter() - t) * 1000
     timings["total"] = (time.perf_counter() - t0) * 1000
@@ -281,7 +286,7 @@ def page_image(
         raise BadQuery(f"{doc['path']} is not a PDF: it has lines, not pages", hint="GET /v1/documents/{path}/text")
     if not source.is_file():
         raise UnknownId(f"the file of {doc['path']} is no longer where it was indexed", hint="index the folder again")
-    return render_page(source, content_hash, number, mark)
+    return render_page(source, content_hash, number, mark, scanned_places)
 
 
 def flush_log(index_dir: Path) -> int:
@@ -491,6 +496,7 @@ def stats(reader: IndexReader, readable: tuple[str, ...] | None = None) -> dict[
         "bytes": sizes.component_bytes(reader),
         "embedder": asdict(reader.manifest.embedder),
         "fill": _fill_progress(reader.manifest, counts["chunks"]),
+        "ocr": browse.ocr_pages(reader),
         "learned": learned(reader),
         "last_run": last
         and run | {k: last["summary"].get(k) for k in ("new", "changed", "unchanged", "removed", "skipped")},
@@ -599,6 +605,8 @@ def check(
         with remote.writing(index_dir, wait=True, on_wait=on_wait) as bucket:
             repaired = checker.repair(index_dir, bucket)
         problems, facts = checker.check(index_dir)
+    if not problems:  # scanned pages read and not, and whether this machine can read them
+        facts["scanned"] = browse.ocr_pages(open_index(index_dir)) | {"ocr": ocr.available() or ocr.engine()}
     return checker.Report(remote.display(index_dir), problems, facts, repaired)
 
 

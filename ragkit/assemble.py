@@ -125,6 +125,16 @@ def assemble(hits: list[Hit], k: int, budget: int) -> list[Passage]:
     return passages[:k]
 
 
+def mark_scanned(passages: list[Passage], scanned: dict[str, dict[int, float]]) -> None:
+    """Each passage on pages OCR read (``scanned``: document → page → confidence) says so, with the lowest
+    confidence among them."""
+    for p in passages:
+        read = scanned.get(p.document_id)
+        if read and p.pages:
+            found = [read[n] for n in range(p.pages[0], p.pages[1] + 1) if n in read]
+            p.ocr = min(found) if found else None
+
+
 # ---------------------------------------------------------------- context packing
 
 

@@ -141,7 +141,9 @@ class IndexSummary:
     unchanged: int = 0
     removed: int = 0
     skipped: int = 0
-    pages_without_text: int = 0  # PDF pages without a text layer (scans), not indexed
+    pages_without_text: int = 0  # pages without a text layer (scans) not read (no OCR engine, or --no-ocr)
+    pages_ocr: int = 0  # pages read by OCR (ragkit/ingest/ocr.py; from its cache or not)
+    unread_files: list[str] = field(default_factory=list)  # the files with unread pages, and which
     documents: int = 0  # documents written by this run
     chunks: int = 0  # chunks embedded by this run
     total_documents: int = 0
@@ -227,6 +229,7 @@ class Passage:
     collection: str = ""
     pages: list[int] | None = None  # paged formats (PDF): first and last page, e.g. [12, 13]
     section_id: str = ""
+    ocr: float | None = None  # read by OCR from a scan: the engine's lowest confidence (0–100) on its pages
 
     @property
     def location(self) -> str:

@@ -54,6 +54,8 @@ def passage_dict(p: Passage, explain: bool = False) -> dict[str, Any]:
         "tokens": p.token_count,
         "coherence": p.coherence_score,
     }
+    if p.ocr is not None:  # read by OCR from a scan
+        d["ocr"] = {"confidence": p.ocr}
     if explain:
         d["features"] = p.features
     return d
@@ -81,6 +83,7 @@ def passage_from_dict(d: dict[str, Any]) -> Passage:
         collection=doc["collection"],
         pages=d.get("pages"),
         section_id=d.get("section_id", ""),
+        ocr=(d.get("ocr") or {}).get("confidence"),
     )
 
 
@@ -285,6 +288,7 @@ def print_result(console, r: QueryResult, explain: bool = False) -> None:
             (p.path, "bold"),
             (p.location, "cyan"),
             (f"  score {p.score:.4f}", "dim"),
+            (f"  OCR'd scan, confidence {p.ocr:.0f}" if p.ocr is not None else "", "yellow"),
         )
         quoted = [(q.start, q.end) for q in (r.answer.quotes if r.answer is not None else []) if q.rank == p.rank]
         limit = max([DISPLAY_CHARS, *(end for _, end in quoted)])  # a quote is shown whole, inside its passage

@@ -15,8 +15,9 @@ giving p < 0.05 (ragkit/learn/guard.py), and (2) the reranker adds at most 150 m
 queries. ``--answer``, the session and the search page use it whatever the guard says.
 
 After the first run (the reranker lost in every language, below) the same verdict governs ``--answer``, the
-session and the page too: their passages are reordered only where plain queries' are; the answer scorer
-still reads the reranker's score of each unit, as its fit on the fit halves chose (scripts/fit_answers.py).
+session and the page too: their passages are reordered only where plain queries' are. The answer scorer does not
+read the reranker's unit scores: fitted with them it gained little on the fit halves and cost ~0.4 s an answer
+(scripts/README.md).
 
 Every subcommand takes ``--json``.
 """

@@ -35,17 +35,7 @@ from harness import arg, print_table
 from ragkit import api
 from ragkit.answer import Evidence, idf_of
 from ragkit.answer.extractive import cited_by, question_of
-from ragkit.answer.scorer import (
-    QUESTION_STATS,
-    UNIT_FEATURES,
-    question_stats,
-    shipped_cross,
-    unit_features,
-    columns,
-    default_model,
-    unit_text,
-    with_vectors,
-)
+from ragkit.answer.scorer import QUESTION_STATS, UNIT_FEATURES, question_stats, unit_features, unit_text
 from ragkit.config import QueryConfig
 from ragkit.learn import answers as fitting
 
@@ -53,8 +43,6 @@ cli = harness.CLI(__doc__)
 sets = harness.tests_module("answer_sets")
 WORK = arg("--work", type=Path, default=Path("/tmp/ragkit-fit-answers"), help="indexes, corpora and features")
 SETS = arg("--sets", default=",".join(sets.NAMES))
-_QUICK = default_model()  # the shipped scorer: its quick model picks the units the cross-encoder reads
-CROSS_READ = 2 * _QUICK.shortlist
 K = 10  # passages a query returns (ragkit query's default); the answer quotes from the first five
 
 
@@ -223,20 +211,11 @@ def _claims(asked: list, idf, embedder, cache) -> dict[str, list]:
 
 
 def _features(q, units, cache) -> np.ndarray:
-    """The units' features for ``q`` with the encoder's similarity of every unit and the shipped cross-encoder's
-    logit (the scorer reads both for its shortlist only; the fit chooses the shortlist from these rows as the
-    scorer would). The cross-encoder reads the ``CROSS_READ`` units the quick model of the time ranks best (twice
-    the shortlist: the refitted quick model's shortlist falls among them); the others get the lowest logit read
-    less one (about 100 units a SweQUAD question: reading them all would take the cross-encoder an hour)."""
+    """The units' features for ``q`` with the encoder's similarity of every unit (the scorer encodes only its
+    shortlist; the fit chooses the shortlist from these rows as the scorer would)."""
     rows = unit_features(q, units, cited_by(q))
     if len(units):
-        cross, logits = shipped_cross(), None
-        if cross is not None:
-            pick = np.argsort(-_QUICK.quick.predict(columns(rows, _QUICK.quick.names)), kind="stable")[:CROSS_READ]
-            read = np.asarray(cross(q.text, [unit_text(units[i]) for i in pick]), dtype=np.float64)
-            logits = np.full(len(units), read.min() - 1.0)
-            logits[pick] = read
-        rows = with_vectors(rows, cache([unit_text(s) for s in units]) @ q.vector, logits)
+        rows[:, UNIT_FEATURES.index("sim")] = cache([unit_text(s) for s in units]) @ q.vector
     return rows
 
 

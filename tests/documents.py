@@ -184,3 +184,50 @@ def write_regulation_pdf(path: Path, header: str = REGULATION) -> Path:
             pdf.cell(170, 7 if line else 4, line, new_x="LMARGIN", new_y="NEXT")
     pdf.output(str(path))
     return path
+
+
+def write_scan_of(source: Path, path: Path, dpi: int = 200, skew: float = 0.0, noise: float = 0.0, seed: int = 0
+                  ) -> Path:  # fmt: skip
+    """A scanned copy of the PDF at ``source``: every page an image at ``dpi`` in grey and nothing else (no
+    text layer), turned by ``skew`` degrees and with ``noise`` (the share of pixels flipped to black or
+    white) as a sheet through a worn scanner gives."""
+    import numpy as np
+    import pypdfium2 as pdfium
+    from PIL import Image
+
+    rng = np.random.default_rng(seed)
+    pdf = pdfium.PdfDocument(str(source))
+    images = []
+    try:
+        for page in pdf:
+            image = page.render(scale=dpi / 72, grayscale=True).to_pil().convert("L")
+            if skew:
+                image = image.rotate(skew, resample=Image.BICUBIC, expand=False, fillcolor=255)
+            if noise:
+                pixels = np.asarray(image).copy()
+                flip = rng.random(pixels.shape) < noise
+                pixels[flip] = np.where(rng.random(int(flip.sum())) < 0.5, 0, 255)
+                image = Image.fromarray(pixels)
+            images.append(image)
+    finally:
+        pdf.close()
+    images[0].save(path, "PDF", save_all=True, append_images=images[1:], resolution=dpi)
+    return path
+
+
+GESETZ_PAGES = [
+    Page("Arbeitszeitgesetz", 1, [
+        "§ 1 Zweck des Gesetzes. Zweck des Gesetzes ist es, die Sicherheit und den Gesundheitsschutz der "
+        "Arbeitnehmer bei der Gestaltung der Arbeitszeit zu gewährleisten.",
+        "§ 3 Arbeitszeit der Arbeitnehmer. Die werktägliche Arbeitszeit der Arbeitnehmer darf acht Stunden nicht "
+        "überschreiten. Sie kann auf bis zu zehn Stunden nur verlängert werden, wenn innerhalb von sechs "
+        "Kalendermonaten im Durchschnitt acht Stunden werktäglich nicht überschritten werden.",
+    ]),
+    Page("Ruhepausen und Ruhezeit", 2, [
+        "§ 4 Ruhepausen. Die Arbeit ist durch im Voraus feststehende Ruhepausen von mindestens 30 Minuten bei "
+        "einer Arbeitszeit von mehr als sechs bis zu neun Stunden und 45 Minuten bei einer Arbeitszeit von mehr "
+        "als neun Stunden insgesamt zu unterbrechen.",
+        "§ 5 Ruhezeit. Die Arbeitnehmer müssen nach Beendigung der täglichen Arbeitszeit eine ununterbrochene "
+        "Ruhezeit von mindestens elf Stunden haben.",
+    ]),
+]  # fmt: skip

@@ -11,11 +11,17 @@ def reader(corpus, index_with):
     return index_with(corpus)[1]
 
 
-def test_no_cross_encoder_configured_falls_back(reader):
+def test_without_the_shipped_reranker_cross_falls_back(reader, monkeypatch):
+    """--rerank cross without a configured model reads the shipped one; an install without it (its folder
+    gone) keeps the structure features' order and says why."""
+    from ragkit.rerank import bundled, models
+
+    monkeypatch.setattr(bundled, "shipped", lambda: None)
+    monkeypatch.setattr(models, "_CACHE", {})
     r = api.query(reader, "overtime", QueryConfig(rerank="cross"))
     assert r.passages
     assert r.plan.rerank["requested"] == "cross" and r.plan.rerank["used"] == "features"
-    assert "no rerank model configured" in r.plan.rerank["reason"]
+    assert "is not in this install" in r.plan.rerank["reason"]
 
 
 def test_missing_and_broken_folders_fall_back(reader, tmp_path):

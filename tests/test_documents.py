@@ -83,7 +83,8 @@ def test_unreadable_and_scanned_pdfs_are_skipped_and_counted(tmp_path, index_wit
     assert summary.new == 1 and summary.skipped == 3 and summary.pages_without_text == 2
     text = "\n".join(summary.warnings)
     assert "geheim.pdf: encrypted PDF" in text and "kaputt.pdf: not a readable PDF" in text
-    assert "scan.pdf: 2 of 2 page(s) have no text layer" in text and "teils.pdf" not in text
+    assert "2 scanned page(s) in 1 file(s) were not read (docs/scan.pdf (page(s) 1-2))" in text
+    assert "teils.pdf" not in text
     meta = parse_pdf((root / "teils.pdf").read_bytes()).metadata
     assert meta["blank_pages"] == [2] and "pages_without_text" not in meta
     pages = {p for p in api.query(reader, "Überstunden Arbeitszeit", QueryConfig(k=10)).passages for p in p.pages}
@@ -161,6 +162,6 @@ def test_cli_shows_pdf_pages_and_counts_pages_without_text(tmp_path, monkeypatch
     idx = str(tmp_path / "idx")
     runner = CliRunner()
     r = runner.invoke(app, ["index", str(root), "--index", idx])
-    assert r.exit_code == 0 and "skipped 1 · 1 PDF page(s) without text" in r.output, r.output
+    assert r.exit_code == 0 and "skipped 1 · 1 scanned page(s) not read" in r.output, r.output
     r = runner.invoke(app, ["query", "Abschnitt 2.1 Überstunden", "--index", idx, "-k", "1", "--strategy", "lexical"])
     assert r.exit_code == 0 and "docs/handbuch.pdf p. 4" in r.output, r.output

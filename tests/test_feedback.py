@@ -211,7 +211,10 @@ def test_a_ranker_file_from_another_version_or_of_other_features_is_refused(tmp_
         load(path)
 
 
-DESKS = "amber basil cedar dahlia ember fennel garnet hazel indigo juniper kelp lilac mango nutmeg olive pepper".split()
+DESKS = (  # enough that the held-out part tells a gain from chance (ragkit/learn/guard.py: p < 0.05)
+    "amber basil cedar dahlia ember fennel garnet hazel indigo juniper kelp lilac mango nutmeg olive pepper "
+    "quartz rosemary saffron tulip umber violet walnut yarrow zinnia almond birch clover daisy elm fig ginger"
+).split()
 CAPACITY = {  # each desk's own words stand in its "About" section; what it holds, in "Limit", says none of them
     f"desk{i:02d}.md": f"# Desk {w}\n\n## About\n\nThe {w} desk, the {w} desk alone, stands in the {w} room.\n\n"
     f"## Limit\n\nIt may hold at most {i + 2} folders and {i + 5} binders.\n"

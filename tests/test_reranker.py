@@ -96,12 +96,16 @@ def test_the_guard_tells_a_real_gain_from_noise():
 
 
 @shipped
-def test_the_answer_scorer_reads_the_reranker(corpus, index_with):
+def test_an_answer_does_not_pay_for_the_reranker_by_default(corpus, index_with, monkeypatch):
+    """Fitted with the reranker's unit scores the answer scorer gained little and cost ~0.4 s (scripts/README.md):
+    an answer reads it only where the guard turned it on or the reader asked for it."""
     from ragkit.answer import scorer
 
-    assert {"ce", "ce_rel", "ce_passage"} <= set(scorer.UNIT_FEATURES)
-    assert scorer.shipped_cross() is not None
-    assert set(scorer.default_model().unit.names) & {"ce", "ce_rel", "ce_rank"}
+    assert not {"ce", "ce_rel", "ce_passage"} & set(scorer.UNIT_FEATURES)
+    monkeypatch.setattr(bundled, "_defaults", lambda: frozenset())
+    _, reader = index_with(corpus)
+    result = api.query(reader, "overtime limits", QueryConfig(answer=True, k=5, log=False))
+    assert result.plan.rerank["used"] == "features" and "cross_encoder" not in result.timings_ms
 
 
 GESETZ = """# Arbeitszeitgesetz

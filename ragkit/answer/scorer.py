@@ -49,14 +49,10 @@ UNIT_FEATURES = (
     "typed", "type_fit", "number", "duration_fit", "permission_fit", "negation_fit", "negation_miss",
     "cited", "yesno", "legal", "legal_sim", "legal_cov", "legal_rank",
     "dense_rank", "lexical_rank", "passage_sim_rank", "units", "q_terms",
-    "ce", "ce_rel", "ce_rank", "ce_passage", "ce_passage_rel",
 )  # fmt: skip
-# the shipped cross-encoder's logits (ragkit/rerank/bundled.py): of the question and the unit (read with its
-# breadcrumb), relative to the best unit, its rank; of the question and the unit's passage (the rerank stage's)
-CROSS = ("ce", "ce_rel", "ce_rank")
 # what the quick model reads: no encoder's similarity (it runs before the encoder, and for an index whose encoder
 # the scorer was not fitted with it is all there is)
-_ENCODED = ("sim", "sim_rel", "sim_z", "sim_rank", "legal_sim", "passage_sim_rank", "sim_chunk", *CROSS)
+_ENCODED = ("sim", "sim_rel", "sim_z", "sim_rank", "legal_sim", "passage_sim_rank", "sim_chunk")
 QUICK_FEATURES = tuple(f for f in UNIT_FEATURES if f not in _ENCODED)
 # what the full unit model reads: the encoder's similarities only as they compare the units of one question
 # (each encoder has its own scale: all-MiniLM-L6-v2's cosines spread over 0.1-0.8, multilingual-e5-small's over
@@ -68,13 +64,12 @@ QUESTION_STATS = (  # of the question, its passages and its hits alone
 QUESTION_FEATURES = (
     "lang_de", "lang_sv",
     "p_best", "p_second", "logit_best", "sim_best", "sim_max", "sim_chunk_best",
-    "cov_sent_best", "cov_ctx_best", "cov_top", "typed_no_fit", "sim_max_de", "sim_max_sv",
-    "ce_best", "ce_second", "ce_passage_best", *QUESTION_STATS,
+    "cov_sent_best", "cov_ctx_best", "cov_top", "typed_no_fit", "sim_max_de", "sim_max_sv", *QUESTION_STATS,
 )  # fmt: skip
 # the question features that read an encoder's similarities on its own scale: left out where the index's encoder
 # is not one the scorer was fitted with (``AnswerModel.plain``)
 SCALED = ("sim_best", "sim_max", "sim_chunk_best", "sim_max_de", "sim_max_sv", "dense_top", "dense_gap")
-PLAIN_FEATURES = tuple(f for f in QUESTION_FEATURES if f not in SCALED and not f.startswith("ce_"))
+PLAIN_FEATURES = tuple(f for f in QUESTION_FEATURES if f not in SCALED)
 _DURATION_ASK = re.compile(r"\b(how long|wie lange?|hur länge|bis wann|ab wann|innerhalb welcher frist|wie viele? (tage|wochen|monate|jahre|stunden)|hur (många|lång) (dagar|veckor|månader|år|timmar|tid))\b", re.I)  # fmt: skip
 _DURATION = re.compile(r"\b(\d+|ein|eine[nm]?|zwei|drei|vier|fünf|sechs|sieben|acht|neun|zehn|elf|zwölf|en|ett|två|tre|fyra|fem|sex|sju|åtta|nio|tio|elva|tolv|one|two|three|four|five|six|seven|eight|nine|ten|twelve|halb\w*)\s+(\w+\s+)?(sekunde|minute|stunde|tag|woche|monat|jahr|kalender\w*|werktag|arbeitstag|sekund|minut|timm|dag|dygn|vecka|veck|månad|år|second|minute|hour|day|week|month|year)", re.I)  # fmt: skip
 _PERMISSION_ASK = re.compile(r"^\s*(darf|dürfen|kann|können|muss|müssen|får|kan|måste|behöver|may|can|must|do i have to|is it allowed)\b|\b(erlaubt|verboten|zulässig|tillåtet|förbjudet|allowed|permitted)\b", re.I)  # fmt: skip
@@ -172,7 +167,7 @@ def default_model() -> AnswerModel:
 # ragkit/answer/evidence.py, which cuts the units): what ``feature_code`` hashes
 FEATURE_CODE = (
     "Question", "_context", "_novelty", "unit_features", "with_vectors", "relative", "unit_text", "_has", "columns",
-    "question_stats", "question_features", "rank_units",
+    "question_stats", "question_features",
 )  # fmt: skip
 
 
@@ -306,11 +301,6 @@ def unit_features(q: Question, units: list[Sentence], is_cited: Callable[[Senten
                 0.0,
                 math.log1p(len(units)),
                 math.log1p(len(q.terms.weights)),
-                0.0,
-                0.0,
-                0.0,
-                s.passage.features.get("cross_encoder", 0.0),
-                0.0,
             ]
         )
     return relative(np.asarray(rows, dtype=np.float64))
@@ -319,14 +309,11 @@ def unit_features(q: Question, units: list[Sentence], is_cited: Callable[[Senten
 _I = {name: n for n, name in enumerate(UNIT_FEATURES)}
 
 
-def with_vectors(X: np.ndarray, sims: np.ndarray | None, cross: np.ndarray | None = None) -> np.ndarray:
-    """``X`` with the encoder's similarity of each unit to the question (``sims``) and the cross-encoder's logit
-    (``cross``); None leaves them 0."""
+def with_vectors(X: np.ndarray, sims: np.ndarray | None) -> np.ndarray:
+    """``X`` with the encoder's similarity of each unit to the question (``sims``; None leaves them 0)."""
     X = X.copy()
     if sims is not None and len(sims):
         X[:, _I["sim"]] = sims
-    if cross is not None and len(cross):
-        X[:, _I["ce"]] = cross
     return relative(X)
 
 
@@ -348,10 +335,6 @@ def relative(X: np.ndarray) -> np.ndarray:
         best = {r: sims[passage == r].max() for r in np.unique(passage)}
         order = {r: n for n, r in enumerate(sorted(best, key=lambda r: (-best[r], -r)), start=1)}
         X[:, _I["passage_sim_rank"]] = [1.0 / order[r] for r in passage]
-        ce = X[:, _I["ce"]]
-        X[:, _I["ce_rel"]] = ce - ce.max()
-        X[:, _I["ce_rank"]] = 1.0 / (1.0 + (ce[None, :] > ce[:, None]).sum(axis=1))
-        X[:, _I["ce_passage_rel"]] = X[:, _I["ce_passage"]] - X[:, _I["ce_passage"]].max()
     return X
 
 
@@ -418,25 +401,8 @@ def question_features(language: str, stats: np.ndarray, X: np.ndarray, p: np.nda
         top("typed") > 0 and top("type_fit") == 0,
         top("sim") if language == "de" else 0.0,  # each language's model has its own scale of similarity
         top("sim") if language == "sv" else 0.0,
-        top("ce"),
-        float(np.sort(X[:, _I["ce"]])[-2]) if len(X) > 1 else 0.0,
-        top("ce_passage"),
     ]
     return np.asarray([[*head, *stats]], dtype=np.float64)
-
-
-SHIPPED = object()  # rank_units' cross-encoder by default: the one ragkit ships
-
-
-def shipped_cross() -> Callable[[str, list[str]], list[float]] | None:
-    """The shipped reranker's scoring (ragkit/rerank/bundled.py), or None where this install has none."""
-    from ragkit.rerank import bundled
-
-    try:
-        model = bundled.shipped()
-    except Exception:  # onnxruntime or tokenizers missing, a damaged file: the scorer goes without it
-        return None
-    return model.score if model is not None else None
 
 
 @dataclass
@@ -458,22 +424,17 @@ def rank_units(
     units: list[Sentence],
     vectors: Callable[[list[Sentence]], np.ndarray | None] | None,
     is_cited: Callable[[Sentence], bool],
-    cross: Callable[[str, list[str]], list[float]] | None | object = SHIPPED,
 ) -> tuple[list[Sentence], np.ndarray, np.ndarray]:
     """``units`` scored for ``q``, best first: ``model.quick`` over all of them, then the encoder's vectors
     (``vectors``: the units' own, read as ``unit_text``) and ``model.unit`` over the ``model.shortlist`` best.
     Without an encoder (``vectors`` None, or vectors of another width than the question's) the quick model's
-    probabilities stand. ``cross(question, texts)``: the shipped cross-encoder's logits of the shortlist's units
-    (read as ``unit_text``; ``SHIPPED``: ragkit's own, when installed; None: none). Returns the shortlist, its
-    features and probabilities."""
-    cross = shipped_cross() if cross is SHIPPED else cross
+    probabilities stand. Returns the shortlist, its features and probabilities."""
     X0 = unit_features(q, units, is_cited)
     keep = shortlist(model, X0)
     short = [units[i] for i in keep]
     found = vectors(short) if vectors is not None and q.vector is not None and short else None
     if found is not None and found.ndim == 2 and found.shape[1] == len(q.vector):
-        logits = np.asarray(cross(q.text, [unit_text(s) for s in short]), dtype=np.float64) if cross else None
-        X = with_vectors(relative(X0[keep]), found @ q.vector, logits)
+        X = with_vectors(relative(X0[keep]), found @ q.vector)
         p = model.unit.predict(columns(X, model.unit.names))
     else:
         X = relative(X0[keep])
@@ -513,13 +474,12 @@ def score(
     encode: Callable[[list[str]], np.ndarray] | None,
     is_cited: Callable[[Sentence], bool],
     encoder: str | None = None,
-    cross: Callable[[str, list[str]], list[float]] | None | object = SHIPPED,
 ) -> Scored:
     """Score ``evidence``'s units for ``q`` (``rank_units``), then ``model.answerable`` over the question.
     ``encoder``: the name of the index's encoder; one the scorer was not fitted with (its similarities on
     another scale) is not read: words, structure and rank decide (``model.quick`` and ``model.plain``)."""
     known = encode is not None and encoder in model.encoders
-    short, X, p = rank_units(model, q, evidence.sentences, encoded(encode) if known else None, is_cited, cross)
+    short, X, p = rank_units(model, q, evidence.sentences, encoded(encode) if known else None, is_cited)
     Z = question_features(q.language, question_stats(q, evidence), X, p)
     if known:
         answerable = model.answerable.predict(columns(Z, model.answerable.names, QUESTION_FEATURES))

@@ -48,6 +48,14 @@ def _print(report) -> None:
             f"them): {', '.join(facts['leftovers'])}[/]",
             soft_wrap=True,
         )
+    scanned = facts.get("scanned") or {}
+    if scanned.get("pages_read") or scanned.get("pages_unread"):
+        unread = scanned["pages_unread"]
+        console.print(
+            f"scanned pages: {scanned['pages_read']:,} read by OCR"
+            + (f", {unread:,} not read ({', '.join(scanned['unread_files'])}): {scanned['ocr']}" if unread else ""),
+            soft_wrap=True,
+        )
     if not report.problems:
         console.print(
             f"[bold green]ok[/] {report.index}: run {facts['run']}, LanceDB {facts['lance_table']} "

@@ -66,6 +66,7 @@ class RichReporter(Reporter):
         "extract": "Extracting entities (LLM)",
         "summaries": "Writing community summaries (LLM)",
         "fill": "Full model's vectors (each batch committed)",
+        "ocr": "Reading scanned pages (OCR)",
     }
 
     def __init__(self, show: bool):
@@ -103,6 +104,9 @@ class RichReporter(Reporter):
     def advance(self, stage: str, n: int = 1) -> None:
         if self.progress is not None and stage in self.tasks:
             self.progress.advance(self.tasks[stage], n)
+            task = next((t for t in self.progress.tasks if t.id == self.tasks[stage]), None) if stage == "ocr" else None
+            if task is not None and task.speed:  # pages a second, as the reading goes
+                self.progress.update(self.tasks[stage], description=f"{self.LABELS[stage]} · {task.speed:.2f} pages/s")
 
     def finish(self, stage: str) -> None:
         if self.progress is not None and stage in self.tasks:

@@ -37,6 +37,8 @@ def index_cmd(
     version_of: o.VersionOf = None,
     no_wait: o.NoWait = False,
     max_file_size: o.MaxFileSize = None,
+    no_ocr: o.NoOcr = False,
+    ocr_lang: o.OcrLang = None,
     engine: o.Engine = None,
     ray_address: o.RayAddress = None,
     ray_workers: o.RayWorkers = None,
@@ -65,6 +67,8 @@ def index_cmd(
         ray_address=ray_address,
         ray_workers=ray_workers,
         progressive=progressive or None,
+        ocr=False if no_ocr else None,
+        ocr_lang=ocr_lang,
     )
     run = _Runs(paths, index, icfg, as_json, yes, version_of, wait=not no_wait)
     run.fill_batches, run.fill_first = fill_batches, fill_first or None
@@ -133,7 +137,8 @@ def _report(s, as_json: bool) -> None:
     console.print(
         f"new {s.new} · changed {s.changed} · unchanged {s.unchanged} · removed {s.removed} · "
         f"skipped {s.skipped}"
-        + (f" · {s.pages_without_text} PDF page(s) without text" if s.pages_without_text else "")
+        + (f" · {s.pages_ocr} page(s) read by OCR" if s.pages_ocr else "")
+        + (f" · {s.pages_without_text} scanned page(s) not read" if s.pages_without_text else "")
         + f"   (index: {s.total_documents} documents, {s.total_chunks} chunks)",
         style="dim",
     )

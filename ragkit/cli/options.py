@@ -132,6 +132,13 @@ Progressive = flag(
     help="A new index searchable after one fast run (a static model distilled from the embedding model), then "
     "the full model's vectors filled in batch by batch, each committed; run it again to go on after a stop.",
 )
+NoOcr = flag("--no-ocr", help="Do not read scanned pages and pictures by OCR (they are counted, not indexed).")
+OcrLang = value(
+    str,
+    "--ocr-lang",
+    help="The language of scanned pages: auto (German, Swedish or English, found per page) or Tesseract's names "
+    "(deu, swe, eng; several as deu+eng).",
+)
 DocType = value(str, "--doc-type", help="doc_type for documents whose front matter names none.")
 Collection = value(str, "--collection", help="Collection tag for these documents.")
 EmbedModel = value(

@@ -37,6 +37,11 @@ def stats_cmd(index: IndexOpt = None, as_json: AsJson = False):
     t.add_row("size on disk", human_size(st["size_bytes"]) + ratio)
     for part, n in sorted(st["bytes"].items(), key=lambda kv: -kv[1]):
         t.add_row(f"  {part}", human_size(n))
+    scanned = st.get("ocr") or {}
+    if scanned.get("pages_read") or scanned.get("pages_unread"):
+        unread = scanned["pages_unread"]
+        t.add_row("scanned pages", f"{scanned['pages_read']:,} read by OCR"
+                  + (f", {unread:,} not read (ragkit check says why)" if unread else ""))  # fmt: skip
     e = st["embedder"]
     t.add_row("embedder", f"{e['name']} ({e['dimension']}d, fingerprint {e['fingerprint']})")
     if st.get("fill"):

@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from ragkit.errors import BadInput
 from ragkit.ingest.formats import DEFAULT_INCLUDE
-from ragkit.validate import between, check
+from ragkit.validate import between, check, matches
 
 
 @dataclass(frozen=True)
@@ -47,6 +47,10 @@ class IndexConfig:
     expand: bool = False  # embed the vocabulary for --expand after each run (else on the first --expand query)
     model: str | None = None  # the generate role's spec for --extract llm / --summaries llm (None: bundled)
     api_keys: dict[str, str] = field(default_factory=dict)  # server host → the environment variable with its key
+    # pages without a text layer (scans) and pictures read by OCR (ragkit/ingest/ocr.py); --no-ocr: not read
+    ocr: bool = True
+    # their language: auto (found per page among German, Swedish, English) or Tesseract's names ("deu", "swe+eng")
+    ocr_lang: str = field(default="auto", metadata=matches(r"auto|(deu|swe|eng)(\+(deu|swe|eng))*"))
 
     def __post_init__(self) -> None:
         check(self, BadInput)

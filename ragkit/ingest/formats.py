@@ -12,6 +12,8 @@ class FileFormat:
     name: str
     binary: bool = False  # read as bytes (PDF, DOCX), not decoded text
     corpus: bool = False  # one document per line (BEIR corpus.jsonl)
+    scans: bool = False  # its pages may be pictures of text, read by OCR (PDF, images)
+    default: bool = True  # among the default include globs (pictures only when given or included)
 
 
 MARKDOWN, HTML, TEXT = FileFormat("Markdown"), FileFormat("HTML"), FileFormat("plain text")
@@ -26,7 +28,8 @@ FORMATS: dict[str, FileFormat] = {
     ".html": HTML,
     ".htm": HTML,
     ".jsonl": FileFormat("BEIR jsonl", corpus=True),
-    ".pdf": FileFormat("PDF", binary=True),
+    ".pdf": FileFormat("PDF", binary=True, scans=True),
     ".docx": FileFormat("DOCX", binary=True),
+    **dict.fromkeys((".png", ".jpg", ".jpeg", ".tif", ".tiff"), FileFormat("image", True, scans=True, default=False)),
 }
-DEFAULT_INCLUDE = [f"*{suffix}" for suffix in FORMATS]
+DEFAULT_INCLUDE = [f"*{suffix}" for suffix, f in FORMATS.items() if f.default]

@@ -4,7 +4,7 @@ Each parser turns a file into a ``RawDoc`` (ragkit/ingest/raw.py): headings and 
 with 1-based line numbers of the original file. Text formats: Markdown (ATX/setext headings, YAML front
 matter, fenced code kept whole), reStructuredText (underlined/overlined titles), HTML (h1–h6 and block text,
 no markup), plain text, and BEIR ``corpus.jsonl`` (one document a line); PDF (ragkit/ingest/pdf.py) and DOCX
-(ragkit/ingest/word.py) from their bytes. The section tree is built from a RawDoc by ragkit/ingest/sections.py.
+(ragkit/ingest/word.py) from their bytes, pictures (ragkit/ingest/image.py) by OCR. The section tree is built from a RawDoc by ragkit/ingest/sections.py.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from ragkit.ingest.formats import FORMATS
+from ragkit.ingest.image import parse_image
 from ragkit.ingest.pdf import parse_pdf
 from ragkit.ingest.raw import ParseError, RawDoc, RawHeading, paragraphs
 from ragkit.ingest.word import parse_docx
@@ -360,6 +361,7 @@ class Format:
     parse: Callable[..., Any]  # the file's text (or bytes) → a RawDoc, or JsonlRecords for a corpus
     binary: bool = False  # reads the file's bytes (PDF, DOCX), not its decoded text
     corpus: bool = False  # one document per line (BEIR corpus.jsonl)
+    scans: bool = False  # parse(data, ocr): pages without text read by OCR (PDF, images)
 
 
 _PARSE = {  # each format's parser, by its name in FORMATS
@@ -370,9 +372,10 @@ _PARSE = {  # each format's parser, by its name in FORMATS
     "BEIR jsonl": parse_beir_jsonl,
     "PDF": parse_pdf,
     "DOCX": parse_docx,
+    "image": parse_image,
 }
 PARSERS: dict[str, Format] = {
-    suffix: Format(f.name, _PARSE[f.name], f.binary, f.corpus) for suffix, f in FORMATS.items()
+    suffix: Format(f.name, _PARSE[f.name], f.binary, f.corpus, f.scans) for suffix, f in FORMATS.items()
 }
 TEXT = PARSERS[".txt"]
 

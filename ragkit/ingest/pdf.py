@@ -21,8 +21,10 @@ The text is made to read as a reader sees it:
   capital or a digit ("CE-märkning") or after "icke" stays, and one before a conjunction ("hälso- och") keeps
   its space;
 - pages with neither text nor an image are blank (``blank_pages``: the empty backs of title pages); pages
-  with an image and no text are scans without OCR (``pages_without_text``: reported and counted). Encrypted and
-  broken files raise ``ParseError`` (skipped and counted).
+  with an image and no text are scans, read by OCR (ragkit/ingest/ocr.py: their lines' size and place from the
+  words' boxes, ``ocr_pages``: page → the engine's confidence) or, without an engine or with ``--no-ocr``, not
+  read (``pages_without_text``: reported and counted). Encrypted and broken files raise ``ParseError`` (skipped
+  and counted).
 """
 
 from __future__ import annotations
@@ -36,8 +38,11 @@ import statistics
 from collections import Counter
 from dataclasses import dataclass
 
+from ragkit.ingest import ocr as ocr_engine
+from ragkit.ingest.ocr import OcrPage, OcrSettings, OcrUnavailable, PageJob
 from ragkit.ingest.raw import ParseError, RawDoc, RawHeading
 from ragkit.records import Block
+from ragkit.text import detect_language
 
 HEADING_RATIO = 1.15  # a line at least this much larger than the body size is a heading
 HEADING_MAX_CHARS = 150
@@ -54,6 +59,8 @@ _HYPHEN = re.compile(r"(\w*)[\x02\ufffe\u00ad][ \t]*(?:\r?\n)?[ \t]*(\w*)")  # P
 _CONJUNCTIONS = frozenset("och eller samt resp respektive till und oder bzw sowie and or".split())
 _PAGE_NUMBER = re.compile(r"^(?:(?:sida|seite|page|s\.)\s*)?\d{1,4}(?:\s*(?:\(|av|von|of|/)\s*\d{1,4}\)?)?$", re.I)
 MASTHEAD = re.compile(r"(?:författningssamling|Gesetzblatt|Amtsblatt)$", re.I)  # a gazette's name: no heading
+OCR_BODY = 0.12  # an OCR'd line whose size is this close to the usual one (a share of it) is body text
+_BROKEN = re.compile(r"(\w*[^\W\d_])-$")  # a word broken at the line's end
 DESIGNATION = re.compile(r"\b([A-ZÅÄÖ]{1,8}FS|SFS)\s*(\d{4}:\d{1,4})\b")  # "AFS 2023:4", "SSMFS 2008:1"
 
 
@@ -78,7 +85,8 @@ def page_of(page_starts: list[int], line: int) -> int:
     return max(1, bisect.bisect_right(page_starts, line))
 
 
-def parse_pdf(data: bytes) -> RawDoc:
+def parse_pdf(data: bytes, ocr: OcrSettings | None = None) -> RawDoc:
+    """``ocr``: how pages without text are read (None: they are not)."""
     import pypdfium2 as pdfium
     import pypdfium2.raw as pdfium_c
 
@@ -100,8 +108,29 @@ def parse_pdf(data: bytes) -> RawDoc:
         pages = len(pdf)
         outline = _outline(pdf)
         meta = _metadata(pdf.get_metadata_dict(), pages)
+        read = _read_scans(pdf, scans, ocr, lines, pdfium_c) if scans and ocr is not None else {}
     finally:
         pdf.close()
+    return assemble(lines, pages, meta, outline, scans, blank, read)
+
+
+def assemble(
+    lines: list[Line],
+    pages: int,
+    meta: dict,
+    outline: list[tuple[int, str, int]],
+    scans: list[int],
+    blank: list[int],
+    read: dict[int, OcrPage],
+) -> RawDoc:
+    """A paged document's ``RawDoc`` from its text layer's ``lines`` and the pages OCR ``read`` (the rest of
+    ``scans`` stays unread): running headers out, headings from the outline or the lines' sizes."""
+    read = {n: page for n, page in read.items() if page.lines}  # (a page OCR found no word on stays unread)
+    if read:
+        lines = sorted([*lines, *ocr_lines(read)], key=lambda ln: ln.page)  # (stable: reading order kept)
+        scans = [n for n in scans if n not in read]
+        meta["ocr_pages"] = {str(n): page.confidence for n, page in sorted(read.items())}
+        meta["ocr_engine"] = ocr_engine.engine()
     running = _running(lines, pages)
     designation = _designation(lines, running)
     lines = [ln for i, ln in enumerate(lines) if i not in running]
@@ -140,6 +169,106 @@ def _page_starts(lines: list[Line], pages: int) -> list[int]:
             n += 1
         starts.append(n + 1)
     return starts
+
+
+def _read_scans(pdf, scans: list[int], settings: OcrSettings, lines: list[Line], pdfium_c) -> dict[int, OcrPage]:
+    """The scanned pages (``scans``, 1-based) read by OCR; none where no engine is here (the pages stay
+    unread)."""
+    try:
+        ocr_engine.engine()
+    except OcrUnavailable:
+        return {}
+    known = " ".join(ln.text for ln in lines[:400])
+    hint = detect_language(known) if len(known.split()) >= ocr_engine.MIN_WORDS else None
+    jobs = []
+    for n in scans:
+        page = pdf[n - 1]
+        dpi = scan_dpi(page, pdfium_c)
+        jobs.append(PageJob(ocr_engine.page_key(page_content(page, pdfium_c), dpi), _renderer(pdf, n, dpi), dpi))
+    return dict(zip(scans, ocr_engine.read_pages(jobs, settings, hint)))
+
+
+def _renderer(pdf, number: int, dpi: int):
+    return lambda: pdf[number - 1].render(scale=dpi / 72, grayscale=True).to_pil()
+
+
+def scan_dpi(page, pdfium_c) -> int:
+    """The resolution a scanned page is read at: its picture's own (a scan drawn larger than it was taken
+    reads worse: 1.5 % of characters wrong at a 200-dpi scan's own resolution, 12 % with noise once drawn at
+    300, ``scripts/bench_ocr.py``), within ``ocr.MIN_DPI``..``ocr.MAX_DPI``; ``ocr.DPI`` without a picture."""
+    import pypdfium2 as pdfium
+
+    best = 0.0
+    for obj in page.get_objects(filter=[pdfium_c.FPDF_PAGEOBJ_IMAGE], max_depth=2):
+        if isinstance(obj, pdfium.PdfImage):
+            left, bottom, right, top = obj.get_bounds()
+            width = obj.get_px_size()[0]
+            if right - left > 1:
+                best = max(best, width / ((right - left) / 72.0))
+    dpi = round(best) if best else ocr_engine.DPI
+    return max(ocr_engine.MIN_DPI, min(ocr_engine.MAX_DPI, dpi))
+
+
+def page_content(page, pdfium_c) -> bytes:
+    """What a scanned page shows, as bytes: its size and each image's placement and encoded data (the OCR
+    cache's key; the page view finds a page's words by it)."""
+    import pypdfium2 as pdfium
+
+    parts = [f"{page.get_width():.2f}x{page.get_height():.2f}".encode()]
+    for obj in page.get_objects(filter=[pdfium_c.FPDF_PAGEOBJ_IMAGE], max_depth=2):
+        if isinstance(obj, pdfium.PdfImage):
+            m = obj.get_matrix()
+            parts.append(f"{m.a:.3f},{m.b:.3f},{m.c:.3f},{m.d:.3f},{m.e:.2f},{m.f:.2f}".encode())
+            parts.append(bytes(obj.get_data(decode_simple=False)))
+    return b"\0".join(parts)
+
+
+def scanned_places(page, mark: str, run: int) -> list[tuple[float, float, float, float]]:
+    """Where runs of ``run`` words of ``mark`` stand on a scanned ``page`` (PDF points): among the words OCR read
+    there, from the OCR cache (none where this machine has no engine or the page was never read)."""
+    import pypdfium2.raw as pdfium_c
+
+    if ocr_engine.available() is not None:
+        return []
+    read = ocr_engine.cached(ocr_engine.page_key(page_content(page, pdfium_c), scan_dpi(page, pdfium_c)))
+    return ocr_engine.find_words(read, mark, run) if read is not None else []
+
+
+def ocr_lines(read: dict[int, OcrPage]) -> list[Line]:
+    """The lines OCR read, as the text layer's: each line's size the engine's estimate of its font's (sizes
+    within ``OCR_BODY`` of the usual one read as it: estimates jitter from line to line), its place its box's
+    bottom; a word broken at a line's end ("verk-" / "samheten") joined as PDFium joins it."""
+    sizes = sorted(ln.size for page in read.values() for ln in page.lines)
+    usual = sizes[len(sizes) // 2] if sizes else 0.0
+    out: list[Line] = []
+    for number, page in sorted(read.items()):
+        found: list[Line] = []
+        for ln in page.lines:
+            size = usual if abs(ln.size - usual) <= OCR_BODY * usual else ln.size
+            found.append(Line(number, ln.text, round(size, 1), ln.box[1], height=page.height))
+        _join_broken_words(found)
+        _mark_paragraphs(found)
+        out.extend(ln for ln in found if ln.text)
+    return out
+
+
+def _join_broken_words(lines: list[Line]) -> None:
+    for ln, nxt in zip(lines, lines[1:]):
+        m = _BROKEN.search(ln.text)
+        if not m or not nxt.text[:1].islower():
+            continue
+        head, _, rest = nxt.text.partition(" ")
+        joined = _dehyphenate(f"{m.group(1)}\x02{head}")
+        ln.text, nxt.text = ln.text[: m.start()] + joined, rest
+
+
+def _mark_paragraphs(out: list[Line]) -> None:
+    """A line starts a paragraph where it sits further below the last than the page's usual pitch, above the
+    last (a new column) or at a new size."""
+    pitches = [a.bottom - b.bottom for a, b in zip(out, out[1:])]
+    usual = statistics.median([x for x in pitches if x > 0] or [0.0])
+    for ln, pitch, prev in zip(out[1:], pitches, out):
+        ln.paragraph = pitch > PARAGRAPH_PITCH * usual or pitch <= 0 or ln.size != prev.size
 
 
 def _has_image(page, pdfium_c) -> bool:
@@ -242,10 +371,7 @@ def _page_lines(page, number: int, pdfium_c) -> list[Line]:
             out.append(Line(number, line, size, bottom, height=height, bold=bold))
     finally:
         textpage.close()
-    pitches = [a.bottom - b.bottom for a, b in zip(out, out[1:])]
-    usual = statistics.median([x for x in pitches if x > 0] or [0.0])
-    for ln, pitch, prev in zip(out[1:], pitches, out):  # a wider gap, a line above the last, a new size
-        ln.paragraph = pitch > PARAGRAPH_PITCH * usual or pitch <= 0 or ln.size != prev.size
+    _mark_paragraphs(out)
     return out
 
 

@@ -37,7 +37,7 @@ from ragkit.extract import llm as llm_extract
 from ragkit.extract.communities import summarize
 from ragkit.extract.summaries import llm_summarize, rewrite_with, unit
 from ragkit.generate import load_generator
-from ragkit.ingest import ray_engine
+from ragkit.ingest import ocr, ray_engine
 from ragkit.ingest.config import IndexConfig
 from ragkit.ingest.discover import SourceDiff, SourceFile, diff_sources, discover
 from ragkit.ingest.source import (
@@ -213,6 +213,7 @@ class IndexRun:
         self.removed_ids: list[str] = []  # documents whose chunks the run deletes
         self.probe: list[list[float]] = []  # the embedder's probe vectors (embed/models.py)
         self.fill: dict[str, Any] | None = None  # a progressive index: its full model and how far it is filled
+        self.ocr_bar = False  # the "ocr" progress bar is up
         self.parse_workers = 1  # processes that parse (run_index: every core when the model loads by its spec)
         self._commit_started = self.t0
 
@@ -360,7 +361,7 @@ class IndexRun:
                 )
                 self.summary.seconds.update(self.prepared.seconds)
                 self.rep.finish("ray")
-            parser = SourceParser(self.cfg, embedder, version_of)
+            parser = SourceParser(self.cfg, embedder, version_of, on_page=self._on_page)
             prepared = self.prepared
             pooled = self._pooled(diff, embedder, version_of)
 
@@ -377,8 +378,30 @@ class IndexRun:
                 diff, parse_one, self.states, self.summary, self.warn, lambda: self.rep.advance("parse")
             )
             self.rep.finish("parse")
+            self.rep.finish("ocr")
+        self._say_unread()
         diff.drop_bytes()
         return got
+
+    def _on_page(self, cached: bool) -> None:
+        """A scanned page read (``cached``: from the OCR cache): the "ocr" bar counts pages and their rate."""
+        if not self.ocr_bar:
+            self.ocr_bar = True
+            self.rep.start("ocr", None)
+        self.rep.advance("ocr")
+
+    def _say_unread(self) -> None:
+        """Once a run: how many scanned pages were not read, where, and the one thing that reads them."""
+        s = self.summary
+        if not s.pages_without_text:
+            return
+        why = (ocr.available() or "OCR found no text on them") if self.cfg.ocr else "--no-ocr: index again without it"
+        files = "; ".join(s.unread_files[:5]) + (
+            f"; … {len(s.unread_files) - 5} more" if len(s.unread_files) > 5 else ""
+        )
+        self.warn(
+            f"{s.pages_without_text} scanned page(s) in {len(s.unread_files)} file(s) were not read ({files}): {why}"
+        )
 
     def _pooled(self, diff: SourceDiff, embedder: Embedder, version_of: str | None):
         """Results of parsing on every core (``source.parallel_parse``) when that pays: a local run of many

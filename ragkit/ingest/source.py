@@ -4,6 +4,7 @@ on Ray workers)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,12 +28,14 @@ from ragkit.ingest.discover import (
     stable_id,
 )
 from ragkit.ingest.doctype import infer_doc_type
+from ragkit.ingest.ocr import OcrSettings
 from ragkit.ingest.parse import format_for
 from ragkit.ingest.pdf import page_of
 from ragkit.ingest.raw import ParseError, RawHeading
 from ragkit.ingest.sections import build_sections, infer_title
 from ragkit.ingest.structure import legal_structure
 from ragkit.records import Block, Chunk, Document, EntityRows, IndexSummary, ParsedDocument
+from ragkit.store.browse import UNREAD
 from ragkit.text import PROSE_MIN, REPEAT_MAX, detect_language, repetition, word_share
 
 STRUCTURED = 3  # headings from which a text file is a document, whatever its tables hold
@@ -98,8 +101,17 @@ def model_for_paths(paths: list, cfg: IndexConfig) -> str:
 class SourceParser:
     """Parses one source file into documents; collects sections and chunks."""
 
-    def __init__(self, cfg: IndexConfig, embedder: Embedder, version_of: str | None = None):
+    def __init__(
+        self,
+        cfg: IndexConfig,
+        embedder: Embedder,
+        version_of: str | None = None,
+        ocr_threads: int = 0,
+        on_page: Callable[[bool], None] | None = None,
+    ):
+        """``ocr_threads``: threads reading scanned pages (0: a core each); ``on_page(cached)`` after each."""
         self.cfg, self.embedder = cfg, embedder
+        self.ocr = OcrSettings(cfg.ocr_lang, ocr_threads, progress=on_page) if cfg.ocr else None
         self.collection, self.doc_type = cfg.collection, cfg.doc_type
         self.version_of = version_of
         self.max_tokens = min(cfg.chunk_tokens, embedder.max_tokens)
@@ -113,7 +125,7 @@ class SourceParser:
         mtime = src.mtime_ns / 1e9
         out = []
         if fmt.binary:
-            raw = legal_structure(fmt.parse(data))
+            raw = legal_structure(fmt.parse(data, self.ocr) if fmt.scans else fmt.parse(data))
             doc_id = stable_id(str(src.path), source_hash)
             # a PDF without a title in its metadata: the file name (its first heading is rarely the title)
             title = raw.title or (src.path.stem if raw.page_starts is not None else infer_title(raw, src.path.stem))
@@ -212,7 +224,8 @@ def parse_sources(
         else:
             summary.changed += is_changed
             summary.new += not is_changed
-        out.sources.append(source_row(f, h))
+        unread = sum(len(pd.document.metadata.get("pages_without_text") or []) for pd, _ in results)
+        out.sources.append(source_row(f, h) if not unread else unread_row(f, h, unread))
         advance()
     return out
 
@@ -221,13 +234,11 @@ def _keep(pd: ParsedDocument, chunks: list[Chunk], out: ParsedRun, summary: Inde
     """Add one parsed document to the run unless it is a duplicate or has no text (said in a warning)."""
     for problem in pd.warnings:
         warn(f"{pd.document.path}: {problem}")
-    blank = pd.document.metadata.get("pages_without_text") or []
-    if blank:
-        summary.pages_without_text += len(blank)
-        warn(
-            f"{pd.document.path}: {len(blank)} of {pd.document.metadata.get('pages')} page(s) have no "
-            f"text layer (scanned? OCR them first): page(s) {_spans(blank)}"
-        )
+    unread = pd.document.metadata.get("pages_without_text") or []
+    if unread:
+        summary.pages_without_text += len(unread)
+        summary.unread_files.append(f"{pd.document.path} (page(s) {_spans(unread)})")
+    summary.pages_ocr += len(pd.document.metadata.get("ocr_pages") or {})
     if pd.document.id in out.docs:
         warn(f"skipped a duplicate of {pd.document.path}")
         return False
@@ -238,6 +249,13 @@ def _keep(pd: ParsedDocument, chunks: list[Chunk], out: ParsedRun, summary: Inde
     out.parsed.append(pd)
     out.chunks.extend(chunks)
     return True
+
+
+def unread_row(f: SourceFile, content_hash: str, pages: int) -> dict[str, Any]:
+    """The source row of a file with scanned pages that were not read (no OCR engine, ``--no-ocr``): its hash
+    marked with how many (``UNREAD``) and no mtime, so that the next run reads the file again (an engine
+    installed since reads them) and ``ragkit stats`` counts them."""
+    return source_row(f, f"{content_hash}{UNREAD}{pages}") | {"mtime_ns": -1}
 
 
 def _spans(numbers: list[int]) -> str:
@@ -257,9 +275,10 @@ PARALLEL_MIN_FILES = 64  # fewer files to parse: in this process (a pool's start
 _WORKER: SourceParser | None = None
 
 
-def _start_worker(cfg: IndexConfig, spec: str, encoder: str, version_of: str | None) -> None:
+def _start_worker(cfg: IndexConfig, spec: str, encoder: str, version_of: str | None, ocr_threads: int) -> None:
     global _WORKER
-    _WORKER = SourceParser(cfg, load_embedder(spec, cfg.embed_batch_size, encoder, keys=cfg.api_keys), version_of)
+    embedder = load_embedder(spec, cfg.embed_batch_size, encoder, keys=cfg.api_keys)
+    _WORKER = SourceParser(cfg, embedder, version_of, ocr_threads)
 
 
 def _parse_in_worker(job: tuple[SourceFile, bytes, str]):
@@ -279,6 +298,9 @@ def parallel_parse(
 
     ctx = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(
-        workers, ctx, initializer=_start_worker, initargs=(cfg, spec, encoder, version_of)
+        workers,
+        ctx,
+        initializer=_start_worker,
+        initargs=(cfg, spec, encoder, version_of, max(1, (os.cpu_count() or 1) // workers)),  # fmt: skip
     ) as pool:
         yield from pool.map(_parse_in_worker, [(f, data, h) for f, data, h, _ in todo], chunksize=4)

@@ -318,7 +318,7 @@ def _thresholds(pool: Pool, p: np.ndarray, target: np.ndarray) -> dict[str, floa
     return out
 
 
-_SIMS = [UNIT_FEATURES.index("sim"), UNIT_FEATURES.index("sim_chunk"), UNIT_FEATURES.index("ce")]
+_SIMS = [UNIT_FEATURES.index("sim"), UNIT_FEATURES.index("sim_chunk")]
 MAX_CHARS = 350  # the median quote a set's answers may run to (issue 43 asks at most 400 for the whole answer)
 _LOG_LEN = UNIT_FEATURES.index("log_len")
 

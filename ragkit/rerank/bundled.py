@@ -4,8 +4,8 @@ int8 weights. No package ships a German/Swedish cross-encoder, so ragkit trains 
 
 It reads a question and a text together (``<s> query: Q </s></s> passage: T </s>``, mean-pooled, one logit) and
 says how well the text answers the question: passages (the rerank stage re-scores the first ones of every
-strategy), answer units (the answer scorer's relevance of each sentence), and through both whether the documents
-answer at all. Its folder (``reranker/`` beside this file) holds the int8 graph, its tokenizer (the e5 vocabulary
+strategy). The answer scorer does not read it: fitted with its unit scores it gained little, lost Swedish and cost
+~0.4 s an answer (scripts/README.md, "ragkit's own reranker"). Its folder (``reranker/`` beside this file) holds the int8 graph, its tokenizer (the e5 vocabulary
 cut to what German, Swedish, Norwegian and English text uses, every single character kept so that no word is
 lost) and ``card.json``: how it was trained, on what (with each source's licence), its figures, and the languages
 whose plain queries it reranks by default (``on_by_default``, decided by a held-out guard).

@@ -38,7 +38,8 @@ Runner = Callable[..., Awaitable[Any]]  # (operation, arguments, caller) → its
 
 
 def _passage(p: dict[str, Any]) -> dict[str, Any]:
-    return {
+    scanned = {"ocr": p["ocr"]} if "ocr" in p else {}  # read by OCR from a scan: the engine's confidence
+    return scanned | {
         "rank": p["rank"],
         "score": p["score"],
         "source": p["document"]["path"],

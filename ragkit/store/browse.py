@@ -15,6 +15,9 @@ from ragkit.errors import BadQuery
 from ragkit.store import expr
 from ragkit.store.expr import check_filters
 
+UNREAD = "+unread"  # (ragkit/ingest/source.py marks a source's hash so)
+UNREAD_LISTED = 20  # files with unread pages named at most
+
 if TYPE_CHECKING:  # (reader.py imports this module)
     from ragkit.store.reader import IndexReader
 
@@ -155,3 +158,37 @@ def chunk_text(reader: IndexReader, where: expr.Clause) -> dict[str, Any]:
         for r in rows
     ]
     return {"chunks": chunks, "text": "\n\n".join(c["text"] for c in chunks)}
+
+
+def scanned_pages(reader: IndexReader) -> dict[str, dict[int, float]]:
+    """The pages OCR read, by document: page → the engine's confidence (0–100); read once per committed run."""
+
+    def build() -> dict[str, dict[int, float]]:
+        with reader.duck() as store:
+            rows = store.rows(
+                "SELECT id, json_extract_string(metadata, '$.ocr_pages') AS pages FROM documents "
+                "WHERE json_extract(metadata, '$.ocr_pages') IS NOT NULL"
+            )
+        out = {}
+        for r in rows:
+            try:
+                out[r["id"]] = {int(k): float(v) for k, v in json.loads(r["pages"]).items()}
+            except (TypeError, ValueError, AttributeError):
+                continue  # (an index is data: a malformed entry marks nothing)
+        return out
+
+    return reader.memo("scanned_pages", build)
+
+
+def ocr_pages(reader: IndexReader) -> dict[str, int]:
+    """Scanned pages OCR read (``pages_read``) and those not read (``pages_unread``: no engine, or ``--no-ocr``),
+    counted by their files' source rows (ragkit/ingest/source.py ``unread_row``: a file none of whose pages was
+    read has no document to count them by)."""
+    read = sum(len(pages) for pages in scanned_pages(reader).values())
+    with reader.duck() as store:
+        marked = store.rows("SELECT rel, hash FROM sources WHERE contains(hash, ?) ORDER BY rel", [UNREAD])
+    unread = 0
+    for row in marked:
+        count = row["hash"].rsplit(UNREAD, 1)[1]
+        unread += int(count) if count.isdigit() else 0
+    return {"pages_read": read, "pages_unread": unread, "unread_files": [r["rel"] for r in marked[:UNREAD_LISTED]]}

@@ -11,7 +11,7 @@ const STRINGS = {
     signIn: "Sign in", signInHint: "This server needs a token. It is kept in this tab only.", token: "Token",
     signOut: "Sign out", wrongToken: "That token was not accepted.", searching: "Searching…",
     found: (n, ms) => `${n} passages · ${ms} ms`, none: "Nothing found.", thanks: "Thank you: noted.",
-    lines: "lines", page: "p.", failed: "The request failed:", quoteFrom: "from passage",
+    lines: "lines", page: "p.", ocr: "scan, OCR confidence", failed: "The request failed:", quoteFrom: "from passage",
   },
   de: {
     go: "Suchen", q: "Frage oder Suchwörter", strategy: "Strategie", collection: "Sammlung", docType: "Typ",
@@ -20,7 +20,7 @@ const STRINGS = {
     signIn: "Anmelden", signInHint: "Dieser Server verlangt ein Token. Es bleibt nur in diesem Tab.", token: "Token",
     signOut: "Abmelden", wrongToken: "Dieses Token wurde nicht angenommen.", searching: "Suche läuft…",
     found: (n, ms) => `${n} Stellen · ${ms} ms`, none: "Nichts gefunden.", thanks: "Danke, vermerkt.",
-    lines: "Zeilen", page: "S.", failed: "Die Anfrage ist fehlgeschlagen:", quoteFrom: "aus Stelle",
+    lines: "Zeilen", page: "S.", ocr: "Scan, OCR-Konfidenz", failed: "Die Anfrage ist fehlgeschlagen:", quoteFrom: "aus Stelle",
   },
   sv: {
     go: "Sök", q: "Fråga eller sökord", strategy: "Strategi", collection: "Samling", docType: "Typ",
@@ -29,7 +29,7 @@ const STRINGS = {
     signIn: "Logga in", signInHint: "Servern kräver en token. Den sparas bara i den här fliken.", token: "Token",
     signOut: "Logga ut", wrongToken: "Token godtogs inte.", searching: "Söker…",
     found: (n, ms) => `${n} avsnitt · ${ms} ms`, none: "Inget hittades.", thanks: "Tack, noterat.",
-    lines: "rader", page: "s.", failed: "Förfrågan misslyckades:", quoteFrom: "ur avsnitt",
+    lines: "rader", page: "s.", ocr: "skanning, OCR-säkerhet", failed: "Förfrågan misslyckades:", quoteFrom: "ur avsnitt",
   },
 };
 const STRATEGIES = ["auto", "hybrid", "lexical", "naive", "local", "global", "light", "hippo", "hierarchical"];
@@ -147,7 +147,8 @@ function marked(text, query, quote) {
 }
 
 function place(p) {
-  if (p.pages) return `${T.page} ${p.pages[0]}${p.pages[1] !== p.pages[0] ? "–" + p.pages[1] : ""}`;
+  const scanned = p.ocr ? ` · ${T.ocr} ${Math.round(p.ocr.confidence)}` : "";  // read by OCR from a scan
+  if (p.pages) return `${T.page} ${p.pages[0]}${p.pages[1] !== p.pages[0] ? "–" + p.pages[1] : ""}${scanned}`;
   return `${T.lines} ${p.lines[0]}–${p.lines[1]}`;
 }
 

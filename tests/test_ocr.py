@@ -1,0 +1,178 @@
+"""Scanned PDFs and pictures are read by OCR (issue 52): a German law scanned to images becomes passages that
+carry their page and the engine's confidence, a quote is marked on the scanned page, a re-index reads no page
+twice, and without an engine (or with --no-ocr) the run goes on and says once what was not read and how to fix
+it. The engine is Tesseract through tesserocr with Debian's German/Swedish/English data (.ci/run installs them)."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ragkit import api
+from ragkit.config import IndexConfig, QueryConfig
+from ragkit.ingest import ocr
+from ragkit.ingest.ocr import OcrLine, OcrPage, Word, _paragraph_signs, find_words
+from ragkit.ingest.pdf import parse_pdf
+from tests.documents import GESETZ_PAGES, Spec, write_pdf, write_scan_of
+
+needs_ocr = pytest.mark.skipif(ocr.available() is not None, reason=f"no OCR engine here: {ocr.available()}")
+
+
+def words(text: str) -> list[Word]:
+    return [Word(t, (0.0, 0.0, 1.0, 1.0), 90.0) for t in text.split()]
+
+
+def test_the_paragraph_sign_the_german_and_swedish_models_lack_is_read_back():
+    cases = {
+        "3 8 6-15 8S gäller": "3 § 6-15 §§ gäller",
+        "enligt 3 $ för vissa": "enligt 3 § för vissa",
+        "i 4-6 $$ gäller all": "i 4-6 §§ gäller all",
+        "1$ Bestämmelser": "1 § Bestämmelser",
+        "8 3 Arbeitszeit der Arbeitnehmer": "§ 3 Arbeitszeit der Arbeitnehmer",
+        "nach $ 4 Abs. 2": "nach § 4 Abs. 2",
+        "anges i 14 $ 12 a": "anges i 14 § 12 a",
+        "wer 8 Stunden arbeitet": "wer 8 Stunden arbeitet",  # a number stays a number
+        "von 30 Minuten und 8 Stunden": "von 30 Minuten und 8 Stunden",
+    }
+    for read, meant in cases.items():
+        found = words(read)
+        _paragraph_signs(found)
+        assert " ".join(w.text for w in found) == meant, read
+
+
+def test_a_quote_is_found_among_the_words_ocr_read():
+    line = OcrLine("", (0, 0, 0, 0), True, [Word(t, (10.0 * i, 700.0, 10.0 * i + 8, 712.0), 95.0)
+                                            for i, t in enumerate("Die Arbeit ist durch Ruhepausen von mindestens 30 Minuten zu unterbrechen.".split())])  # fmt: skip
+    page = OcrPage([line], 95.0, "deu", 595.0, 842.0)
+    boxes = find_words(page, "Ruhepausen von mindestens 30 Minuten")
+    assert [b[0] for b in boxes] == [40.0, 50.0, 60.0, 70.0, 80.0]
+    assert find_words(page, "nichts davon steht hier") == []
+    page.rotated = 90
+    assert find_words(page, "Ruhepausen von mindestens 30 Minuten") == []  # boxes of a turned page: not marked
+
+
+@pytest.fixture(scope="module")
+def scans(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("scans")
+    text = write_pdf(Spec("Arbeitszeitgesetz", GESETZ_PAGES), root / "arbzg-text.pdf")
+    folder = root / "docs"
+    folder.mkdir()
+    write_scan_of(text, folder / "arbzg-scan.pdf", dpi=200, skew=1.0, noise=0.002)
+    return folder
+
+
+@needs_ocr
+def test_a_scanned_law_is_read_with_its_pages_confidence_and_paragraph_signs(scans, tmp_path, monkeypatch):
+    monkeypatch.setattr(ocr, "cache_root", lambda: tmp_path / "cache")
+    raw = parse_pdf((scans / "arbzg-scan.pdf").read_bytes(), ocr.OcrSettings())
+    assert set(raw.metadata["ocr_pages"]) == {"1", "2"} and "pages_without_text" not in raw.metadata
+    assert all(60 <= c <= 100 for c in raw.metadata["ocr_pages"].values())
+    text = " ".join(" ".join(item.text.split()) for item in raw.items if hasattr(item, "text"))
+    for said in ("§ 3 Arbeitszeit der Arbeitnehmer", "acht Stunden nicht", "ununterbrochene Ruhezeit", "§ 5"):
+        assert said in text, said
+    assert raw.page_starts and len(raw.page_starts) == 2
+
+
+@needs_ocr
+def test_a_scan_is_indexed_searched_marked_and_never_read_twice(scans, tmp_path, index_with, monkeypatch):
+    monkeypatch.setattr(ocr, "cache_root", lambda: tmp_path / "cache")
+    summary, reader = index_with(scans)
+    assert summary.pages_ocr == 2 and summary.pages_without_text == 0 and summary.new == 1
+    result = api.query(reader, "Ruhepausen 30 Minuten", QueryConfig(k=3, strategy="lexical", log=False))
+    top = result.passages[0]
+    assert top.pages == [2, 2] and top.ocr is not None and 60 <= top.ocr <= 100
+    from ragkit.render import result_dict
+
+    shown = result_dict(result)["passages"][0]
+    assert shown["ocr"] == {"confidence": top.ocr}
+    png = api.page_image(reader, top.document_id, 2, mark="Ruhepausen von mindestens 30 Minuten")
+    from PIL import Image
+
+    marked = Image.open(io.BytesIO(png)).convert("RGB")
+    plain = Image.open(io.BytesIO(api.page_image(reader, top.document_id, 2))).convert("RGB")
+
+    def yellow(im) -> int:
+        import numpy as np
+
+        px = np.asarray(im).astype(int)
+        return int(((px[..., 0] > 240) & (px[..., 1] > 200) & (px[..., 1] < 235) & (px[..., 2] < 200)).sum())
+
+    assert yellow(marked) > yellow(plain) + 100  # the quote's words painted over on the scanned image
+
+    def no_reading(*args, **kwargs):
+        raise AssertionError("a page was read again")
+
+    monkeypatch.setattr(ocr, "recognise", no_reading)
+    again, _ = index_with(scans, full=True, name="idx2")  # every file parsed anew, every page from the cache
+    assert again.pages_ocr == 2
+
+
+@needs_ocr
+def test_a_page_scanned_on_its_side_or_upside_down_is_turned_and_read(scans):
+    import pypdfium2 as pdfium
+
+    pdf = pdfium.PdfDocument(str(scans / "arbzg-scan.pdf"))
+    image = pdf[1].render(scale=200 / 72, grayscale=True).to_pil()
+    pdf.close()
+    for turn in (90, 180):
+        page = ocr.read_image(image.rotate(turn, expand=True), ocr.OcrSettings(), "deu", 72 / 200)
+        assert page.rotated and "Ruhepausen von mindestens 30 Minuten" in " ".join(ln.text for ln in page.lines)
+
+
+def test_without_an_engine_or_with_no_ocr_the_run_goes_on_and_says_once_how_to_read_them(
+    scans, tmp_path, index_with, monkeypatch
+):
+    (tmp_path / "notes.md").write_text("# Notizen\n\nDie Ruhepausen stehen in § 4 des Arbeitszeitgesetzes.\n")
+    summary, reader = index_with(scans, tmp_path / "notes.md", cfg=IndexConfig(ocr=False))
+    assert summary.pages_without_text == 2 and summary.pages_ocr == 0
+    said = [w for w in summary.warnings if "scanned page" in w]
+    assert len(said) == 1 and "2 scanned page(s) in 1 file(s) were not read" in said[0] and "--no-ocr" in said[0]
+    assert api.stats(reader)["ocr"] == {"pages_read": 0, "pages_unread": 2, "unread_files": ["docs/arbzg-scan.pdf"]}
+    if ocr.available() is None:  # the file is read again by the next run: an engine may be here now
+        again, _ = index_with(scans, tmp_path / "notes.md")
+        assert again.pages_ocr == 2 and again.changed == 1 and again.unchanged == 1
+
+    def missing():
+        raise ocr.OcrUnavailable(f"tesserocr is not installed: {ocr.FIX}")
+
+    monkeypatch.setattr(ocr, "engine", missing)
+    summary, _ = index_with(scans, tmp_path / "notes.md", name="idx2")
+    said = [w for w in summary.warnings if "scanned page" in w]
+    assert len(said) == 1 and 'pip install "ragkit[ocr]"' in said[0] and "tesseract-ocr-deu" in said[0]
+
+
+def test_the_ocr_language_is_checked():
+    from ragkit.errors import BadInput
+
+    assert IndexConfig(ocr_lang="deu+eng").ocr_lang == "deu+eng"
+    with pytest.raises(BadInput, match="ocr_lang"):
+        IndexConfig(ocr_lang="deu; rm -rf /")
+
+
+@needs_ocr
+@pytest.mark.integration
+def test_a_picture_given_directly_is_read_and_stats_count_the_pages(scans, tmp_path):
+    import pypdfium2 as pdfium
+
+    pdf = pdfium.PdfDocument(str(scans / "arbzg-scan.pdf"))
+    picture = tmp_path / "seite.png"
+    pdf[0].render(scale=200 / 72, grayscale=True).to_pil().save(picture, dpi=(200, 200))
+    pdf.close()
+    idx = str(tmp_path / "idx")
+    run = [sys.executable, "-m", "ragkit"]
+    done = subprocess.run([*run, "index", str(picture), "--index", idx, "--json"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["pages_ocr"] == 1
+    asked = subprocess.run([*run, "query", "Wie lange darf ich werktäglich arbeiten?", "--index", idx, "--json",
+                            "--strategy", "lexical"], capture_output=True, text=True, check=True)  # fmt: skip
+    top = json.loads(asked.stdout)["passages"][0]
+    assert top["document"]["path"].endswith("seite.png") and "ocr" in top
+    stats = subprocess.run([*run, "stats", "--index", idx, "--json"], capture_output=True, text=True, check=True)
+    assert json.loads(stats.stdout)["ocr"] == {"pages_read": 1, "pages_unread": 0, "unread_files": []}
+    checked = subprocess.run([*run, "check", "--index", idx], capture_output=True, text=True, check=True)
+    assert "scanned pages: 1 read by OCR" in checked.stdout
