@@ -113,6 +113,20 @@ def test_a_scan_is_indexed_searched_marked_and_never_read_twice(scans, tmp_path,
 
 
 @needs_ocr
+def test_a_folder_of_scans_gets_the_model_of_its_language(scans, tmp_path, monkeypatch):
+    """auto picks the embedding model by the documents' language: a folder of German scans is German once read
+    (it had no text to sample, and got the English model)."""
+    from ragkit.ingest.discover import SourceFile
+    from ragkit.ingest.source import corpus_language
+
+    monkeypatch.setattr(ocr, "cache_root", lambda: tmp_path / "cache")
+    path = scans / "arbzg-scan.pdf"
+    found = [(SourceFile(path, path.name, path.stat().st_size, 0), path.read_bytes())]
+    assert corpus_language(found) == "en"  # unread: no words to tell
+    assert corpus_language(found, ocr.OcrSettings()) == "de"
+
+
+@needs_ocr
 def test_a_page_scanned_on_its_side_or_upside_down_is_turned_and_read(scans):
     import pypdfium2 as pdfium
 

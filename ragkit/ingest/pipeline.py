@@ -40,6 +40,7 @@ from ragkit.generate import load_generator
 from ragkit.ingest import ocr, ray_engine
 from ragkit.ingest.config import IndexConfig
 from ragkit.ingest.discover import SourceDiff, SourceFile, diff_sources, discover
+from ragkit.ingest.ocr import OcrSettings
 from ragkit.ingest.source import (
     PARALLEL_MIN_FILES,
     ParsedRun,
@@ -291,7 +292,8 @@ class IndexRun:
         """The embedding model (a new index: the one for its documents' language), checked against the index's,
         and the LanceDB writer at the committed version (what an unfinished run wrote after it is undone)."""
         if self.cfg.embed_model == AUTO:  # a new index (or --full): the model for its documents' language
-            language = corpus_language([(f, data) for f, data, _, _ in diff.todo])
+            ocr_settings = OcrSettings(self.cfg.ocr_lang) if self.cfg.ocr else None  # (a folder of scans)
+            language = corpus_language([(f, data) for f, data, _, _ in diff.todo], ocr_settings)
             self.cfg = replace(self.cfg, embed_model=model_for(language))
         prev = self.previous
         if prev and not self.full:

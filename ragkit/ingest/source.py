@@ -65,10 +65,10 @@ def _spread(items: list) -> list:
     return items[:: max(1, len(items) // SAMPLE_FILES)][:SAMPLE_FILES]
 
 
-def corpus_language(files: list[tuple[SourceFile, bytes]]) -> str:
+def corpus_language(files: list[tuple[SourceFile, bytes]], ocr: OcrSettings | None = None) -> str:
     """ "de", "sv" or "en": the language most of a sample of ``files`` is written in (up to SAMPLE_FILES text
-    files spread over the list, or when there are none the first two PDF/Word files), for the choice of an
-    index's embedding model."""
+    files spread over the list, or when there are none the first two PDF/Word files; scans read by ``ocr``, whose
+    pages the run then finds in the OCR cache), for the choice of an index's embedding model."""
     texts: list[str] = []
     for _src, data in _spread([f for f in files if not format_for(f[0].path.name).binary]):
         try:
@@ -78,7 +78,8 @@ def corpus_language(files: list[tuple[SourceFile, bytes]]) -> str:
     if not texts:
         for src, data in [f for f in files if format_for(f[0].path.name).binary][:2]:
             try:
-                raw = format_for(src.path.name).parse(data)
+                fmt = format_for(src.path.name)
+                raw = fmt.parse(data, ocr) if fmt.scans else fmt.parse(data)
             except ParseError:
                 continue
             texts.append(" ".join(i.text for i in raw.items if isinstance(i, Block))[:SAMPLE_CHARS])
@@ -95,7 +96,8 @@ def model_for_paths(paths: list, cfg: IndexConfig) -> str:
     if cfg.embed_model != AUTO:
         return cfg.embed_model
     files = discover([Path(p) for p in paths], cfg.include, cfg.exclude, cfg.include_hidden, [])
-    return model_for(corpus_language([(f, read_source(f)) for f in _spread(files)]))
+    ocr = OcrSettings(cfg.ocr_lang) if cfg.ocr else None
+    return model_for(corpus_language([(f, read_source(f)) for f in _spread(files)], ocr))
 
 
 class SourceParser:
