@@ -56,7 +56,7 @@ def test_without_a_token_the_page_asks_for_one_and_shows_no_data(server, browser
 def test_search_answer_quote_feedback_and_a_pdf_page_as_team_a(server, browser):
     web.sign_in(browser, server.url + "/", server.token("a"))
     web.search(browser, "Where must forklifts stop at the Amberfield Depot?")
-    answer = by(browser, "#answer")[0]
+    answer = web.wait_for(browser, "#answer")  # (the passages are painted first, the answer when written)
     assert answer.is_displayed() and "yellow line" in answer.text
     quoted = by(browser, "#results mark.quote")  # the quote, marked inside its passage
     assert quoted and "yellow line" in quoted[0].text
