@@ -307,7 +307,7 @@ def engines(args) -> None:
     times = {"tesserocr": [], "pytesseract": []}
     for image in images:
         t = time.perf_counter()
-        ocr.recognise(image, "swe", 72.0 / DPI, image.height * 72.0 / DPI, image.width * 72.0 / DPI)
+        ocr.recognise(image, "swe", 72.0 / DPI)
         times["tesserocr"].append(time.perf_counter() - t)
         t = time.perf_counter()
         try:

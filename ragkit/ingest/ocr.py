@@ -187,11 +187,11 @@ def _api(lang: str):
     return apis[lang]
 
 
-def recognise(image, lang: str, points_per_pixel: float, height: float, width: float) -> OcrPage:
-    """One page image (PIL, grey) read in ``lang``; boxes turned into PDF points (``points_per_pixel``, the page
-    ``height`` × ``width`` in points)."""
+def recognise(image, lang: str, points_per_pixel: float) -> OcrPage:
+    """One page image (PIL, grey) read in ``lang``; boxes turned into PDF points (``points_per_pixel``)."""
     from tesserocr import RIL, iterate_level
 
+    height, width = image.height * points_per_pixel, image.width * points_per_pixel
     api = _api(lang)
     api.SetImage(image)
     api.SetSourceResolution(round(72.0 / points_per_pixel))
@@ -282,19 +282,18 @@ def _orientation(image) -> int:
 def read_image(image, settings: OcrSettings, lang: str, points_per_pixel: float) -> OcrPage:
     """Read one page image: in ``lang``; turned upright first when read with little confidence; read again in
     its own language (``settings.lang`` "auto") when its text says another clearly (``MIN_WORDS`` at least)."""
-    page = recognise(image, lang, points_per_pixel, image.height * points_per_pixel, image.width * points_per_pixel)
+    page = recognise(image, lang, points_per_pixel)
     turn = _orientation(image) if page.confidence < LOW_CONFIDENCE else 0
     if turn:
         upright = image.rotate(turn, expand=True)  # (PIL turns counter-clockwise, as OSD's angle means)
-        again = recognise(upright, lang, points_per_pixel, upright.height * points_per_pixel,
-                          upright.width * points_per_pixel)  # fmt: skip
+        again = recognise(upright, lang, points_per_pixel)
         if again.confidence > page.confidence:
             page, image, again.rotated = again, upright, turn
     text = " ".join(ln.text for ln in page.lines)
     if settings.lang == "auto" and len(text.split()) >= MIN_WORDS:
         own = LANGUAGES[detect_language(text)]
         if own != lang:
-            again = recognise(image, own, points_per_pixel, page.height, page.width)
+            again = recognise(image, own, points_per_pixel)
             if again.confidence >= page.confidence - 1.0:
                 again.rotated, page = page.rotated, again
     return page
@@ -302,8 +301,8 @@ def read_image(image, settings: OcrSettings, lang: str, points_per_pixel: float)
 
 @dataclass
 class PageJob:
-    """One page to read: its cache ``key`` and how to draw it (``render()`` → a PIL image in grey at the
-    settings' dpi; not called when the cache has the page)."""
+    """One page to read: its cache ``key`` and how to draw it (``render()`` → a PIL image in grey at ``dpi``;
+    not called when the cache has the page)."""
 
     key: str
     render: Callable[[], Any]
