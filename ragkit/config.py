@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import os
 import tomllib
 from dataclasses import fields, replace
 from pathlib import Path
@@ -22,6 +23,7 @@ from ragkit.ingest.formats import FORMATS
 from ragkit.retrieve.config import ANSWER_MODES, MODES, PLANNERS, RERANKERS, STRATEGY_NAMES, QueryConfig
 from ragkit.retrieve.strategies import STRATEGIES, hierarchical
 from ragkit.store import mirror
+from ragkit.store.layout import MANIFEST
 from ragkit.validate import choices
 
 __all__ = [
@@ -40,26 +42,79 @@ __all__ = [
     "load_config",
     "override",
     "parse_filters",
+    "find_index",
+    "index_origin",
+    "ragkit_home",
     "resolve_index_dir",
 ]
 
 DEFAULT_HOME = Path("indexes")
+HOME_VAR = "RAGKIT_HOME"  # the per-user place for indexes (``ragkit_home``)
 TREE_MODES = choices(hierarchical.Settings, "mode")
 EXTRACTORS = choices(IndexConfig, "extract")
 SUMMARIES = choices(IndexConfig, "summaries")
 FILE_FORMATS = {suffix: fmt.name for suffix, fmt in FORMATS.items()}  # what ragkit index reads, by suffix
 
 
+def ragkit_home() -> Path:
+    """The one per-user place for indexes: ``$RAGKIT_HOME``, else ``ragkit`` in the user's data directory
+    (``$XDG_DATA_HOME``, default ``~/.local/share``)."""
+    if os.environ.get(HOME_VAR):
+        return Path(os.environ[HOME_VAR]).expanduser().absolute()
+    data = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
+    return Path(data).expanduser().absolute() / "ragkit"
+
+
+def find_index(name: str, cwd: Path | None = None) -> tuple[Path, str] | None:
+    """Where the index ``name`` lives, as git finds ``.git``: ``indexes/NAME`` in ``cwd``, else in the nearest
+    folder above it that holds one (with its manifest), else ``indexes/NAME`` under ``ragkit_home()``. Returns the folder (relative
+    when it is under ``cwd``'s own ``indexes/``) and how it was found; None when nowhere."""
+    here = (cwd or Path.cwd()).absolute()
+    if (here / DEFAULT_HOME / name).is_dir():  # (even without a manifest: a run under way, or one to check)
+        return DEFAULT_HOME / name, "in ./indexes"
+    for folder in here.parents:
+        if (folder / DEFAULT_HOME / name / MANIFEST).is_file():
+            return folder / DEFAULT_HOME / name, f"in {folder / DEFAULT_HOME} (above the current directory)"
+    home = ragkit_home() / DEFAULT_HOME / name
+    if (home / MANIFEST).is_file():
+        return home, f"in ${HOME_VAR}" if os.environ.get(HOME_VAR) else f"in {ragkit_home()} (the user's data)"
+    return None
+
+
+def new_index_dir(name: str) -> Path:
+    """Where an index ``name`` found nowhere is made: under ``$RAGKIT_HOME`` when it is set, else ./indexes."""
+    return ragkit_home() / DEFAULT_HOME / name if os.environ.get(HOME_VAR) else DEFAULT_HOME / name
+
+
+def _bare(s: str) -> bool:
+    return "/" not in s and "\\" not in s and s not in (".", "..")
+
+
+def index_origin(index: str | Path | None) -> str:
+    """How ``resolve_index_dir(index)`` found its folder, in words (``ragkit stats`` shows it)."""
+    s = "default" if index is None else str(index)
+    if mirror.is_uri(s):
+        return "object storage (a local mirror)"
+    if not _bare(s):
+        return "given as a folder"
+    found = find_index(s)
+    return (
+        found[1]
+        if found
+        else "not found: a new index goes " + (f"under ${HOME_VAR}" if os.environ.get(HOME_VAR) else "in ./indexes")
+    )
+
+
 def resolve_index_dir(index: str | Path | None) -> Path:
-    """``None`` → ./indexes/default; a bare name → ./indexes/NAME; a URI (``s3://bucket/prefix``) → its local
-    mirror (ragkit/store/remote.py); anything else is a directory."""
-    if index is None:
-        return DEFAULT_HOME / "default"
-    s = str(index)
+    """``None`` → the index "default"; a bare name → ``indexes/NAME`` found from the current directory upwards,
+    else under ``$RAGKIT_HOME`` (``find_index``; one found nowhere: ``new_index_dir``); a URI
+    (``s3://bucket/prefix``) → its local mirror (ragkit/store/remote.py); anything else is a directory."""
+    s = "default" if index is None else str(index)
     if mirror.is_uri(s):
         return mirror.mirror_for(s)
-    if "/" not in s and "\\" not in s and s not in (".", ".."):
-        return DEFAULT_HOME / s
+    if _bare(s):
+        found = find_index(s)
+        return found[0] if found else new_index_dir(s)
     # absolute: "./idx" stays a folder however it is passed on (str(Path("./idx")) is "idx", a bare name)
     return Path(s).expanduser().absolute()
 

@@ -1,4 +1,4 @@
-"""BEIR-layout evaluation: the dataset, nDCG@10, recall@k, MRR@10 and latency per strategy (``api.evaluate``
+"""BEIR-layout evaluation: the dataset, nDCG@10, recall@k, MRR@10 and latency per strategy (``measure.evaluate``
 indexes the corpus and runs the queries through these)."""
 
 from __future__ import annotations

@@ -601,13 +601,13 @@ def static_throughput(embedders: dict, readers: dict, n: int) -> None:
 
 def static_hotpot(embedders: dict, work: Path) -> None:
     """hotpotqa-100 recall@2 / @5 (auto, naive; k 20) with each embedder, one index each."""
-    from ragkit import api
+    from ragkit import measure
     from ragkit.config import IndexConfig
 
     rows = []
     for label, (spec, emb) in embedders.items():
         idx = work / ("hotpot-" + "".join(c if c.isalnum() else "-" for c in label))
-        res = api.evaluate(
+        res = measure.evaluate(
             SHARED / "hotpotqa-100",
             ["auto", "naive"],
             index_dir=idx,

@@ -34,7 +34,7 @@ import harness
 import numpy as np
 from harness import arg, print_table
 
-from ragkit import api
+from ragkit import api, measure
 from ragkit.config import QueryConfig
 from ragkit.learn import guard
 from ragkit.rerank import bundled
@@ -131,7 +131,7 @@ def english(work: Path) -> list[tuple]:
     rows = []
     for name in ("hotpotqa-100", "scifact-train"):
         ds = harness.SHARED / name
-        found = api.evaluate(ds, ["auto"], k=20, reranks=["features", "cross"])
+        found = measure.evaluate(ds, ["auto"], k=20, reranks=["features", "cross"])
         by = {r["rerank"]: r for r in found["results"]}
         rows.append(
             (
@@ -186,8 +186,8 @@ def guard_cmd(args) -> None:
         "de": lambda: _ranks(*_pair("german", args.work), _section_first),
         "sv": lambda: _ranks(*_pair("swedish", args.work), _page_first),
     }
-    for lang, measure in checks.items():
-        ranks = measure()
+    for lang, ranked in checks.items():
+        ranks = ranked()
         b, a = [float(r == 1) for r in ranks["before"]], [float(r == 1) for r in ranks["after"]]
         rows.append(_decide(lang, "right passage first", b, a, ranks["ms"], decided))
     b, a, ms = _english_held_out(args.work)

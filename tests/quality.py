@@ -13,7 +13,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from ragkit import api
+from ragkit import api, measure
 from ragkit.config import QueryConfig
 
 REPO = Path(__file__).resolve().parent.parent
@@ -53,7 +53,7 @@ class Check:
 
 def hotpotqa_eval(index_dir: Path, k: int, strategies: list[str], cfg: QueryConfig | None = None) -> dict:
     """``ragkit eval`` on hotpotqa-100 (all 100 questions): ``{strategy: metrics}``."""
-    res = api.evaluate(HOTPOTQA, strategies, index_dir=index_dir, k=k, qcfg=cfg)
+    res = measure.evaluate(HOTPOTQA, strategies, index_dir=index_dir, k=k, qcfg=cfg)
     return {r["strategy"]: r for r in res["results"]}
 
 

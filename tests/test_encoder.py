@@ -57,11 +57,11 @@ def test_export_is_cached_per_model_and_done_once(tmp_path):
     first = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=REPO, timeout=600)
     assert first.returncode == 0, first.stderr
     path = first.stdout.splitlines()[0]
-    assert path.startswith(str(tmp_path)) and path.endswith("model-int8.onnx")
+    assert path.startswith(str(tmp_path)) and path.endswith("model-int8r.onnx")
     folder = os.path.dirname(path)
     assert sorted(f for f in os.listdir(folder) if not f.startswith(".")) == [
         "export.json",
-        "model-int8.onnx",
+        "model-int8r.onnx",
         "model.onnx",
     ]
     stamp = os.path.getmtime(os.path.join(folder, "model.onnx"))
@@ -75,6 +75,34 @@ def test_export_is_cached_per_model_and_done_once(tmp_path):
     )
     assert again.returncode == 0 and again.stdout.split()[-1] == "False"  # cached: no torch, no export
     assert os.path.getmtime(os.path.join(folder, "model.onnx")) == stamp
+
+
+def test_int8_weights_fit_in_seven_bits_so_no_cpu_saturates(tmp_path):
+    """The int8 graph's weights lie in [-64, 63] (``reduce_range``): an AVX2 CPU without VNNI adds pairs of
+    uint8 activations × int8 weights in 16-bit registers, which 8-bit weights overflow, so one index differed
+    (and lost answers: hotpotqa 0.50 instead of 0.58) between machines. An 8-bit graph cached by an older
+    ragkit is replaced."""
+    import onnx
+    from onnx import numpy_helper
+
+    from ragkit.embed.export import FULL, INT8, OLD_INT8, _quantize, ensure_exported
+    from ragkit.embed.models import BUNDLED, fingerprint, resolve_model_dir
+
+    model = resolve_model_dir(BUNDLED)
+    folder = ensure_exported(model, fingerprint(model))
+    work = tmp_path / "cache"
+    work.mkdir()
+    (work / FULL).symlink_to(folder / FULL)
+    (work / OLD_INT8).write_bytes(b"an 8-bit graph of an older ragkit")
+    _quantize(work)
+    assert not (work / OLD_INT8).exists()
+    weights = [
+        numpy_helper.to_array(t)
+        for t in onnx.load(str(work / INT8)).graph.initializer
+        if t.data_type == onnx.TensorProto.INT8
+    ]
+    assert len(weights) >= 36  # six layers' attention and feed-forward matrices
+    assert max(int(np.abs(w.astype(np.int16)).max()) for w in weights) <= 64
 
 
 def test_a_query_process_imports_no_torch(tmp_path):

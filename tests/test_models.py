@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ragkit import api
+from ragkit import api, measure
 from ragkit.config import IndexConfig, QueryConfig
 from ragkit.embed import BUNDLED, load_embedder
 from ragkit.embed.http_encoder import HttpEmbedder
@@ -309,6 +309,6 @@ def test_models_command_and_eval_compare_models(llama, gguf, tmp_path):
     )
     (data / "queries.jsonl").write_text('{"_id": "q1", "text": "overtime pay"}\n{"_id": "q2", "text": "rollback"}\n')
     (data / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\nq2\td2\t1\n")
-    res = api.evaluate(data, ["hybrid"], index_dir=tmp_path / "ev", k=3, embed_models=[BUNDLED, str(gguf)])
+    res = measure.evaluate(data, ["hybrid"], index_dir=tmp_path / "ev", k=3, embed_models=[BUNDLED, str(gguf)])
     assert [r["embed_model"] for r in res["results"]] == [BUNDLED, str(gguf)]
     assert (tmp_path / "ev").is_dir() and any(p.name.startswith("ev-") for p in tmp_path.iterdir())

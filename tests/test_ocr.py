@@ -16,7 +16,7 @@ import pytest
 from ragkit import api
 from ragkit.config import IndexConfig, QueryConfig
 from ragkit.ingest import ocr
-from ragkit.ingest.ocr import OcrLine, OcrPage, Word, _paragraph_signs, find_words
+from ragkit.ingest.ocr import OcrLine, OcrPage, Word, _paragraph_signs, find_words, number_paragraphs
 from ragkit.ingest.pdf import parse_pdf
 from tests.documents import GESETZ_PAGES, Spec, write_pdf, write_scan_of
 
@@ -43,6 +43,33 @@ def test_the_paragraph_sign_the_german_and_swedish_models_lack_is_read_back():
         found = words(read)
         _paragraph_signs(found)
         assert " ".join(w.text for w in found) == meant, read
+
+
+def test_a_paragraph_number_read_together_with_its_sign_gets_the_sign_back():
+    """Swedish paragraphs open "1 §", "2 §"; the models read "18", "28", "108": a line opening with such a word
+    and a capital gets "§" back when the number is next in the count (which starts again at "N kap. Title"),
+    never a number out of the count, a reference at a line's start or a number in an English page."""
+    lines = [
+        ("1 kap. Allmänna bestämmelser", "1 kap. Allmänna bestämmelser"),
+        ("18 Dessa föreskrifter gäller", "1 § Dessa föreskrifter gäller"),
+        ("28 Ord och uttryck", "2 § Ord och uttryck"),
+        ("enligt", "enligt"),
+        ("19 § tillgängliga för den", "19 § tillgängliga för den"),  # a reference: the count stays at 2
+        ("1 kap. 6 § strålskyddslagen", "1 kap. 6 § strålskyddslagen"),  # a reference: no new chapter
+        ("58 Verksamhetsutövaren ska", "5 § Verksamhetsutövaren ska"),  # 3 and 4 read otherwise
+        ("5a8 Den som", "5 a § Den som"),
+        ("118 Arbetsgivaren ska", "118 Arbetsgivaren ska"),  # 11 is too far ahead of 5: a number stays
+        ("2 kap. Tillstånd", "2 kap. Tillstånd"),
+        ("18 Tillstånd krävs", "1 § Tillstånd krävs"),
+        ("38 stycket gäller", "38 stycket gäller"),  # no capital after it
+    ]
+    page = OcrPage([OcrLine(read, (0, 0, 1, 1), True, words(read)) for read, _ in lines], 90.0, "swe", 595, 842)
+    english = OcrPage([OcrLine("18 Main Street", (0, 0, 1, 1), True, words("18 Main Street"))], 90.0, "eng", 1, 1)
+    number_paragraphs([page, english])
+    assert [ln.text for ln in page.lines] == [meant for _, meant in lines]
+    assert [w.text for w in page.lines[1].words] == ["1", "§", "Dessa", "föreskrifter", "gäller"]
+    assert page.lines[1].words[0].box[2] == page.lines[1].words[1].box[0]  # the word's box shared
+    assert english.lines[0].text == "18 Main Street"
 
 
 def test_a_quote_is_found_among_the_words_ocr_read():

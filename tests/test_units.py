@@ -240,3 +240,25 @@ def test_graph_scores_are_added_to_the_text_fusion_scaled_by_their_highest():
     assert fused["b"].score == pytest.approx(0.75 * 0.6 + 0.25 * 1.0)
     assert fused["g"].score == pytest.approx(0.25 * 0.5)  # the last of a short list still counts
     assert fused["g"].ranks == {"ppr": 2} and [h.chunk_id for h in with_graph(text, [], "ppr", 0.25)] == ["a", "b"]
+
+
+def test_an_encoder_that_remembers_encodes_each_text_once_and_forgets_the_oldest():
+    import numpy as np
+
+    from ragkit.embed.remembered import Remembered
+
+    calls = []
+
+    def encode(texts):
+        calls.append(list(texts))
+        return np.array([[len(t), 1.0] for t in texts], dtype=np.float32)
+
+    enc = Remembered(encode, size=3)
+    first = enc(["a", "bb", "a"])
+    assert calls == [["a", "bb"]] and first.tolist() == [[1, 1], [2, 1], [1, 1]]
+    again = enc(["bb", "ccc"])  # "bb" kept: only "ccc" is encoded
+    assert calls[-1] == ["ccc"] and again.tolist() == [[2, 1], [3, 1]]
+    enc(["dddd"])  # four texts met, three kept: "a" (the least recently asked) goes
+    enc(["a"])
+    assert calls[-1] == ["a"] and enc.encoded == 5
+    assert enc([]).shape[0] == 0

@@ -41,7 +41,7 @@ def eval_cmd(
 ):
     """Measure retrieval quality on a labelled BEIR-layout dataset, strategies side by side (the index defaults
     to ./indexes/eval-NAME)."""
-    from ragkit import api
+    from ragkit import measure
 
     icfg, qcfg = load_config()
     qcfg = override(qcfg.with_alpha(alpha), mode=mode)
@@ -55,7 +55,7 @@ def eval_cmd(
         override(qcfg, rerank=rr)
     reporter = RichReporter(interactive(as_json))
     try:
-        res = api.evaluate(
+        res = measure.evaluate(
             dataset,
             names,
             index_dir=resolve_index_dir(index) if index else None,

@@ -33,12 +33,12 @@ def models_cmd(
     texts/s and query latency (embed), ms per candidate (rerank), first token and tokens/s (generate)."""
     if ctx.invoked_subcommand is not None:
         return
-    from ragkit import api
+    from ragkit import measure
 
     icfg, qcfg = load_config()
     icfg = override(icfg, embed_model=embed_model)
     qcfg = override(qcfg, rerank_model=rerank_model, model=model)
-    rows = api.models(icfg, qcfg, index_dir=index, probe=not no_probe)
+    rows = measure.models(icfg, qcfg, index_dir=index, probe=not no_probe)
     if as_json:
         print_json({"schema": "ragkit.models/1", "roles": rows})
         return

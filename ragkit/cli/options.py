@@ -18,7 +18,11 @@ def one_of(values) -> str:
 
 
 IndexOpt = Annotated[
-    str | None, typer.Option(*flags.INDEX, help="Index name (under ./indexes), directory or s3:// URI.")
+    str | None,
+    typer.Option(
+        *flags.INDEX,
+        help="Index name (indexes/NAME here or in a folder above, else under $RAGKIT_HOME; default: default), directory or s3:// URI.",
+    ),
 ]
 AsJson = Annotated[bool, typer.Option(flags.JSON, help="Print as JSON (one object).")]
 StrategyOpt = Annotated[

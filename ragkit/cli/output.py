@@ -38,43 +38,42 @@ def through_server(index_dir: Path, text: str, qcfg, as_json: bool, as_jsonl: bo
 def run_query(
     reader, text: str, qcfg, trace: Path | None, source: str = "cli", stream: bool = True, con=None
 ) -> tuple[QueryResult, RagkitError | None]:
-    """``api.query`` and, when ``qcfg.answer``, the answer (``write_answer``: streamed to ``con`` unless not
-    ``stream``); every candidate's features appended to ``trace`` when given. The query, with whether its answer
+    """One question through ``api.ask``: the passages and, when ``qcfg.answer``, the answer (streamed to ``con``
+    unless not ``stream``); every candidate's features appended to ``trace`` when given. The query, with whether its answer
     abstained, is kept in the index's log for feedback (``ragkit feedback QUERY_ID``). Returns the result and
     the error that kept an answer from being written."""
     from ragkit import api
 
-    result = api.query(reader, text, qcfg)
-    failed = write_answer(result, qcfg, stream, con=con, reader=reader) if qcfg.answer else None
-    api.log_query(reader, result, qcfg, source=source)
+    con = con or console
+    writing = AnswerWriter(con)
+    try:
+        result, failed = api.ask(reader, text, qcfg, writing.show if stream else None, source=source)
+    finally:
+        writing.end()
+    if stream and result.answer is not None:
+        print_answer_notes(result.answer, con)
     if trace is not None:
         with trace.open("a") as fh:
             fh.write(trace_line(result) + "\n")
     return result, failed
 
 
-def write_answer(result: QueryResult, qcfg, stream: bool, con=None, reader=None) -> RagkitError | None:
-    """Write the answer into ``result`` (streaming it to ``con``, the terminal by default); returns the error
-    instead of raising. ``reader``: the result's index (its vocabulary and encoder check the answer)."""
-    from ragkit import api
+class AnswerWriter:
+    """An answer streamed to ``con`` as it is written: its header once the first words come (a model that fails
+    to load prints nothing), its line ended after."""
 
-    con = con or console
-    started = []
+    def __init__(self, con):
+        self.con, self.started = con, False
 
-    def show(text: str) -> None:
-        if not started:  # the header only once the answer starts (a model that fails to load prints nothing)
-            con.print("[bold]Answer[/]")
-            started.append(True)
-        con.out(text, end="", highlight=False)
+    def show(self, text: str) -> None:
+        if not self.started:
+            self.con.print("[bold]Answer[/]")
+            self.started = True
+        self.con.out(text, end="", highlight=False)
 
-    try:
-        failed = api.answer_into(result, qcfg, on_text=show if stream else None, reader=reader)
-    finally:
-        if started:
-            con.out("")
-    if stream and result.answer is not None:
-        print_answer_notes(result.answer, con)
-    return failed
+    def end(self) -> None:
+        if self.started:
+            self.con.out("")
 
 
 def print_answer_notes(a, con) -> None:

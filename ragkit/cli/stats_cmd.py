@@ -20,14 +20,16 @@ def human_size(n: float) -> str:
 def stats_cmd(index: IndexOpt = None, as_json: AsJson = False):
     """Show what an index holds: documents, sections, chunks, doc_types, size per component, embedder."""
     from ragkit import api
+    from ragkit.config import index_origin
 
-    st = api.stats(api.open_index(index))
+    st = api.stats(api.open_index(index)) | {"found": index_origin(index)}
     if as_json:
         print_json(st)
         return
     t = Table(show_header=False, title=f"index {st['index']}")
     t.add_column(style="bold")
     t.add_column()
+    t.add_row("found", st["found"])
     t.add_row("documents", str(st["documents"]))
     t.add_row("sections", str(st["sections"]))
     t.add_row("chunks", str(st["chunks"]))

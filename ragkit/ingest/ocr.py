@@ -264,6 +264,50 @@ def _paragraph_signs(words: list[Word]) -> None:
                 w.text = f"{m.group(1)} §"
 
 
+_GLUED_NUMBER = re.compile(r"^(\d{1,3})(?:\s?([a-h]))?[8S$]$")  # "18" read for "1 §", "5a8" for "5 a §"
+_OPENS = re.compile(r"^(\d{1,3})(?:\s?([a-h]))?$")  # a paragraph's number read as such ("26" before "§")
+AHEAD = 5  # paragraphs a glued number may run ahead of the last one read (those between read otherwise)
+_CHAPTER = re.compile(r"^\d{1,3}\s?[a-h]?$")  # "3" before "kap." (its paragraphs count from 1 again)
+
+
+def number_paragraphs(pages: list[OcrPage]) -> None:
+    """Swedish paragraphs open a line with "1 §", "2 §", …; the German and Swedish models often read the number
+    and the sign as one word ("18", "108", "388" for "1 §", "10 §", "38 §"), which hides the paragraph from the
+    section tree and from reference questions. A line that opens with such a word and goes on with a capital
+    letter gets its "§" back when the number is the next in the document's count (up to ``AHEAD`` after the last
+    paragraph read, which starts again after "N kap."; a line opening "19 § tillgängliga" is a reference read at a
+    line's start, not a paragraph): pages in reading order, ``pages`` changed in place."""
+    last = 0
+    for page in pages:
+        if page.language == "eng":
+            continue
+        for line in page.lines:
+            words = line.words
+            if len(words) < 2:
+                continue
+            first, second = words[0].text, words[1].text
+            if _CHAPTER.match(first) and second.startswith("kap") and (len(words) < 3 or words[2].text[:1].isupper()):
+                last = 0  # (not "… enligt / 1 kap. 6 §": a reference)
+            elif _OPENS.match(first) and second == "§" and len(words) > 2 and words[2].text[:1].isupper():
+                last = int(_OPENS.match(first).group(1))  # (not "… enligt / 19 § tillgängliga": a reference)
+            elif (m := _GLUED_NUMBER.match(first)) and second[:1].isupper():
+                number, letter = int(m.group(1)), m.group(2)
+                if last < number <= last + AHEAD or (letter and number == last):
+                    words[:1] = _split_sign(words[0], f"{number} {letter}" if letter else str(number))
+                    line.text = " ".join(w.text for w in words)
+                    last = number
+
+
+def _split_sign(word: Word, number: str) -> list[Word]:
+    """``word`` ("18") as the number and "§", its box shared in proportion to their characters."""
+    left, bottom, right, top = word.box
+    cut = left + (right - left) * len(number) / (len(number) + 1)
+    return [
+        Word(number, (left, bottom, cut, top), word.confidence),
+        Word("§", (cut, bottom, right, top), word.confidence),
+    ]
+
+
 def _orientation(image) -> int:
     """Degrees to turn ``image`` counter-clockwise so that its text stands upright (Tesseract's ``osd``), 0 if
     unsure."""

@@ -81,15 +81,17 @@ def query(state: State, args: dict[str, Any], caller: Caller, on_text: Callable 
     _, base = load_config(index_dir=state.index_dir)
     cfg = admit(request_config(base, args), base, caller)
     reader = state.reader()
-    result = api.query(reader, text, cfg)
-    keep_visible(result, reader, caller.readable)
-    failed = None
-    if cfg.answer and on_text is not None and args.get("early"):  # the passages before the answer is written
-        on_text(EARLY + json.dumps({"early": result_dict(result, bool(args.get("explain")))}, default=str))
-    if cfg.answer:
-        failed = api.answer_into(result, cfg, on_text=on_text, reader=reader)
+
+    def passages_ready(result: QueryResult) -> None:
         keep_visible(result, reader, caller.readable)
-    api.log_query(reader, result, cfg, token=caller.asker, source=str(args.get("source") or "http"))
+        if cfg.answer and on_text is not None and args.get("early"):  # the passages before the answer
+            on_text(EARLY + json.dumps({"early": result_dict(result, bool(args.get("explain")))}, default=str))
+
+    source = str(args.get("source") or "http")
+    result, failed = api.ask(reader, text, cfg, on_text, passages_ready=passages_ready, token=caller.asker,
+                             source=source)  # fmt: skip
+    if cfg.answer:
+        keep_visible(result, reader, caller.readable)
     out = result_dict(result, bool(args.get("explain")))
     if args.get("trace"):
         out["trace"] = json.loads(trace_line(result))

