@@ -9,6 +9,8 @@ Subcommands:
   trust   answers you can trust, one table for English, German and Swedish: gold answer contained, abstention
           on answerable and unanswerable questions, supported sentences, the cited page, and the answer step's
           cost, for the answer before issue 33 (written, unchecked) and now (extract; generate + check)
+  units   the answer step with each unit encoded for every question vs remembered per reader (side by side in
+          one run, a fresh reader each): seconds and the figures, which must not move
 
 Every subcommand also takes ``--json`` (each table as one JSON object per line).
 """
@@ -290,6 +292,35 @@ def _measure(reader, good, bad, mode, gen, k) -> list[str]:
         f"{statistics.median(times):.1f}",
         f"{statistics.median(checks):.1f}" if checks else "–",
     ]
+
+
+@cli.command(
+    "units",
+    arg("--set", default="xquad", help="an answer set: german, swedish, hotpotqa, xquad, swequad"),
+    arg("--work", type=Path, default=None, help="the set's corpus and index (kept)"),
+)
+def units(args) -> None:
+    """The held-out half answered twice, each unit encoded for every question ("plain") and its vector
+    remembered by the reader (ragkit/embed/remembered.py, the default): seconds, contained, answered."""
+    quality = harness.tests_module("quality")
+    work = harness.workdir(args.work, "units")
+    aset = quality.answer_set(args.set, work)
+    if not (work / "index" / "manifest.json").exists():
+        api.index([aset.source], work / "index")
+    good, bad = quality.answer_questions(args.set)
+    remembered, rows = api._unit_vectors, []
+    for label, vectors in (("plain", lambda reader: reader.embedder.encode), ("remembered", remembered)):
+        reader = api.open_index(work / "index")
+        reader.embedder.encode_query("warm up")
+        api._unit_vectors = vectors
+        try:
+            t = time.perf_counter()
+            m = quality.answer_eval(reader, good, bad)
+        finally:
+            api._unit_vectors = remembered
+        rows.append([label, f"{time.perf_counter() - t:.1f}", f"{m['contained']:.4f}", f"{m['answered']:.4f}"])
+    print_table(f"answer units encoded, {args.set} held-out half ({len(good)} + {len(bad)} questions)",
+                ["units", "seconds", "contained", "answered"], rows)  # fmt: skip
 
 
 def citation_checks(a, passages) -> list[bool]:

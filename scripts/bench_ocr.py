@@ -202,30 +202,28 @@ def retrieval(args) -> None:
             readers[kind, lang] = api.open_index(idx)
     swedish = quality.swedish_questions()
     german = quality.german_questions(held_out=True)
+    answers = {lang: quality.answer_questions(name) for lang, name in (("sv", "swedish"), ("de", "german"))}
     rows = []
     figures: dict[str, dict[str, float]] = {}
     for kind in ("text", "scan"):
-        sv = quality.swedish_hits(readers[kind, "sv"], [_renamed(q) for q in swedish])
-        de = quality.german_hits(readers[kind, "de"], [_pdf_law(q) for q in german])
+        sv = quality.swedish_hits(readers[kind, "sv"], swedish)
+        de = quality.german_hits(readers[kind, "de"], german)
+        said = {lang: quality.answer_eval(readers[kind, lang], *answers[lang]) for lang in ("sv", "de")}
         figures[kind] = {
             "Swedish everyday top-3": sv.get("everyday_top3", 0.0),
             "Swedish reference first": sv.get("reference_top1", 0.0),
             "German everyday top-3 (held-out)": de["top3"],
             "German everyday top-1 (held-out)": de["top1"],
+            "Swedish answers: gold contained (held-out)": said["sv"]["contained"],
+            "Swedish answers: quote on the gold page": said["sv"]["page_right"],
+            "German answers: gold contained (held-out)": said["de"]["contained"],
         }
     for name in figures["text"]:
         before, after = figures["text"][name], figures["scan"][name]
         rows.append([name, f"{before:.3f}", f"{after:.3f}", f"{after / before:.3f}" if before else "–"])
     print_table("retrieval: text copies vs scanned copies", ["figure", "text", "scan", "scan / text"], rows,
-                notes=[f"Swedish: {len(swedish)} questions; German: {len(german)} held-out questions"])  # fmt: skip
-
-
-def _renamed(q: dict) -> dict:
-    return q  # the Swedish copies keep their file names
-
-
-def _pdf_law(q: dict) -> dict:
-    return q  # the German copies keep their law's folder (b/bdsg_2018/index.pdf)
+                notes=[f"Swedish: {len(swedish)} questions; German: {len(german)} held-out questions; answers: "
+                       + ", ".join(f"{lang} {len(g)} + {len(b)} absent" for lang, (g, b) in answers.items())])  # fmt: skip
 
 
 @cli.command("cost", WORK, arg("--pages", type=int, default=500, help="pages of the long scan"))

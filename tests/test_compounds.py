@@ -86,7 +86,7 @@ def test_a_query_in_a_language_the_model_does_not_know_leans_on_bm25(tmp_path, i
     write(root, "a.md", "# Arbeitszeit\n\n" + GERMAN + "\n")
     _, reader = index_with(root)
     english = dataclasses.replace(reader.manifest.embedder, name="all-MiniLM-L6-v2")  # the bundled model: English
-    reader.manifest = reader.manifest.but(embedder=english)
+    reader.manifest = reader.manifest.replaced(embedder=english)
     r = api.query(reader, "Wie lange muss die Pause sein?", QueryConfig(strategy="hybrid", k=1))
     assert r.plan.fusion["alpha"] == QueryConfig().foreign_alpha
     assert any("does not know 'de'" in n for n in r.plan.planner_notes)

@@ -144,7 +144,7 @@ def _groups(n: int, flip: bool, seed: int) -> list[ranking.Group]:
 
 
 def test_the_guard_adopts_a_better_model_and_refuses_a_worse_one():
-    good, model = ranking.decide("all", _groups(60, False, 1), None, min_queries=20)
+    good, model = ranking.fit_if_better("all", _groups(60, False, 1), None, min_queries=20)
     assert good.adopted and good.after["top1"] > good.before["top1"] and model is not None
     # fitted on queries where high "dense" wins, held out on queries where it loses: refused
     mixed = _groups(60, False, 2)
@@ -153,9 +153,9 @@ def test_the_guard_adopts_a_better_model_and_refuses_a_worse_one():
     mixed = [g if g.query not in flipped else _groups(1, True, hash(g.query) % 1000)[0].__class__(
         g.query, g.scope, g.X, np.where(np.arange(12) == np.argmin(g.X[:, RANK_FEATURES.index("dense")]), 4, 1),
         g.default) for g in mixed]  # fmt: skip
-    worse, _ = ranking.decide("all", mixed, None, min_queries=20)
+    worse, _ = ranking.fit_if_better("all", mixed, None, min_queries=20)
     assert not worse.adopted and worse.after["ndcg@10"] <= worse.before["ndcg@10"]
-    few, _ = ranking.decide("all", _groups(8, False, 3), None, min_queries=20)
+    few, _ = ranking.fit_if_better("all", _groups(8, False, 3), None, min_queries=20)
     assert not few.adopted and "needed" in few.reason
 
 
@@ -175,7 +175,7 @@ def _noise(n: int, seed: int) -> list[ranking.Group]:
 def test_the_guard_refuses_a_held_out_gain_that_is_chance(seed):
     # on these draws the model fitted on noise scores a higher held-out nDCG@10 and no lower top-1 (the rule before
     # issue 51 adopted it); the paired bootstrap says twenty held-out queries cannot tell that from chance
-    outcome, _ = ranking.decide("all", _noise(60, seed), None, min_queries=20)
+    outcome, _ = ranking.fit_if_better("all", _noise(60, seed), None, min_queries=20)
     assert outcome.after["ndcg@10"] > outcome.before["ndcg@10"] and outcome.after["top1"] >= outcome.before["top1"]
     assert not outcome.adopted and "beyond chance" in outcome.reason and outcome.after["p"] >= 0.05
 
@@ -183,7 +183,7 @@ def test_the_guard_refuses_a_held_out_gain_that_is_chance(seed):
 def test_an_adopted_ranker_is_used_explained_shown_and_reset(reader):
     before = [p.path for p in asked(reader, QUESTIONS[5]).passages]
     groups = [g for g in _groups(40, False, 4)]
-    outcome, model = ranking.decide("all", groups, None, min_queries=20)
+    outcome, model = ranking.fit_if_better("all", groups, None, min_queries=20)
     assert outcome.adopted
     ranking.adopt(reader.index_dir, "all", model, outcome)
     reader = reopen(reader)
@@ -270,11 +270,11 @@ def _rated(confidences_wanted: list[tuple[float, bool]]) -> list[abstaining.Rate
 def test_the_answer_guard_adopts_a_threshold_that_decides_better_and_keeps_a_good_one():
     # wanted exactly from 0.6 up; in use 0.2: every answer between 0.2 and 0.6 was rated bad
     rated = _rated([(0.05 + 0.9 * i / 59, 0.05 + 0.9 * i / 59 >= 0.6) for i in range(60)])
-    outcome, threshold = abstaining.decide("all", "en", rated, current=0.2)
+    outcome, threshold = abstaining.fit_if_better("all", "en", rated, current=0.2)
     assert outcome.adopted and 0.55 < threshold < 0.65 and outcome.after["right"] == 1.0 > outcome.before["right"]
-    kept, _ = abstaining.decide("all", "en", rated, current=0.6)  # already right: nothing to gain
+    kept, _ = abstaining.fit_if_better("all", "en", rated, current=0.6)  # already right: nothing to gain
     assert not kept.adopted and "beyond chance" in kept.reason
-    few, _ = abstaining.decide("all", "en", rated[:10], current=0.2)
+    few, _ = abstaining.fit_if_better("all", "en", rated[:10], current=0.2)
     assert not few.adopted and few.reason == "10 questions with rated answers, 20 needed"
     # an abstention rated bad wanted an answer; an abstention rated good did not
     assert abstaining.Rated("q", "all", "en", 0.1, True, False).wanted
@@ -287,12 +287,12 @@ def test_a_set_of_mostly_wrong_quotes_does_not_learn_to_say_nothing():
     rated = _rated([(0.2 + 0.7 * i / 89, i % 3 == 0) for i in range(90)])
     threshold = abstaining.fit_threshold(rated, current=0.2)
     assert abstaining.silenced(rated, threshold) <= abstaining.MAX_SILENCED < abstaining.silenced(rated, 0.8)
-    outcome, _ = abstaining.decide("all", "en", rated, current=0.2)
+    outcome, _ = abstaining.fit_if_better("all", "en", rated, current=0.2)
     assert not outcome.adopted or outcome.after["silenced"] <= abstaining.MAX_SILENCED
     # every answer rated bad: nothing says what share is silenced, so the threshold may not rise
     wrong = _rated([(0.2 + 0.7 * i / 29, False) for i in range(30)])
     assert abstaining.fit_threshold(wrong, current=0.21) <= 0.21
-    assert not abstaining.decide("all", "en", wrong, current=0.21)[0].adopted
+    assert not abstaining.fit_if_better("all", "en", wrong, current=0.21)[0].adopted
 
 
 def test_only_quoted_answers_the_threshold_decided_are_learned_from():

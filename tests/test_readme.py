@@ -24,3 +24,11 @@ def test_two_lines_and_ci_runs_the_second():
 
 def test_torch_is_pinned():
     assert '"torch==2.13.0"' in (REPO / "pyproject.toml").read_text()
+
+
+def test_newer_pythons_are_not_refused():
+    """pip on Python 3.12 or 3.13 installs ragkit (issue 53): no upper bound; scripts/check_wheels.py checks wheels."""
+    import tomllib
+
+    wanted = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["requires-python"]
+    assert wanted == ">=3.11" and "Python 3.11" in (REPO / "README.md").read_text()

@@ -137,7 +137,7 @@ def _chunk_ids(index_dir: Path, manifest: Manifest) -> set[str]:
 
 
 def _with_fill(manifest: Manifest, spec: dict[str, Any], version: int, filled: int) -> Manifest:
-    return manifest.but(fill={**spec, "version": version, "filled": filled})
+    return manifest.replaced(fill={**spec, "version": version, "filled": filled})
 
 
 def _switch_when_full(index_dir: Path, full: Embedder) -> bool:
@@ -155,7 +155,7 @@ def _switch_when_full(index_dir: Path, full: Embedder) -> bool:
         run = manifest.last_run
         chunks_uri = f"{lance_dir}/{run.lance_table}.lance"
         version = switch(chunks_uri, table_uri(lance_dir), spec["version"], _min_rows(manifest))
-        out = manifest.but(
+        out = manifest.replaced(
             fill=None,
             embedder=EmbedderInfo(**{k: spec[k] for k in EMBEDDER_KEYS}),
             index_config={**manifest.index_config, "embed_model": spec["spec"]},

@@ -94,7 +94,7 @@ def rated_answers(reader, judged: list[Judged], ask) -> list[Rated]:
     return out
 
 
-def right(rated: list[Rated], threshold: float) -> float:
+def decided_right(rated: list[Rated], threshold: float) -> float:
     """The share of ``rated`` that ``threshold`` decides the way it was wanted (answer at or above it)."""
     return sum((r.confidence >= threshold) == r.wanted for r in rated) / len(rated) if rated else 0.0
 
@@ -114,8 +114,8 @@ def fit_threshold(rated: list[Rated], current: float) -> float:
     cuts = [values[0] - 1e-3] + [(a + b) / 2 for a, b in zip(values, values[1:])] + [values[-1] + 1e-3, current]
     few = sum(r.wanted for r in rated) < MIN_WANTED
     allowed = [t for t in cuts if silenced(rated, t) <= MAX_SILENCED and not (few and t > current)] or [current]
-    best = max(right(rated, t) for t in allowed)
-    return min((t for t in allowed if right(rated, t) == best), key=lambda t: abs(t - current))
+    best = max(decided_right(rated, t) for t in allowed)
+    return min((t for t in allowed if decided_right(rated, t) == best), key=lambda t: abs(t - current))
 
 
 def split(rated: list[Rated], seed: int = SEED) -> tuple[list[Rated], list[Rated]]:
@@ -126,7 +126,7 @@ def split(rated: list[Rated], seed: int = SEED) -> tuple[list[Rated], list[Rated
     return [r for r in rated if r.query not in held], [r for r in rated if r.query in held]
 
 
-def decide(
+def fit_if_better(
     scope: str, language: str, rated: list[Rated], current: float, min_answers: int = MIN_ANSWERS, seed: int = SEED
 ) -> tuple[Outcome, float | None]:
     """The guard: fit the threshold on part of the rated answers, measure the rest with the threshold in use and
@@ -143,7 +143,11 @@ def decide(
     threshold = fit_threshold(fit_part, current)
 
     def figures(t: float) -> dict[str, float]:
-        return {"right": round(right(held, t), 4), "silenced": round(silenced(held, t), 4), "threshold": round(t, 4)}
+        return {
+            "right": round(decided_right(held, t), 4),
+            "silenced": round(silenced(held, t), 4),
+            "threshold": round(t, 4),
+        }
 
     outcome.before, outcome.after = figures(current), figures(threshold)
     quieter = outcome.after["silenced"] > max(MAX_SILENCED, outcome.before["silenced"])
@@ -181,7 +185,7 @@ def learn(
     out = []
     for (scope, language), rated in sorted(groups.items()):
         t = time.perf_counter()
-        outcome, threshold = decide(scope, language, rated, current(scope, language), min_answers, seed)
+        outcome, threshold = fit_if_better(scope, language, rated, current(scope, language), min_answers, seed)
         if outcome.adopted and not dry_run:
             outcome.path = str(adopt(reader.index_dir, scope, language, threshold, outcome))
         else:

@@ -117,7 +117,7 @@ def _fit_trees(X: np.ndarray, y: np.ndarray, w: np.ndarray, names: tuple[str, ..
 
 
 @dataclass
-class Pool:
+class FitQuestions:
     """The fit questions of all sets in one place: for each, its set, units and weight."""
 
     sets: list[UnitData]
@@ -125,7 +125,7 @@ class Pool:
     weight: np.ndarray  # per item: 1 / (questions of its set)
 
     @classmethod
-    def of(cls, data: list[UnitData], weights: dict[str, float] | None = None) -> Pool:
+    def of(cls, data: list[UnitData], weights: dict[str, float] | None = None) -> FitQuestions:
         """``weights``: a set's say against the others' (1 each by default)."""
         items, weight = [], []
         for s, d in enumerate(data):
@@ -146,7 +146,7 @@ class Pool:
         return bool(self.sets[s].answerable[i])
 
 
-def _stack(pool: Pool, items, shortlist: Linear | None, size: int):
+def _stack(pool: FitQuestions, items, shortlist: Linear | None, size: int):
     """The units of ``items`` (answerable questions only) as one weighted matrix: every unit, or each
     question's ``size`` best by ``shortlist``, the relative columns computed among them."""
     Xs, ys, ws = [], [], []
@@ -165,14 +165,14 @@ def _stack(pool: Pool, items, shortlist: Linear | None, size: int):
     return np.concatenate(Xs), np.concatenate(ys), np.concatenate(ws)
 
 
-def _unit_models(pool: Pool, items, size: int) -> tuple[Linear, Linear]:
+def _unit_models(pool: FitQuestions, items, size: int) -> tuple[Linear, Linear]:
     X, y, w = _stack(pool, items, None, size)
     quick = _fit_linear(columns(X, QUICK_FEATURES), y, w, QUICK_FEATURES)
     X, y, w = _stack(pool, items, quick, size)
     return quick, _fit_trees(columns(X, MODEL_FEATURES), y, w, MODEL_FEATURES)
 
 
-def _scored(pool: Pool, item: int, quick: Linear, unit: Linear, size: int):
+def _scored(pool: FitQuestions, item: int, quick: Linear, unit: Linear, size: int):
     """A question's shortlist as the scorer sees it: (features, probabilities, labels), best first."""
     X, y = pool.units(item)
     if not len(X):
@@ -208,7 +208,7 @@ def fit_answer_model(
     """The scorer fitted on ``data``'s fit halves, and a table of its cross-validated figures per set:
     ``(AnswerModel, [header, *rows])``; ``weights``: a set's say (``WEIGHTS`` by default)."""
     weights = WEIGHTS if weights is None else weights
-    pool = Pool.of(data, weights)
+    pool = FitQuestions.of(data, weights)
     n = len(pool.items)
     fold = _folds(n, folds, seed)
     # out-of-fold: every fit question scored by unit models that never saw it
@@ -252,7 +252,9 @@ def fit_answer_model(
     return model, _table(pool, oof, p_ans, threshold, length) + [support_row]
 
 
-def _out_of_fold(pool: Pool, Z: np.ndarray, target: np.ndarray, fold: np.ndarray, folds: int, names) -> np.ndarray:
+def _out_of_fold(
+    pool: FitQuestions, Z: np.ndarray, target: np.ndarray, fold: np.ndarray, folds: int, names
+) -> np.ndarray:
     """Each fit question's probability of being answerable by a model fitted on the other folds (1 where every
     question is answerable: no model to fit)."""
     out = np.ones(len(Z))
@@ -265,7 +267,7 @@ def _out_of_fold(pool: Pool, Z: np.ndarray, target: np.ndarray, fold: np.ndarray
     return out
 
 
-def _answerable(pool: Pool, Z: np.ndarray, target: np.ndarray, names) -> Linear:
+def _answerable(pool: FitQuestions, Z: np.ndarray, target: np.ndarray, names) -> Linear:
     """The answerable model over ``names`` of ``Z``, fitted on every fit question (always answerable where no
     question is unanswerable)."""
     if 0 < target.sum() < len(target):
@@ -275,16 +277,16 @@ def _answerable(pool: Pool, Z: np.ndarray, target: np.ndarray, names) -> Linear:
     return Linear(tuple(names), zero, zero + 1, zero, 10.0)
 
 
-def _question_row(pool: Pool, item: int, scored) -> np.ndarray:
+def _question_row(pool: FitQuestions, item: int, scored) -> np.ndarray:
     s, i = pool.items[item]
     d = pool.sets[s]
     X, p, _ = scored
     return question_features(str(d.language[i]), d.stats[i], X, p)
 
 
-def _balanced(pool: Pool, target: np.ndarray, mask: np.ndarray) -> np.ndarray:
+def _balanced(pool: FitQuestions, target: np.ndarray, mask: np.ndarray) -> np.ndarray:
     """Weights for the answerable model: each set with both answerable and unanswerable questions its say
-    (``Pool.weight``), shared half and half by its two kinds; a set of one kind none (it would teach the model
+    (``FitQuestions.weight``), shared half and half by its two kinds; a set of one kind none (it would teach the model
     its style, not whether documents answer; the threshold still answers for its questions)."""
     w = np.zeros(int(mask.sum()))
     sets = np.asarray([s for s, _ in pool.items])[mask]
@@ -299,7 +301,7 @@ def _balanced(pool: Pool, target: np.ndarray, mask: np.ndarray) -> np.ndarray:
     return w
 
 
-def _thresholds(pool: Pool, p: np.ndarray, target: np.ndarray) -> dict[str, float]:
+def _thresholds(pool: FitQuestions, p: np.ndarray, target: np.ndarray) -> dict[str, float]:
     """Per language of the questions (each language's encoder has its own scale of similarity), the highest
     threshold at which none of its sets abstains on more than ``ABSTAIN_ANSWERABLE`` of its answerable fit
     questions (probabilities out of fold); ``"*"``, the lowest of them, for any other language."""
@@ -331,7 +333,7 @@ def _chars(X: np.ndarray, i: int) -> float:
     return float(np.expm1(X[i, _LOG_LEN] * np.log(1000)))
 
 
-def _length(pool: Pool, oof) -> float:
+def _length(pool: FitQuestions, oof) -> float:
     """What a unit's length costs when choosing the quote: of the costs at which every set's median quote
     (out of fold) stays within ``MAX_CHARS``, the one whose quotes hold the gold answer most often (the sets'
     mean)."""
@@ -380,7 +382,7 @@ def _support(data: list[UnitData], quick, unit, size: int) -> tuple[float, tuple
     return float(best), row
 
 
-def _table(pool: Pool, oof, p_ans: np.ndarray, thresholds: dict[str, float], length: float) -> list:
+def _table(pool: FitQuestions, oof, p_ans: np.ndarray, thresholds: dict[str, float], length: float) -> list:
     header = ("set", "fit questions", "quote holds the gold", "ceiling", "abstain answerable", "abstain absent")
     rows = [header]
     for s, d in enumerate(pool.sets):

@@ -315,7 +315,7 @@ def learn(
     out = []
     for scope in sorted(set(by_scope) if scopes is None else set(scopes) & set(by_scope)):
         t = time.perf_counter()
-        outcome, model = decide(scope, by_scope[scope], reader.rankers.for_scope(scope), min_queries, seed)
+        outcome, model = fit_if_better(scope, by_scope[scope], reader.rankers.for_scope(scope), min_queries, seed)
         if outcome.adopted and not dry_run:
             outcome.path = str(adopt(reader.index_dir, scope, model, outcome))
         else:
@@ -325,7 +325,7 @@ def learn(
     return out
 
 
-def decide(
+def fit_if_better(
     scope: str, groups: list[Group], in_use: Ranker | None, min_queries: int = MIN_QUERIES, seed: int = SEED
 ) -> tuple[Outcome, Ranker | None]:
     """The guard: fit on part of the judged queries, measure the rest with the ranking in use (``in_use``, or

@@ -44,7 +44,7 @@ from ragkit.errors import BadQuery, RagkitError
 from ragkit.serve import EARLY, PORT_FILE, mcp_tools, web
 from ragkit.serve.access import Access, Caller, Limits, check_bind, load_tokens
 from ragkit.serve.guard import CALLER, Guard, error_body, status_of
-from ragkit.serve.workers import Pool
+from ragkit.serve.workers import WorkerPool
 from ragkit.store import remote
 from ragkit.store.manifest import read_manifest
 
@@ -90,7 +90,7 @@ class QueryRequest(BaseModel):
     )
 
 
-def create_app(pool: Pool, index_dir: Path, access: Access | None, limits: Limits, host: str = "127.0.0.1"):
+def create_app(pool: WorkerPool, index_dir: Path, access: Access | None, limits: Limits, host: str = "127.0.0.1"):
     """The FastAPI app: routes answered by ``pool``, MCP at /mcp, everything behind the Guard."""
     tools = mcp_tools.build(pool.run, Caller(limits=limits))
     mcp_app = tools.streamable_http_app(
@@ -132,7 +132,7 @@ def _errors(app: FastAPI) -> None:
         return JSONResponse(error_body(BadQuery(f"bad request: {problems}")), status_code=422)
 
 
-def _routes(app: FastAPI, pool: Pool, index_dir: Path, access: Access | None, limits: Limits) -> None:
+def _routes(app: FastAPI, pool: WorkerPool, index_dir: Path, access: Access | None, limits: Limits) -> None:
     """The routes of the module's table, each an operation of a worker (health answers at once)."""
 
     def caller(request: Request) -> Caller:
@@ -210,7 +210,7 @@ def _routes(app: FastAPI, pool: Pool, index_dir: Path, access: Access | None, li
         return Response(data, media_type=media, headers=web.HEADERS)
 
 
-async def streamed(pool: Pool, args: dict[str, Any], who: Caller):
+async def streamed(pool: WorkerPool, args: dict[str, Any], who: Caller):
     """A query's JSON lines: the answer's text as it is written, then the result (or the error); when the
     client hangs up, the response stops and the worker's model with it."""
     lines: asyncio.Queue = asyncio.Queue()
@@ -231,7 +231,7 @@ async def streamed(pool: Pool, args: dict[str, Any], who: Caller):
             yield line + b"\n"
     finally:
         if not task.done():
-            task.cancel()  # the client is gone: Pool.run tells the worker to stop
+            task.cancel()  # the client is gone: WorkerPool.run tells the worker to stop
 
 
 def _line(piece: str) -> bytes:
@@ -264,7 +264,7 @@ def serve(
     check_bind(host, access)
     limits = access.limits if access else Limits()
     index_dir = resolve_index_dir(index)
-    pool = Pool(index, workers)
+    pool = WorkerPool(index, workers)
     pool.start()  # a missing index fails here, before anything listens
     port_file = index_dir / PORT_FILE
     try:

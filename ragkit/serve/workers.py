@@ -83,7 +83,7 @@ class Worker:
             self.process.join(STOP_WAIT)
 
 
-class Pool:
+class WorkerPool:
     """The worker processes of one server (see the module)."""
 
     def __init__(self, index: str | None, workers: int = 2):

@@ -261,7 +261,7 @@ def _cleaned(index_dir: Path, manifest: Manifest, bucket: remote.Remote | None) 
     (the old file becomes a leftover: readers holding it finish on it)."""
     name = layout.run_names(manifest.run_id, secrets.token_hex(4))[0]
     sealed.clean(layout.store_path(index_dir, manifest), Path(index_dir) / name, OWN_SCHEMA)
-    fixed = manifest.but(store=name)
+    fixed = manifest.replaced(store=name)
     with DuckStore(Path(index_dir) / name, read_only=False) as store:
         store.keep_manifest(fixed.to_dict())
     if bucket is not None:

@@ -103,7 +103,7 @@ class Manifest:
         out = asdict(self)
         return {k: v for k, v in out.items() if v is not None or k in ("facts", "fts_language")}
 
-    def but(self, **changes) -> Manifest:
+    def replaced(self, **changes) -> Manifest:
         """The manifest with some fields changed (a progressive index's fill, another run)."""
         return replace(self, **changes)
 
