@@ -67,8 +67,8 @@ def ragkit_home() -> Path:
 
 def find_index(name: str, cwd: Path | None = None) -> tuple[Path, str] | None:
     """Where the index ``name`` lives, as git finds ``.git``: ``indexes/NAME`` in ``cwd``, else in the nearest
-    folder above it that holds one (with its manifest), else ``indexes/NAME`` under ``ragkit_home()``. Returns the folder (relative
-    when it is under ``cwd``'s own ``indexes/``) and how it was found; None when nowhere."""
+    folder above it that holds one (with its manifest), else ``indexes/NAME`` under ``ragkit_home()``. Returns
+    the folder (relative when it is ``cwd``'s own) and how it was found; None when nowhere."""
     here = (cwd or Path.cwd()).absolute()
     if (here / DEFAULT_HOME / name).is_dir():  # (even without a manifest: a run under way, or one to check)
         return DEFAULT_HOME / name, "in ./indexes"

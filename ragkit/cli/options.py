@@ -21,7 +21,8 @@ IndexOpt = Annotated[
     str | None,
     typer.Option(
         *flags.INDEX,
-        help="Index name (indexes/NAME here or in a folder above, else under $RAGKIT_HOME; default: default), directory or s3:// URI.",
+        help="Index name (indexes/NAME here, in a folder above, or in $RAGKIT_HOME; default: default), "
+        "folder or s3:// URI.",
     ),
 ]
 AsJson = Annotated[bool, typer.Option(flags.JSON, help="Print as JSON (one object).")]

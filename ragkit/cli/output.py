@@ -39,9 +39,9 @@ def run_query(
     reader, text: str, qcfg, trace: Path | None, source: str = "cli", stream: bool = True, con=None
 ) -> tuple[QueryResult, RagkitError | None]:
     """One question through ``api.ask``: the passages and, when ``qcfg.answer``, the answer (streamed to ``con``
-    unless not ``stream``); every candidate's features appended to ``trace`` when given. The query, with whether its answer
-    abstained, is kept in the index's log for feedback (``ragkit feedback QUERY_ID``). Returns the result and
-    the error that kept an answer from being written."""
+    unless not ``stream``); every candidate's features appended to ``trace`` when given. The query, with whether
+    its answer abstained, is kept in the index's log for feedback (``ragkit feedback QUERY_ID``). Returns the
+    result and the error that kept an answer from being written."""
     from ragkit import api
 
     con = con or console

@@ -7,7 +7,8 @@ per-channel quantisation, weights in 7 bits: ``reduce_range``). Without ``reduce
 (AVX2 only: most laptops, and this project's CI machines since 2026-11-28) adds activation × weight pairs in 16-bit
 registers that saturate, so the same index came out different, and worse, on such a CPU: hotpotqa-100's held-out
 answers held the gold answer for 0.50 of questions instead of 0.56 (0.58 with 7-bit weights, which no CPU saturates:
-every machine computes the same vectors). ``model-int8.onnx`` (8-bit weights, before 2026-11-28) is removed. Both lie in ``$RAGKIT_CACHE/onnx/<fingerprint>/`` (default
+every machine computes the same vectors). ``model-int8.onnx`` (8-bit weights, before 2026-11-28) is removed.
+Both lie in ``$RAGKIT_CACHE/onnx/<fingerprint>/`` (default
 ``$XDG_CACHE_HOME/ragkit`` or ``~/.cache/ragkit``): exported by the first ``ragkit index`` (which has torch
 loaded anyway), or by the first query that finds them missing. A file lock keeps two processes from
 exporting at once; files appear by atomic rename, so a reader never sees half a model.
