@@ -162,6 +162,6 @@ def test_cli_shows_pdf_pages_and_counts_pages_without_text(tmp_path, monkeypatch
     idx = str(tmp_path / "idx")
     runner = CliRunner()
     r = runner.invoke(app, ["index", str(root), "--index", idx])
-    assert r.exit_code == 0 and "skipped 1 · 1 scanned page(s) not read" in r.output, r.output
+    assert r.exit_code == 0 and "skipped 1 · 1 scanned page(s) not read" in " ".join(r.output.split()), r.output
     r = runner.invoke(app, ["query", "Abschnitt 2.1 Überstunden", "--index", idx, "-k", "1", "--strategy", "lexical"])
     assert r.exit_code == 0 and "docs/handbuch.pdf p. 4" in r.output, r.output

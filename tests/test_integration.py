@@ -101,14 +101,14 @@ def test_interactive_session_in_a_pseudo_terminal(sample_index):
     """The real session on a terminal: warm queries, commands, quoted and written answers, Ctrl-C cancels the
     written answer, Ctrl-D leaves."""
     _, reader = sample_index
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "NO_COLOR": "1", "COLUMNS": "120", "TERM": "dumb"}
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "NO_COLOR": "1", "COLUMNS": "200", "TERM": "dumb"}
     child = pexpect.spawn(
         sys.executable,
         ["-m", "ragkit", "query", "--index", str(reader.index_dir), "--temperature", "0"],
         env=env,
         encoding="utf-8",
         timeout=120,
-        dimensions=(50, 120),
+        dimensions=(50, 200),  # (a worker's longer temporary path must not wrap the banner)
         preexec_fn=_default_sigint,
     )
     try:

@@ -16,8 +16,11 @@ import pytest
 from ragkit import api
 from ragkit.config import IndexConfig, QueryConfig
 from ragkit.ingest import ocr
-from ragkit.ingest.ocr import OcrLine, OcrPage, Word, _paragraph_signs, find_words, number_paragraphs
+from ragkit.ingest.ocr import OcrLine, OcrPage, Word, _paragraph_signs, find_words, number_paragraphs, tidy_leaders
 from ragkit.ingest.pdf import parse_pdf
+from ragkit.ingest.raw import RawDoc, RawHeading
+from ragkit.ingest.structure import legal_structure
+from ragkit.records import Block
 from tests.documents import GESETZ_PAGES, Spec, write_pdf, write_scan_of
 
 needs_ocr = pytest.mark.skipif(ocr.available() is not None, reason=f"no OCR engine here: {ocr.available()}")
@@ -70,6 +73,44 @@ def test_a_paragraph_number_read_together_with_its_sign_gets_the_sign_back():
     assert [w.text for w in page.lines[1].words] == ["1", "§", "Dessa", "föreskrifter", "gäller"]
     assert page.lines[1].words[0].box[2] == page.lines[1].words[1].box[0]  # the word's box shared
     assert english.lines[0].text == "18 Main Street"
+
+
+def test_a_table_of_contents_dot_leaders_read_as_letters_become_dots():
+    """Dot leaders come out of OCR as dots and runs of few letters (scans of the shared Swedish regulations):
+    from the leader to the page number they become one word of dots spanning their boxes; a word's own letters
+    before its dots stay; body text, an ellipsis and a long word of the language stay as they are."""
+    lines = [
+        ("Tillämpningsområde......uussseesessssssnsnenennennnnnnnsnnnn 7", "Tillämpningsområde ", " 7"),
+        ("Till vem riktar sig föreskrifterna misssssesessseresssrrersrrrr ere nn rar rr nenn 10",
+         "Till vem riktar sig föreskrifterna ", " 10"),
+        ("Bilaga 10 Fullständig kvalitetssäkring........seeesssssssssrnassssrrrn 105",
+         "Bilaga 10 Fullständig kvalitetssäkring ", " 105"),
+        ("2 kap. Produktkrav för arbetskorgar .......ssssssssssssssssss", "2 kap. Produktkrav för arbetskorgar ", ""),
+    ]  # fmt: skip
+    kept = ["enligt ... ska arbetsgivaren se till 4", "Tillhandahållande på marknaden och ibruktagande 16",
+            "Övergångsbestämmelser 16"]  # fmt: skip
+    page = OcrPage([OcrLine(read, (0, 0, 1, 1), True, [Word(t, (10.0 * i, 0.0, 10.0 * i + 9, 9.0), 80.0)
+                                                        for i, t in enumerate(read.split())])
+                    for read in [ln for ln, _, _ in lines] + kept], 80.0, "swe", 595, 842)  # fmt: skip
+    tidy_leaders([page])
+    for line, (_, before, after) in zip(page.lines, lines):
+        head, dots, tail = line.text.partition("....")
+        assert head == before and tail.lstrip(".") == after and len(line.text) > len(before + after) + 3, line.text
+    assert [ln.text for ln in page.lines[len(lines) :]] == kept
+    glued, leader, number = page.lines[2].words[3:]  # "kvalitetssäkring", its dots to the last word, "105"
+    assert glued.text == "kvalitetssäkring" and glued.box[2] == leader.box[0] and leader.box[2] == 39.0
+    assert number.text == "105" and [w.text for w in page.lines[1].words][-1] == "10"
+
+
+def test_a_table_of_contents_entry_for_an_appendix_does_not_end_the_body():
+    """A scan's table of contents without dot leaders names "Bilaga 1 …" at a block's start before the body's
+    first paragraph: the paragraphs after it still become sections (they did not on AFS 2023:4's scan)."""
+    items = [Block("Innehåll\nTillämpningsområde 7", 1, 2), Block("Bilaga 1 Grundläggande hälso- och\nkrav 17", 3, 4),
+             Block("1 § Dessa föreskrifter gäller maskiner.", 5, 5), Block("2 § Föreskrifterna gäller inte fordon.", 6, 6),
+             Block("Bilaga 1 Grundläggande hälso- och säkerhetskrav", 7, 7), Block("3 § Enligt bilagan.", 8, 8)]  # fmt: skip
+    raw = legal_structure(RawDoc(title="AFS 2023:4", metadata={}, items=items))
+    heads = [i.text for i in raw.items if isinstance(i, RawHeading)]
+    assert heads == ["1 §", "2 §", "Bilaga 1 Grundläggande hälso- och säkerhetskrav"], heads  # no "3 §" in it
 
 
 def test_a_quote_is_found_among_the_words_ocr_read():

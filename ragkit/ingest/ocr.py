@@ -298,6 +298,60 @@ def number_paragraphs(pages: list[OcrPage]) -> None:
                     last = number
 
 
+_DOTS = re.compile(r"\.{4,}|…{2,}|(?:\. ){3,}\.")  # a dot leader as read ("........", "……", ". . . .")
+_PAGE = re.compile(r"^\d{1,4}$")  # the page number a table of contents' line ends with
+LEADER_MIN = 8  # characters of a dot leader read as letters ("uussseesessssssnsnenennennnnnnn")
+LEADER_VARIETY = 0.35  # at most this share of them different ("Tillhandahallande": 0.47)
+
+
+def _leader_at(word: str, numbered: bool) -> int | None:
+    """Where in ``word`` a dot leader starts (None: it holds none): at its dots, or, on a line that ends with a
+    page number (``numbered``), the whole word when it is a long run of few letters (the dots read as letters)."""
+    m = _DOTS.search(word)
+    if m:
+        return m.start()
+    low = word.lower()
+    if not numbered:
+        return None
+    return 0 if len(low) >= LEADER_MIN and len(set(low)) <= LEADER_VARIETY * len(low) else None
+
+
+def tidy_leaders(pages: list[OcrPage]) -> None:
+    """A table of contents' dot leaders come out of OCR as dots and runs of letters ("Tillämpningsområde
+    ......uussseesesssnsnenennen rr rar 7", "kvalitetssäkring........seeesss 105"): from the leader's first
+    character to the page number ending the line (or to the line's end) the words become one word of dots, so
+    that the text reads as the text layer's ("Tillämpningsområde ........ 7"), the section tree knows the line
+    for a table of contents' and search does not index the noise: ``pages`` changed in place."""
+    for page in pages:
+        for line in page.lines:
+            words = line.words
+            end = len(words) - 1 if len(words) >= 2 and _PAGE.match(words[-1].text) else len(words)
+            for i in range(end):
+                at = _leader_at(words[i].text, end < len(words))
+                if at is None or i == 0 and at == 0:  # (a line of nothing but a leader: left as read)
+                    continue
+                first, last = words[i], words[end - 1]
+                dots = "." * max(sum(len(w.text) for w in words[i:end]) - at, 3)
+                kept: list[Word] = []
+                cut = first.box[0]
+                if at:  # the word's own letters before its dots ("kvalitetssäkring")
+                    cut = first.box[0] + (first.box[2] - first.box[0]) * at / len(first.text)
+                    kept.append(
+                        Word(first.text[:at], (first.box[0], first.box[1], cut, first.box[3]), first.confidence)
+                    )
+                box = (cut, min(w.box[1] for w in words[i:end]), last.box[2], max(w.box[3] for w in words[i:end]))
+                words[i:end] = [*kept, Word(dots, box, min(w.confidence for w in words[i:end]))]
+                line.text = " ".join(w.text for w in words)
+                break
+
+
+def finish(pages: list[OcrPage]) -> None:
+    """What a document's pages get once all are read (in reading order; the cache keeps them as read): dot
+    leaders tidied, paragraph signs given back to numbers."""
+    tidy_leaders(pages)
+    number_paragraphs(pages)
+
+
 def _split_sign(word: Word, number: str) -> list[Word]:
     """``word`` ("18") as the number and "§", its box shared in proportion to their characters."""
     left, bottom, right, top = word.box

@@ -127,7 +127,7 @@ def assemble(
     ``scans`` stays unread): running headers out, headings from the outline or the lines' sizes."""
     read = {n: page for n, page in read.items() if page.lines}  # (a page OCR found no word on stays unread)
     if read:
-        ocr_engine.number_paragraphs([page for _, page in sorted(read.items())])
+        ocr_engine.finish([page for _, page in sorted(read.items())])
         lines = sorted([*lines, *ocr_lines(read)], key=lambda ln: ln.page)  # (stable: reading order kept)
         scans = [n for n in scans if n not in read]
         meta["ocr_pages"] = {str(n): page.confidence for n, page in sorted(read.items())}

@@ -8,6 +8,9 @@ breadcrumb reads "AFS 2023:2 > 2 kap. Organisatorisk och social arbetsmiljö > 6
 to its section. The document's other headings (from its outline or its font sizes) stay, as topics between
 the chapters and their paragraphs.
 
+An appendix or the transitional provisions named in running text before the body's first chapter or paragraph
+is an entry of its table of contents (a scan's, whose dot leaders OCR dropped), not the end of the body.
+
 A paragraph starts only where a paragraph can start (at a block's first line, or after a line that ends a
 sentence), and only with numbering that does not run backwards (within its chapter, at most ``MAX_GAP`` ahead),
 so that a reference wrapped to the start of a line ("6 § e), ska betala …") is not one. A document whose
@@ -168,10 +171,9 @@ def _unit(
     if not at_start or not line or _TOC.search(line) and not _SE_PARA.match(line):
         return None
     short = heading or len(line.split()) <= MAX_HEADING_WORDS and not _SENTENCE_END.search(line)
-    if _TRANSITION.match(line):
-        state.closed = True
-        return PART, line, True
-    if _APPENDIX.match(line) and short:
+    if _TRANSITION.match(line) or _APPENDIX.match(line) and short:
+        if not (state.paragraphs or state.chapter or heading):
+            return None  # before the body's first chapter or paragraph: a table of contents' entry
         state.closed = True
         return PART, line, True
     if _ADVICE.match(line):
