@@ -44,8 +44,8 @@ from ragkit.events import Reporter
 from ragkit.generate import load_generator
 from ragkit.ingest import watch as watching
 from ragkit.ingest.fill import run_fill
-from ragkit.ingest.pdf import scanned_places
 from ragkit.ingest.pipeline import run_index
+from ragkit.ingest.scans import scanned_places
 from ragkit.learn import abstain as abstaining
 from ragkit.learn import ranker as ranking
 from ragkit.learn.feedback import Feedback, new_query_id, query_event

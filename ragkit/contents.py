@@ -76,7 +76,7 @@ def graph_stats(reader: IndexReader) -> dict[str, Any]:
     resolved, communities per level and the knowledge per collection (``ragkit graph stats``)."""
     out = reader.graph.stats()
     with reader.duck() as store:
-        out.update(store.graph_tables())
+        out.update(store.knowledge.graph_tables())
     out["entity_graph"] = reader.entity_graph.stats()
     return out
 
@@ -93,7 +93,7 @@ def export_graph(reader: IndexReader, out: Path, fmt: str = "graphml") -> tuple[
 def entity(reader: IndexReader, name: str, limit: int = 10) -> dict[str, Any]:
     """One entity by name or alias: its collections, strongest relations and source chunks."""
     with reader.duck() as store:
-        info = store.entity(name, limit)
+        info = store.knowledge.entity(name, limit)
     if info is None:
         raise BadQuery(f"no entity {name!r} in {reader.index_dir}", hint="Entity names come from the indexed text.")
     return info

@@ -142,7 +142,8 @@ def cer(args) -> None:
     from rapidfuzz.distance import Levenshtein
 
     from ragkit.ingest import ocr
-    from ragkit.ingest.pdf import _dehyphenate, _read_scans
+    from ragkit.ingest.pdf import _dehyphenate
+    from ragkit.ingest.scans import read_scans
 
     where = _copies(work)
     rows, notes = [], []
@@ -157,7 +158,7 @@ def cer(args) -> None:
                 try:
                     numbers = list(range(1, len(truth_doc) + 1, args.every if kind == "scan" else args.worn_every))
                     t = time.perf_counter()
-                    read = _read_scans(scan_doc, numbers, ocr.OcrSettings(), [], pdfium_c)
+                    read = read_scans(scan_doc, numbers, ocr.OcrSettings(), [], pdfium_c)
                     seconds += time.perf_counter() - t
                     as_read = {n: _norm(" ".join(ln.text for ln in page.lines)) for n, page in read.items()}
                     ocr.finish([read[n] for n in sorted(read)])  # what the index gets (leaders, § numbers)

@@ -20,20 +20,20 @@ def test_alias_declared_in_one_document_merges_mentions_in_another(tmp_path, ind
     write(root, "b.md", "# Travel\n\nTravellers should read what WHO advises about Malaria before a trip.\n")
     _, reader = index_with(root)
     with reader.duck() as store:
-        info = store.entity("WHO")
+        info = store.knowledge.entity("WHO")
         assert info["entity"] == "world health organization" and "who" in info["aliases"]
         assert {s["path"].split("/")[-1] for s in info["sources"]} == {"a.md", "b.md"}
-        assert not store.entity_rows(["who"])  # no separate entity for the alias
-        row = store.entity_rows(["world health organization"])[0]
+        assert not store.knowledge.entity_rows(["who"])  # no separate entity for the alias
+        row = store.knowledge.entity_rows(["world health organization"])[0]
         assert "coordinates vaccine" in row["description"] and row["type"] == "organisation"
-        pair = store.relation_rows([("malaria", "world health organization")])
+        pair = store.knowledge.relation_rows([("malaria", "world health organization")])
         assert pair and "advises" in pair[0]["description"]
     assert reader.entity_graph.seeds(["who"])  # a query naming the alias finds the entity
     (root / "a.md").unlink()  # the declaration is gone: WHO is its own entity again
     _, reader = index_with(root)
     with reader.duck() as store:
-        assert store.entity("WHO")["entity"] == "who"
-        assert not store.entity_rows(["world health organization"])
+        assert store.knowledge.entity("WHO")["entity"] == "who"
+        assert not store.knowledge.entity_rows(["world health organization"])
         orphans = store.con.execute(
             "SELECT (SELECT count(*) FROM relations WHERE a NOT IN (SELECT key FROM entities) "
             "OR b NOT IN (SELECT key FROM entities)) + (SELECT count(*) FROM community_members "
@@ -120,7 +120,7 @@ def two_collections(tmp_path, index_with):
 def test_scoping_keeps_other_collections_text_out(two_collections, strategy):
     reader = two_collections
     with reader.duck() as store:
-        rows = {r["collection"]: r for r in store.entity_rows(["mercury"])}
+        rows = {r["collection"]: r for r in store.knowledge.entity_rows(["mercury"])}
     assert set(rows) == {"astro", "chem"} and "planet" in rows["astro"]["description"]
     assert "metal" in rows["chem"]["description"] and "planet" not in rows["chem"]["description"]
     cfg = QueryConfig(strategy=strategy, k=5, filters={"collection": "chem"})

@@ -128,7 +128,7 @@ def test_relations_are_capped_per_entity_in_the_store(tmp_path, index_with):
         assert one("SELECT count(*) FROM relations WHERE 'victor stone' IN (a, b)") >= 30  # no leaf loses its hub
         assert one("SELECT count(*) FROM relations") <= RELATIONS_PER_ENTITY * one("SELECT count(*) FROM entities")
         assert one("SELECT count(*) FROM relations") < one("SELECT count(*) FROM pairs")
-        hub = store.entity("Victor Stone")
+        hub = store.knowledge.entity("Victor Stone")
     assert hub is not None and 0 < len(hub["relations"]) <= RELATIONS_PER_ENTITY
 
 
@@ -274,7 +274,7 @@ def test_a_relation_quotes_the_sentence_of_its_source_chunk(tmp_path, index_with
             "SELECT r.source_chunk, r.sent_start, r.sent_end, c.text FROM relations r "
             "JOIN chunks c ON c.id = r.source_chunk WHERE r.a = 'dave grohl' AND r.b = 'kurt cobain'"
         )
-        (rel,) = store.relation_rows([("dave grohl", "kurt cobain")])
+        (rel,) = store.knowledge.relation_rows([("dave grohl", "kurt cobain")])
     (row,) = rows
     assert rel["description"] == row["text"][row["sent_start"] : row["sent_end"]] == "Kurt Cobain met Dave Grohl."
 

@@ -89,7 +89,7 @@ def test_llm_extraction_in_a_run_counts_invalid_output(docs, tmp_path, fake):
     assert len(gen.prompts) == 2  # the timed sample is not extracted twice
     reader = api.open_index(tmp_path / "idx", embedder=fake)
     with reader.duck() as store:
-        assert store.entity("Marie Curie")["relations"][0]["other"] == "sorbonne"
+        assert store.knowledge.entity("Marie Curie")["relations"][0]["other"] == "sorbonne"
 
 
 def test_declined_llm_extraction_writes_nothing(docs, tmp_path, fake):

@@ -72,6 +72,7 @@ __all__ = [
     "StaticEmbedder",
     "bundled_model_dir",
     "fingerprint",
+    "identity",
     "load_embedder",
     "max_seq_length",
     "model_alpha",
@@ -87,6 +88,21 @@ __all__ = [
 ]
 
 _CACHE: dict[tuple[str, int, str], Embedder] = {}
+
+
+def identity(embedder: Embedder, spec: str, encoder: str, probed: list | None) -> dict:
+    """What an index records of the model that embedded it (its manifest's ``embedder``, a progressive index's
+    ``fill``): name, spec, width, fingerprint, token limit, encoder, kind of spec and the probe's answer."""
+    return {
+        "name": embedder.name,
+        "spec": spec,
+        "dimension": embedder.dimension,
+        "fingerprint": embedder.fingerprint,
+        "max_tokens": embedder.max_tokens,
+        "encoder": getattr(embedder, "encoder", encoder),
+        "kind": parse_spec(spec).kind,
+        "probe": probed,
+    }
 
 
 def load_embedder(

@@ -5,14 +5,12 @@ while parsing, or an LLM: extract/llm.py) → embed → write the chunks (a new 
 run in the store (``store.commit.stage_run``: one DuckDB transaction of ``RunChanges``, the derived
 graphs, the manifest kept) → [LLM summaries] → publish (replacing the manifest commits the run).
 
-Nothing is written until every new document is parsed, chunked and embedded;
-then LanceDB gets a new version, one DuckDB transaction writes the run into a
-copy of the committed store, the derived graphs go into the run's own folder,
-and replacing the manifest commits all three (ragkit/store/layout.py). Ctrl-C
-or a kill at any point before that rename leaves the previous run whole and
-readable. No model runs inside the transaction: chunks are embedded before it,
-``--summaries llm`` summaries after it (before the commit), ``expand = true``
-vocabulary vectors after the commit.
+Nothing is written until every new document is parsed, chunked and embedded; then LanceDB gets a new version,
+one DuckDB transaction writes the run into a copy of the committed store, the derived graphs go into the run's
+own folder, and replacing the manifest commits all three (ragkit/store/layout.py). Ctrl-C or a kill at any point
+before that rename leaves the previous run whole and readable. No model runs inside the transaction: chunks are
+embedded before it, ``--summaries llm`` summaries after it (before the commit), ``expand = true`` vocabulary
+vectors after the commit.
 """
 
 from __future__ import annotations
@@ -20,7 +18,6 @@ from __future__ import annotations
 import functools
 import os
 import resource
-import shutil
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -30,16 +27,15 @@ from typing import Any
 
 import numpy as np
 
-from ragkit.embed import AUTO, Embedder, model_for, probe, same_model
+from ragkit.embed import AUTO, Embedder, identity, model_for, probe, same_model
 from ragkit.errors import BadInput, EmbedderMismatch
 from ragkit.events import Reporter
 from ragkit.extract import llm as llm_extract
-from ragkit.extract.communities import summarize
-from ragkit.extract.summaries import llm_summarize, rewrite_with, unit
 from ragkit.generate import load_generator
 from ragkit.ingest import ocr, ray_engine
 from ragkit.ingest.config import IndexConfig
 from ragkit.ingest.discover import SourceDiff, SourceFile, diff_sources, discover
+from ragkit.ingest.llm_summaries import write_llm_summaries
 from ragkit.ingest.ocr import OcrSettings
 from ragkit.ingest.source import (
     PARALLEL_MIN_FILES,
@@ -50,99 +46,19 @@ from ragkit.ingest.source import (
     parse_sources,
 )
 from ragkit.modelspec import parse_spec
-from ragkit.records import Chunk, EntityRows, IndexSummary, ParsedDocument, RunChanges, SummaryNode
+from ragkit.records import EntityRows, IndexSummary, RunChanges
 from ragkit.store import layout, remote
 from ragkit.store.commit import StagedRun, convert_legacy, stage_run
 from ragkit.store.duck import DuckStore
-from ragkit.store.lance import WRITE_ROWS, ChunkWriter, FtsSettings, chunk_rows
-from ragkit.store.layout import DUCK_NAME, GRAPH_DIR, LANCE_DIR
+from ragkit.store.lance import FtsSettings, fts_language
+from ragkit.store.lance_write import WRITE_ROWS, ChunkWriter, chunk_rows
 from ragkit.store.manifest import FORMAT_VERSION, Manifest, manifest_format, read_manifest, write_manifest
 from ragkit.store.manifest import NAME as MANIFEST
-from ragkit.store.terms import CACHE, TermVectors
-
-FTS_LANGUAGES = {"de": "German", "sv": "Swedish", "en": "English"}
-
-
-def _fts_language(
-    cfg: IndexConfig, previous: Manifest | None, parsed: list[ParsedDocument], chunks: list[Chunk]
-) -> str:
-    """The BM25 index's language: as configured, else the one an existing index was built with, else the
-    language of most of this run's chunks (German laws get German stemming without being told)."""
-    if cfg.fts_language != "auto":
-        return cfg.fts_language
-    if previous and previous.fts_language:
-        return previous.fts_language
-    per_doc = {pd.document.id: pd.document.language for pd in parsed}
-    counts: dict[str, int] = {}
-    for c in chunks:
-        counts[per_doc[c.document_id]] = counts.get(per_doc[c.document_id], 0) + 1
-    return FTS_LANGUAGES.get(max(counts, key=lambda k: counts[k]) if counts else "en", "English")
+from ragkit.store.terms import TermVectors
 
 
 def _default_generator(cfg: IndexConfig):
     return load_generator(cfg.model, keys=cfg.api_keys)
-
-
-def _ticking(rep: Reporter, stage: str, fn: Callable[..., str]) -> Callable[..., str]:
-    """``fn`` with a progress stage that starts at its first call and ticks once per call."""
-    started = []
-
-    def run(*args) -> str:
-        if not started:
-            rep.start(stage)
-            started.append(True)
-        out = fn(*args)
-        rep.advance(stage)
-        return out
-
-    return run
-
-
-def _write_llm_summaries(duck_path: Path, generator, embedder: Embedder, chunk_vectors, rep: Reporter) -> dict:
-    """``--summaries llm``, after the commit (no model runs inside a transaction): the GGUF model writes the
-    summaries of the tree nodes and community reports that are still extractive; a node's written text is
-    embedded and averaged into its vector. A run killed here leaves the extractive ones, which the next run
-    that commits writes."""
-    with DuckStore(duck_path, read_only=True) as store:
-        rows, reports = store.pending_summaries()
-    nodes, texts = [], {}
-    for r in rows:
-        vecs = [v for v in chunk_vectors(r["chunk_ids"]).values()]
-        node = SummaryNode(
-            id=r["id"],
-            level=0,
-            document_id="",
-            section_id=None,
-            parent_id=None,
-            collection="",
-            title=r["title"],
-            text=r["text"],
-            chunk_ids=r["chunk_ids"],
-            method="extractive",
-            line_start=0,
-            line_end=0,
-            vector=unit(np.mean(vecs, axis=0)) if vecs else None,
-        )
-        nodes.append(node)
-        texts[node.id] = r["texts"]
-    write_node = _ticking(rep, "tree summaries", lambda node, t: llm_summarize(generator, node, t))
-    rewrite_with(nodes, lambda n: texts[n.id], write_node, embedder.encode)
-    write_report = _ticking(rep, "summaries", lambda report: summarize(generator, report))
-    written = {r["id"]: text for r in reports if (text := write_report(r["report"]))}
-    rep.finish("tree summaries")
-    rep.finish("summaries")
-    with DuckStore(duck_path, read_only=False) as store:
-        store.write_summaries({n.id: (n.text, n.vector) for n in nodes if n.method == "llm"}, written)
-    return {"tree_nodes": sum(n.method == "llm" for n in nodes), "communities": len(written)}
-
-
-def _clear_index(index_dir: Path) -> None:
-    """Remove what ragkit keeps in an index folder (and nothing else)."""
-    layout.remove(layout.leftovers(index_dir, None))
-    for name in (LANCE_DIR, GRAPH_DIR, CACHE.parts[0]):
-        shutil.rmtree(index_dir / name, ignore_errors=True)
-    for name in (DUCK_NAME, DUCK_NAME + ".wal", MANIFEST):
-        (index_dir / name).unlink(missing_ok=True)
 
 
 def run_index(
@@ -251,7 +167,7 @@ class IndexRun:
         if old_format not in (None, FORMAT_VERSION):  # (on object storage: the mirror; the old table is dropped
             # by the writer, the old run's objects by remove_leftovers below, the manifest replaced by the commit)
             self.warn(f"{index_dir} is in index format {old_format}; rebuilding it in format {FORMAT_VERSION}")
-            _clear_index(index_dir)
+            layout.clear_index(index_dir)
         if (index_dir / MANIFEST).exists():
             self.previous = read_manifest(index_dir)
             built_with = self.previous.index_config["embed_model"]
@@ -339,18 +255,8 @@ class IndexRun:
     def _fill_spec(self, embedder_factory: Callable[[IndexConfig], Embedder]) -> dict[str, Any]:
         """What the full model of a new progressive index is (its vectors fill in after the commit)."""
         full = embedder_factory(self.cfg)
-        return {
-            "name": full.name,
-            "spec": self.cfg.embed_model,
-            "dimension": full.dimension,
-            "fingerprint": full.fingerprint,
-            "max_tokens": full.max_tokens,
-            "encoder": getattr(full, "encoder", self.cfg.encoder),
-            "kind": parse_spec(self.cfg.embed_model).kind,
-            "probe": probe(full),
-            "version": None,  # of the fill table (ragkit/store/fill.py): none yet
-            "filled": 0,
-        }
+        # (version: of the fill table, ragkit/store/fill.py: none yet)
+        return {**identity(full, self.cfg.embed_model, self.cfg.encoder, probe(full)), "version": None, "filled": 0}
 
     def parse(self, diff: SourceDiff, embedder: Embedder, version_of: str | None) -> ParsedRun:
         """Parse and chunk the files to index, in process or on Ray workers (``source.parse_sources``)."""
@@ -461,7 +367,9 @@ class IndexRun:
     def write_chunks(self, got: ParsedRun, vectors, diff: SourceDiff, embedder: Embedder) -> int:
         """A new LanceDB version: the removed documents' chunks deleted, the new ones added (on Ray: the
         workers' fragments in one Append); returns the version."""
-        self.fts_language = _fts_language(self.cfg, None if self.full else self.previous, got.parsed, got.chunks)
+        previous = None if self.full or self.previous is None else self.previous.fts_language
+        language = {pd.document.id: pd.document.language for pd in got.parsed}
+        self.fts_language = fts_language(self.cfg.fts_language, previous, [language[c.document_id] for c in got.chunks])
         writer, cfg = self.writer, self.cfg
         writer.fts = FtsSettings(self.fts_language, cfg.fts_stem, cfg.fts_remove_stop_words)
         self.rep.start("write")
@@ -536,16 +444,7 @@ class IndexRun:
         return Manifest.from_dict(
             {
                 "index_config": cfg.to_dict(),
-                "embedder": {
-                    "name": embedder.name,
-                    "spec": cfg.embed_model,
-                    "dimension": embedder.dimension,
-                    "fingerprint": embedder.fingerprint,
-                    "max_tokens": embedder.max_tokens,
-                    "encoder": getattr(embedder, "encoder", cfg.encoder),
-                    "kind": parse_spec(cfg.embed_model).kind,
-                    "probe": self.probe,
-                },
+                "embedder": identity(embedder, cfg.embed_model, cfg.encoder, self.probe),
                 "counts": staged.counts,
                 "facts": staged.facts,
                 "fts_language": self.fts_language,
@@ -565,11 +464,11 @@ class IndexRun:
         )
 
     def write_summaries(self, staged: StagedRun, got: ParsedRun, vectors, generator, embedder: Embedder) -> None:
-        """``--summaries llm`` (``_write_llm_summaries``), into the staged store before the commit."""
+        """``--summaries llm`` (ragkit/ingest/llm_summaries.py), into the staged store before the commit."""
         with self.timed("llm_summaries"):
             fresh = {} if vectors is None else {c.id: v for c, v in zip(got.chunks, vectors)}
             chunk_vectors = self.writer.vectors_lookup(fresh)
-            self.summary.written = _write_llm_summaries(staged.store_path, generator, embedder, chunk_vectors, self.rep)
+            self.summary.written = write_llm_summaries(staged.store_path, generator, embedder, chunk_vectors, self.rep)
 
     def publish(self, manifest: Manifest) -> None:
         """The commit: the run's files go up first (object storage), then the manifest replaces the old one;

@@ -7,7 +7,7 @@ that each load the encoder once: an actor parses and chunks an item's files (``S
 embeds the chunks and writes them, vectors included, as a Lance fragment straight into the index's chunks table
 (``lance.fragment.write_fragments``: data files that no version names yet). The driver gets back each file's
 documents and chunks (or why it was skipped) and the fragments' metadata, never a vector; it commits the
-fragments with one LanceDB ``Append`` (ragkit/store/lance.py) and the run's DuckDB store and manifest as a local
+fragments with one LanceDB ``Append`` (ragkit/store/lance_write.py) and the run's DuckDB store and manifest as a local
 run does: the same rows, the same chunk ids.
 
 ``--ray-address auto`` (or ``ray://host:10001``) joins a running cluster; without it a local Ray is started
@@ -32,7 +32,7 @@ from ragkit.ingest.config import IndexConfig
 from ragkit.ingest.discover import SourceFile, Undecodable
 from ragkit.ingest.parse import ParseError
 from ragkit.ingest.source import SourceParser
-from ragkit.store.lance import write_fragment
+from ragkit.store.lance_write import write_fragment
 
 # a work item (and the fragment its chunks become) holds about 1/ITEMS_PER_WORKER of a worker's share of the
 # run's source bytes, at least ITEM_BYTES (~350 chunks) and at most ITEM_BYTES_MAX (~45,000 chunks): small runs

@@ -26,6 +26,7 @@ MANIFEST = "manifest.json"  # the commit point: names the run every reader reads
 DUCK_NAME = "store.duckdb"  # an index's store before per-run stores (read as such, replaced by the next run)
 LANCE_DIR = "lance"
 GRAPH_DIR = "graph"
+CACHE_DIR = "cache"  # derived files an index may rebuild (the vocabulary's vectors: ragkit/store/terms.py)
 VOCAB_FILE = "vocab.npz"  # the vocabulary of the committed run, beside its graphs (the speller reads it)
 # its reference resolver (built in 0.56 s over federal law's 130,776 sections, read in 0.24); a cache: a reader
 # without it builds the resolver from the store
@@ -110,3 +111,12 @@ def write_lock(index_dir: Path, wait: bool = False, on_wait: Callable[[str], Non
     finally:
         fcntl.flock(fh, fcntl.LOCK_UN)
         fh.close()
+
+
+def clear_index(index_dir: Path) -> None:
+    """Remove what ragkit keeps in an index folder (and nothing else): a ``--full`` run starts from none."""
+    remove(leftovers(index_dir, None))
+    for name in (LANCE_DIR, GRAPH_DIR, CACHE_DIR):
+        shutil.rmtree(index_dir / name, ignore_errors=True)
+    for name in (DUCK_NAME, DUCK_NAME + ".wal", MANIFEST):
+        (index_dir / name).unlink(missing_ok=True)

@@ -16,9 +16,10 @@ from typing import Any
 
 import numpy as np
 
+from ragkit.store.layout import CACHE_DIR
 from ragkit.text import STOPWORDS
 
-CACHE = Path("cache") / "terms.npz"
+CACHE = Path(CACHE_DIR) / "terms.npz"
 # words embedded for query expansion: four or more letters, in at least 3 chunks, not stop words
 EXPANSION_TERMS = (
     "SELECT term FROM vocab WHERE length(term) >= 4 AND df >= 3 AND NOT list_contains(?, term) ORDER BY term"

@@ -55,7 +55,7 @@ class StoreRows:
 
     def entity_rows(self, keys: list[str]) -> list[dict[str, Any]]:
         with self.reader.duck() as store:
-            return sorted(store.entity_rows(keys), key=_entity_order)
+            return sorted(store.knowledge.entity_rows(keys), key=_entity_order)
 
     def describe(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         with self.reader.duck() as store:
@@ -63,7 +63,7 @@ class StoreRows:
 
     def relation_rows(self, pairs: list[tuple[str, str]]) -> list[dict[str, Any]]:
         with self.reader.duck() as store:
-            return sorted(store.relation_rows(pairs), key=_relation_order)
+            return sorted(store.knowledge.relation_rows(pairs), key=_relation_order)
 
     def community_reports(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         with self.reader.duck() as store:
@@ -71,7 +71,7 @@ class StoreRows:
 
     def community_chunks(self, community_ids: list[str], limit: int) -> list[tuple[str, int]]:
         with self.reader.duck() as store:
-            return store.community_chunks(community_ids, limit)
+            return store.knowledge.community_chunks(community_ids, limit)
 
 
 class KnowledgeMemory:

@@ -22,7 +22,7 @@ community's report is written from its members' relations when it is shown
 (``community_reports``), and the vectors of entities, relations, communities
 and tree nodes are derived from the chunk vectors when a query first needs them
 (ragkit/store/knowledge/vectors.py). With ``--summaries llm`` a report's written summary
-is stored with it after the commit (``DuckStore.write_summaries``).
+is stored with it after the commit (``DuckStore.knowledge.write_summaries``).
 Descriptions and reports are built per collection, so a query scoped to one
 collection never sees text from another; for other filters each row names the
 documents its text comes from and readers drop rows built from excluded
