@@ -19,7 +19,6 @@ Every subcommand also takes ``--json`` (each table as one JSON object per line).
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -53,7 +52,7 @@ STRATEGIES = ["naive", "lexical", "hybrid", "auto", "hippo", "local", "light", "
     arg("--work", type=Path),
     arg("--raw-encoder", action="store_true", help="also time the bare encoder on the same chunks"),
     arg("--identical-copies", action="store_true", help="--growth with plain copies of the laws"),
-    arg("--child", nargs=2, type=Path, help=argparse.SUPPRESS),
+    arg("--child", nargs=2, type=Path, help=harness.SUPPRESS),
 )
 def cost(args) -> None:
     """What an index costs: folder size against the source, index time against the encoder, peak memory, growth.

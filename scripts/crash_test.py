@@ -33,7 +33,9 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Annotated
 
+import typer
 from harness import SHARED, print_table, query_config, run_seconds
 from harness import ragkit_cmd as ragkit
 from rich.console import Console
@@ -267,16 +269,15 @@ def loop(args, folder: Path, idx: Path, rng: random.Random) -> bool:
     return not failures and not wrong and len(answers) >= 500
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--work", type=Path, required=True)
-    ap.add_argument("--kills", type=int, default=20, help="kills at a uniform time over the run")
-    ap.add_argument(
-        "--commit-kills", type=int, default=10, help="kills at a uniform time over the run's write and commit"
-    )
-    ap.add_argument("--loop", action="store_true", help="also run the query loop during three indexing runs")
-    ap.add_argument("--seed", type=int, default=16)
-    args = ap.parse_args()
+def main(
+    work: Annotated[Path, typer.Option(help="the folder, the index and the runs' logs")],
+    kills_: Annotated[int, typer.Option("--kills", help="kills at a uniform time over the run")] = 20,
+    commit_kills: Annotated[int, typer.Option(help="kills at a uniform time over the run's write and commit")] = 10,
+    loop_: Annotated[bool, typer.Option("--loop", help="also run the query loop during three indexing runs")] = False,
+    seed: Annotated[int, typer.Option()] = 16,
+) -> None:
+    """Kill indexing runs at random moments and check that every index stays whole (see the module docstring)."""
+    args = argparse.Namespace(work=work, kills=kills_, commit_kills=commit_kills, loop=loop_, seed=seed)
     os.environ["HF_HUB_OFFLINE"] = "1"
     rng = random.Random(args.seed)
     args.work.mkdir(parents=True, exist_ok=True)
@@ -291,4 +292,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    typer.run(main)

@@ -12,7 +12,8 @@ tests/s3.py, tests/documents.py) load them by path with ``tests_module()``, so n
   vector_seeds go into QueryConfig's per-strategy settings) and parse_settings() ("strategy=hippo,damping=0.9");
 - child processes: ragkit_cmd(), run_seconds(), timed() (wall seconds and peak RSS);
 - output: print_table() (a rich table with notes under it, or one JSON object per table with ``--json``);
-- CLI: argparse with one subparser per subcommand, each described by its function's docstring.
+- CLI: a typer app with one subcommand per function, described by its docstring (arguments given as argparse
+  words, ``arg(...)``).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import fields, replace
 from pathlib import Path
 from types import ModuleType
+from typing import Annotated
 
 from rich.console import Console
 from rich.table import Table
@@ -288,14 +290,58 @@ def print_table(
 # --- entry points --------------------------------------------------------------------------------------------------
 
 
+SUPPRESS = "==SUPPRESS=="  # help=SUPPRESS: an option the script passes itself, hidden from --help
+
+
 def arg(*names: str, **kwargs) -> tuple[tuple[str, ...], dict]:
-    """One argparse argument of a subcommand: ``arg("--n", type=int, default=100)``."""
+    """One argument of a subcommand, in argparse's words (``arg("--n", type=int, default=100)``, ``action=
+    "store_true"`` or ``"append"``, ``nargs``, ``choices``, ``dest``, ``required``), turned into a typer parameter."""
     return names, kwargs
+
+
+def _parameter(names: tuple[str, ...], kwargs: dict) -> inspect.Parameter:
+    """An ``arg`` as a typer parameter: positional names are arguments (``nargs`` "+" or "*": a list), options
+    keep their flags; "append" and ``nargs="*"`` options repeat (``--index A --index B``), ``nargs=2`` takes a
+    pair, a value outside ``choices`` is refused."""
+    import typer
+
+    kind, nargs, action = kwargs.get("type", str), kwargs.get("nargs"), kwargs.get("action")
+    help_text = kwargs.get("help")
+    extra = {"hidden": True} if help_text == SUPPRESS else {"help": help_text}
+    if kwargs.get("choices"):
+        choices = list(kwargs["choices"])
+
+        def one_of(value):
+            if value not in choices:
+                raise typer.BadParameter(f"{value!r} is not one of {', '.join(choices)}")
+            return value
+
+        extra["callback"] = one_of
+        extra["help"] = f"{help_text or ''} (one of: {', '.join(choices)})".strip()
+    default = kwargs.get("default")
+    if names[0][0] != "-":  # positional
+        annotation = list[kind] if nargs in ("+", "*") else kind
+        info = typer.Argument(**extra) if default is None else typer.Argument(default=default, **extra)
+        return inspect.Parameter(names[0], inspect.Parameter.KEYWORD_ONLY, annotation=Annotated[annotation, info],
+                                 default=default if default is not None else inspect.Parameter.empty)  # fmt: skip
+    dest = kwargs.get("dest") or names[0].lstrip("-").replace("-", "_")
+    if action == "store_true":
+        annotation, default = bool, False
+    elif action == "append" or nargs in ("+", "*"):
+        annotation, default = list[kind], list(default or [])
+    elif nargs == 2:
+        annotation = tuple[kind, kind]
+    else:
+        annotation = kind
+    required = kwargs.get("required") and default in (None, [])
+    info = typer.Option(*names, **extra)
+    return inspect.Parameter(dest, inspect.Parameter.KEYWORD_ONLY, annotation=Annotated[annotation, info],
+                             default=inspect.Parameter.empty if required else default)  # fmt: skip
 
 
 class CLI:
     """An entry point: ``cli = CLI(__doc__)``, ``@cli.command("name", arg(...), ...)`` on ``def name(args)`` (its
-    docstring is the subcommand's help), then ``cli.main()``."""
+    docstring is the subcommand's help), then ``cli.main()``: a typer app, as ragkit's own command line."""
 
     def __init__(self, doc: str):
         self.doc = doc
@@ -308,19 +354,39 @@ class CLI:
 
         return register
 
-    def main(self, argv: list[str] | None = None) -> None:
-        raw = argparse.RawDescriptionHelpFormatter
-        ap = argparse.ArgumentParser(description=self.doc, formatter_class=raw)
-        sub = ap.add_subparsers(dest="command", required=True, metavar="SUBCOMMAND")
+    def app(self):
+        """The typer app: a subcommand per command, each with ``--json``."""
+        import typer
+
+        app = typer.Typer(help=_as_written(self.doc), add_completion=False, no_args_is_help=True,
+                          context_settings={"help_option_names": ["-h", "--help"]}, rich_markup_mode=None)  # fmt: skip
         for name, (fn, arguments) in self.commands.items():
+            params = [_parameter(names, kwargs) for names, kwargs in arguments]
+            json_flag = typer.Option("--json", help="print each table as one JSON object per line")
+            params.append(inspect.Parameter("json", inspect.Parameter.KEYWORD_ONLY, annotation=Annotated[bool, json_flag],
+                                            default=False))  # fmt: skip
             doc = inspect.cleandoc(fn.__doc__ or name)
-            summary = " ".join(doc.split("\n\n")[0].split())
-            p = sub.add_parser(name, help=summary, description=doc, formatter_class=raw)
-            for names, kwargs in arguments:
-                p.add_argument(*names, **kwargs)
-            p.add_argument("--json", action="store_true", help="print each table as one JSON object per line")
-            p.set_defaults(run=fn)
-        args = ap.parse_args(argv)
-        JSON["on"] = args.json
+            short = " ".join(doc.split("\n\n")[0].split())
+            app.command(name, help=_as_written(doc), short_help=short)(_runner(fn, params))
+        return app
+
+    def main(self, argv: list[str] | None = None) -> None:
+        self.app()(args=argv, prog_name=Path(sys.argv[0]).name)
+
+
+def _as_written(doc: str) -> str:
+    """A docstring as help that keeps its lines (click rewraps a paragraph unless it opens with "\\b")."""
+    return "\n\n".join("\b\n" + part for part in inspect.cleandoc(doc).split("\n\n"))
+
+
+def _runner(fn: Callable, params: list[inspect.Parameter]) -> Callable:
+    """A function typer can read (its signature: ``params``) that calls ``fn(args)`` with the values parsed."""
+
+    def run(**values) -> None:
+        JSON["on"] = values.pop("json")
         os.environ["HF_HUB_OFFLINE"] = "1"  # this process and its children: no model hub
-        args.run(args)
+        fn(argparse.Namespace(**values))
+
+    run.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    run.__name__ = fn.__name__
+    return run
