@@ -302,9 +302,9 @@ def test_german_questions_are_routed_with_the_german_name_rules(tmp_path, index_
     assert r.plan.entities == [] and r.plan.strategy == "hybrid"
     assert "entity_graph" not in fresh.__dict__
     names = {"scott derrickson", "sinister", "arbeitgeber", "nobody known"}
-    assert fresh.known_entities(names) == ["arbeitgeber", "scott derrickson", "sinister"]
+    assert fresh.scopes.known_entities(names) == ["arbeitgeber", "scott derrickson", "sinister"]
     assert fresh.entity_graph.has_entity("sinister")  # loaded: the graph answers, alike
-    assert fresh.known_entities(names) == ["arbeitgeber", "scott derrickson", "sinister"]
+    assert fresh.scopes.known_entities(names) == ["arbeitgeber", "scott derrickson", "sinister"]
     r = api.query(fresh, "Which studio did Scott Derrickson work for?", QueryConfig(retry=False))
     assert r.plan.entities == ["scott derrickson"] and r.plan.strategy == "hippo"
 

@@ -16,7 +16,7 @@ from ragkit.retrieve.fusion import convex, weighted_rrf, with_graph
 from ragkit.retrieve.query_syntax import ParsedQuery
 from ragkit.retrieve.tiers import MAX_OVERFETCH, SAMPLE, merge, zscores
 from ragkit.store.expr import Prefilter
-from ragkit.store.reader import IndexReader
+from ragkit.store.reader import IndexReader, to_hits
 from ragkit.text import compound_parts
 
 _POOLS: dict[int, ThreadPoolExecutor] = {}  # process id → the thread of a large table's vector search
@@ -124,7 +124,7 @@ class SearchContext:
                     self._found["dense", limit] = self.reader.chunks.vector_search(vec, limit, self.where)
                 else:
                     self._found["dense", limit] = self._both_tiers(vec, limit, fill)
-        return self.reader.to_hits(self._found["dense", limit], "dense")
+        return to_hits(self._found["dense", limit], "dense")
 
     def _both_tiers(self, vec, limit: int, fill) -> list[dict]:
         """A progressive index being filled: the full model's nearest among the chunks filled so far and the
@@ -152,7 +152,7 @@ class SearchContext:
         rows = self.reader.chunks.by_ids(ids, self.where)
         for r in rows:
             r["_score"] = 0.0
-        by_id = {h.chunk_id: h for h in self.reader.to_hits(rows, "lexical")}
+        by_id = {h.chunk_id: h for h in to_hits(rows, "lexical")}
         out = []
         for cid, score in ranked:
             if cid in by_id:
@@ -170,7 +170,7 @@ class SearchContext:
         with self.timed("entities"):
             seeds = graph.seeds([k for k, _ in query_entities(self.query.text)])
             if self.cfg.readable is not None:  # a served token's query: entities its collections mention
-                seeds = {k: w for k, w in seeds.items() if self.reader.entity_readable(k, self.cfg.readable)}
+                seeds = {k: w for k, w in seeds.items() if self.reader.scopes.entity_readable(k, self.cfg.readable)}
             seeds = {k: w for k, w in seeds.items() if not any(k != o and f" {k} " in f" {o} " for o in seeds)}
         if vector_seeds:
             for row in self.knowledge_search("entities", vector_seeds, describe=False):
@@ -234,7 +234,7 @@ class SearchContext:
                 self._found["lexical", limit] = self.reader.chunks.fts_search(
                     self.query.text, limit, self.where, self._parts()
                 )
-        return self.reader.to_hits(self._found["lexical", limit], "lexical")
+        return to_hits(self._found["lexical", limit], "lexical")
 
     def _parts(self) -> list[str] | None:
         """The query's compounds' parts BM25 also looks for (an index of German or Swedish)."""
@@ -283,7 +283,7 @@ class SearchContext:
             rows = self.reader.chunks.rows_at([(self._lean[h.chunk_id][0], h.chunk_id, 0.0) for h in hits])
             for row in rows:
                 row["_score"] = 0.0  # the fused score is the hit's
-            full = self.reader.to_hits(rows, "lexical")
+            full = to_hits(rows, "lexical")
         out = []
         for hit, row in zip(hits, full):
             keep = {"score": hit.score, "ranks": hit.ranks, "scores": hit.scores}

@@ -20,7 +20,7 @@ import re
 from collections.abc import Callable, Iterable
 
 from ragkit.records import Hit
-from ragkit.store.reader import IndexReader
+from ragkit.store.reader import IndexReader, to_hits
 from ragkit.text import is_known_word
 
 MAX_TOKENS = 8  # longer titles are not looked for (a question rarely quotes a paper title whole)
@@ -122,4 +122,4 @@ def with_links(ctx, hits: list[Hit]) -> list[Hit]:
 
 
 def _best_chunks(ctx, docs: list[str]) -> list[Hit]:
-    return ctx.reader.to_hits(ctx.reader.chunks.best_of_documents(ctx.query_vector(), docs, ctx.where), "dense")
+    return to_hits(ctx.reader.chunks.best_of_documents(ctx.query_vector(), docs, ctx.where), "dense")

@@ -81,12 +81,12 @@ def plan(reader: IndexReader, text: str, cfg: QueryConfig, limit: int | None = N
         must_include=qplan.constraints.must_include,
         must_exclude=qplan.constraints.must_exclude,
     )
-    prefilter = build_where(parsed, cfg.filters, reader.doc_ids_for, cfg.readable)
+    prefilter = build_where(parsed, cfg.filters, reader.scopes.doc_ids_for, cfg.readable)
     if not cfg.all_versions and not prefilter.never:
-        old = reader.superseded
+        old = reader.scopes.superseded
         if old:
             prefilter = prefilter.before(in_values("document_id", old).negated())
-    scope = reader.scope_for(cfg.filters, cfg.readable)
+    scope = reader.scopes.scope_for(cfg.filters, cfg.readable)
     refs = (
         resolve_query_refs(parsed.text, reader.resolver, scope.documents if cfg.readable is not None else None)
         if cfg.syntax and has_legal_ref(parsed.text)

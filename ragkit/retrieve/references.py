@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from ragkit.legal import LawTarget, find_legal_refs, heading_key
 from ragkit.records import Hit
 from ragkit.store.expr import in_list
-from ragkit.store.reader import IndexReader
+from ragkit.store.reader import IndexReader, to_hits
 
 MAX_SECTIONS = 20
 
@@ -60,7 +60,7 @@ def inject(hits: list[Hit], refs: QueryReferences, reader: IndexReader, where: s
     clause = in_list("section_id", sorted(refs.sections))
     rows = reader.chunks.rows(f"({clause}) AND ({where})" if where else clause, limit=100)
     floor = min((h.score for h in hits), default=0.0)
-    extra = [h for h in reader.to_hits(rows, "lexical") if h.chunk_id not in have]
+    extra = [h for h in to_hits(rows, "lexical") if h.chunk_id not in have]
     for h in extra:
         h.score = floor
         h.ranks, h.scores = {"reference": 1}, {}

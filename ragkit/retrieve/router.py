@@ -88,7 +88,7 @@ def plan_and_route(reader: IndexReader, text: str, cfg: QueryConfig) -> tuple[Qu
     speller = reader.memo("speller", lambda: Speller(reader.vocabulary)) if cfg.spelling else None
     correct = None
     if speller is not None:  # a served token's query: only to words its collections hold (the vocabulary has all)
-        allowed = (lambda word: reader.holds_word(word, cfg.readable)) if cfg.readable is not None else None
+        allowed = (lambda word: reader.scopes.holds_word(word, cfg.readable)) if cfg.readable is not None else None
 
         def correct(text: str, language: str):
             return speller.correct(text, language, allowed)
@@ -98,7 +98,7 @@ def plan_and_route(reader: IndexReader, text: str, cfg: QueryConfig) -> tuple[Qu
         refine(plan, lambda: load_generator(cfg.model, keys=cfg.api_keys))
     filters = {**cfg.filters, **plan.constraints.filters()}
     dated = {k: v for k, v in filters.items() if k in ("date_from", "date_to")}
-    if dated and not reader.doc_ids_for(dated, cfg.readable):
+    if dated and not reader.scopes.doc_ids_for(dated, cfg.readable):
         plan.notes.append(
             f"no document is dated {dated.get('date_from', '…')} – {dated.get('date_to', '…')}: date constraint ignored"
         )
@@ -112,7 +112,7 @@ def plan_and_route(reader: IndexReader, text: str, cfg: QueryConfig) -> tuple[Qu
         known = []
         if facts["entities"]:
             names = {m.key for m in extract(plan.text, language=plan.language).mentions if m.sentence >= 0}
-            known = reader.known_entities(names, cfg.readable)
+            known = reader.scopes.known_entities(names, cfg.readable)
         plan.entities = known
         r = route(
             plan,

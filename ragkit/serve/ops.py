@@ -160,7 +160,7 @@ def keep_visible(result: QueryResult, reader, readable: tuple[str, ...] | None) 
     and citations of documents outside ``readable`` are dropped (and logged: retrieval should never bring them)."""
     if readable is None:
         return
-    docs = reader.readable_documents(readable)
+    docs = reader.scopes.readable_documents(readable)
     colls = {c.lower() for c in readable}
     kept = [p for p in result.passages if p.document_id in docs]
     items = [i for i in result.context_items if _item_visible(i, docs, colls)]

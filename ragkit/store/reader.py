@@ -3,7 +3,6 @@ the graphs and everything a query reads, loaded once."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import cached_property
@@ -13,20 +12,20 @@ from typing import Any
 from ragkit.embed import Embedder, load_embedder, normalize_spec, query_encoder, same_model
 from ragkit.errors import EmbedderMismatch, IndexChanged, IndexCorrupt, IndexNotFound
 from ragkit.extract.resolve import Resolver
-from ragkit.records import Hit, Scope
+from ragkit.records import Hit
 from ragkit.rerank.learned import Rankers
-from ragkit.store import arrays, browse, expr, remote
+from ragkit.store import arrays, remote
 from ragkit.store.duck import DuckStore
 from ragkit.store.entity_graph import EntityGraph
 from ragkit.store.fill import FillTable
 from ragkit.store.graph import EvidenceGraph
 from ragkit.store.knowledge.rows import KnowledgeMemory, StoreRows
-from ragkit.store.knowledge.sql import ALIASES_OF, ENTITIES_IN_GRAPH
 from ragkit.store.knowledge.vectors import DerivedVectors
 from ragkit.store.lance import COMPOUND_FTS, ChunkTable
 from ragkit.store.layout import RESOLVER_FILE, VOCAB_FILE, graph_path, store_path
 from ragkit.store.manifest import NAME as MANIFEST
 from ragkit.store.manifest import Manifest, read_manifest
+from ragkit.store.scopes import Scopes
 from ragkit.store.terms import TermVectors
 
 
@@ -42,8 +41,6 @@ def _stamp(index_dir: Path, max_age: float = 1.0) -> tuple[int, int] | None:
 
 
 DOCUMENT_TITLES = "SELECT id, title FROM documents WHERE id IN (SELECT document_id FROM chunks) ORDER BY rowid"
-KNOWN_NAMES = 50_000  # names whose entity (or none) a reader remembers (``known_entities``)
-HOLDS_WORD_CHUNKS = 20  # BM25 hits looked through for a word (stemming may find others first)
 
 
 class IndexReader:
@@ -78,7 +75,6 @@ class IndexReader:
         self._given_embedder = embedder
         self.given_full_embedder: Embedder | None = None  # a progressive index's full model, if the caller has it
         self._memo: dict[str, Any] = {}
-        self._entity_of: dict[str, str | None] = {}  # a name → its entity, None: none (``known_entities``)
         self._sharing = 0  # depth of one_connection() blocks
         self._shared: DuckStore | None = None
         self._queries = 0  # one_connection() blocks so far (queries answered)
@@ -208,11 +204,6 @@ class IndexReader:
         with self.duck() as store:
             return store.resolver()
 
-    @cached_property
-    def superseded(self) -> list[str]:
-        """The documents a newer version replaces (left out of queries unless ``all_versions``)."""
-        return self.graph.superseded()
-
     def titles(self) -> list[tuple[str, str]]:
         """Every document's (id, title) with chunks, in the order they were stored: from the chunks held in
         memory, or for a large table from the store (scanning 266,851 chunk rows for 6,637 titles took 0.1-0.2 s
@@ -222,40 +213,10 @@ class IndexReader:
         with self.duck() as store:
             return [(r["id"], r["title"]) for r in store.rows(DOCUMENT_TITLES)]
 
-    def known_entities(self, keys: set[str], readable: tuple[str, ...] | None = None) -> list[str]:
-        """Those of ``keys`` whose entity (a key, or the entity it is an alias of) the entity graph holds and
-        the readable collections mention, sorted. Asked of the store until the graph is loaded (a query routed
-        without it spares a one-shot query the graph's 2 s on all of federal law), 8 ms there per query, so
-        each name's answer is kept for the reader's life (up to ``KNOWN_NAMES`` names)."""
-        if not keys:
-            return []
-        if "entity_graph" in self.__dict__:
-            graph = self.entity_graph
-            entity = {k: graph.aliases.get(k, k) for k in keys}
-            entity = {k: e for k, e in entity.items() if graph.has_entity(e)}
-        else:
-            asked = sorted(k for k in keys if k not in self._entity_of)
-            if asked:
-                with self.duck() as store:
-                    marks = ", ".join("?" * len(asked))
-                    aliases = {r["alias"]: r["entity"] for r in store.rows(ALIASES_OF.format(marks), asked)}
-                    wanted = sorted({aliases.get(k, k) for k in asked})
-                    marks = ", ".join("?" * len(wanted))
-                    found = {r["entity"] for r in store.rows(ENTITIES_IN_GRAPH.format(marks), wanted)}
-                if len(self._entity_of) > KNOWN_NAMES:
-                    self._entity_of.clear()
-                self._entity_of.update({k: aliases.get(k, k) if aliases.get(k, k) in found else None for k in asked})
-            entity = {k: self._entity_of[k] for k in keys if self._entity_of.get(k)}
-        return sorted(k for k, e in entity.items() if self.entity_readable(e, readable))
-
-    def document(self, key: str, readable: tuple[str, ...] | None = None) -> dict[str, Any] | None:
-        """A document (by id or path) with its text, chunk by chunk with their lines (and pages), or None
-        (ragkit/store/browse.py; ``readable``: the collections the caller may read)."""
-        return browse.document(self, key, readable)
-
-    def section(self, section_id: str, readable: tuple[str, ...] | None = None) -> dict[str, Any] | None:
-        """A section's place (document, breadcrumb, lines) and its own text (not its subsections'), or None."""
-        return browse.section(self, section_id, readable)
+    @cached_property
+    def scopes(self) -> Scopes:
+        """Who may read what: filters, readable collections, superseded versions (ragkit/store/scopes.py)."""
+        return Scopes(self)
 
     def knowledge_rows(self):
         """What the graph strategies read per query (entity, relation and community rows): from the store for
@@ -276,54 +237,6 @@ class IndexReader:
         """The index's language as its BM25 index has it: "de", "sv" or "en"."""
         return COMPOUND_FTS.get(self.manifest.fts_language, "en")
 
-    def scope_for(self, filters: dict[str, str], readable: tuple[str, ...] | None = None) -> Scope | None:
-        """The documents (and their collections) the filters allow within the readable collections; None
-        without filters and without ``readable`` (everything is visible)."""
-        if not filters and readable is None:
-            return None
-        with self.duck() as store:
-            ids = store.document_ids_matching(filters)
-            with store.registered("scope_ids", {"id": ids}):
-                scope, params = expr.readable(readable).duck()
-                rows = store.con.execute(
-                    f"SELECT id, collection FROM documents WHERE id IN (SELECT id FROM scope_ids) AND {scope}", params
-                ).fetchall()
-        return Scope({r[0] for r in rows}, {r[1] for r in rows})
-
-    def readable_chunks(self, readable: tuple[str, ...]) -> frozenset[str]:
-        """The ids of the chunks of the readable collections (kept per set of collections)."""
-        key = ("readable_chunks", tuple(sorted(set(readable))))
-        if key not in self._memo:
-            ids = self.chunks.ds.to_table(columns=["id"], filter=expr.readable(readable).lance()).column("id")
-            self._memo[key] = frozenset(ids.to_pylist())
-        return self._memo[key]
-
-    def readable_documents(self, readable: tuple[str, ...]) -> frozenset[str]:
-        """The ids of the documents of the readable collections (kept per set of collections)."""
-        key = ("readable_documents", tuple(sorted(set(readable))))
-        if key not in self._memo:
-            with self.duck() as store:
-                scope, params = expr.readable(readable).duck()
-                rows = store.con.execute(f"SELECT id FROM documents WHERE {scope}", params).fetchall()
-            self._memo[key] = frozenset(r[0] for r in rows)
-        return self._memo[key]
-
-    def entity_readable(self, key: str, readable: tuple[str, ...] | None) -> bool:
-        """Whether a chunk of the readable collections mentions the entity (always, for ``None``)."""
-        if readable is None:
-            return True
-        chunks = self.readable_chunks(readable)
-        return any(c in chunks for c in self.entity_graph.chunks_of(key))
-
-    def holds_word(self, word: str, readable: tuple[str, ...] | None) -> bool:
-        """Whether a chunk of the readable collections holds ``word`` as a whole word (any case); the index's
-        vocabulary spans every collection, this asks the BM25 index within the readable ones."""
-        if readable is None:
-            return word.lower() in self.vocabulary
-        pattern = re.compile(rf"(?<!\w){re.escape(word)}(?!\w)", re.I)
-        rows = self.chunks.fts_search(word, HOLDS_WORD_CHUNKS, expr.readable(readable).lance())
-        return any(pattern.search(r["content"]) for r in rows)
-
     def duck(self) -> DuckStore | _Borrowed:
         """A short-lived read-only connection (a held one would block the indexer), to use as ``with
         reader.duck() as store``; inside ``one_connection()`` the block's shared connection."""
@@ -334,7 +247,7 @@ class IndexReader:
         return _Borrowed(self._shared)
 
     def _open_store(self, alone: bool = False) -> DuckStore:
-        if not self.store_path.exists() and self.changed():
+        if not self.store_path.exists() and self._changed():
             raise IndexChanged(f"{self.index_dir}: a newer run was committed while this one was read")
         return DuckStore(self.store_path, read_only=True, alone=alone)
 
@@ -343,13 +256,13 @@ class IndexReader:
         knowledge rows): the memory DuckDB used for it goes back when it closes."""
         return self._open_store(alone=True)
 
-    def changed(self) -> bool:
+    def _changed(self) -> bool:
         """Has a run been committed since this reader opened the index?"""
         return _stamp(self.index_dir) != self.stamp
 
     def follow(self) -> bool:
         """Read the newest committed run if there is one (True: reopened); the embedder is kept."""
-        if not self.changed():
+        if not self._changed():
             return False
         index_dir, embedder = self.index_dir, self.__dict__.get("embedder", self._given_embedder)
         self.__dict__.clear()  # every cached property goes with the replaced run
@@ -371,47 +284,6 @@ class IndexReader:
                 self._shared.close()
                 self._shared = None
 
-    def doc_ids_for(self, filters: dict[str, str], readable: tuple[str, ...] | None = None) -> list[str]:
-        """The documents matching the filters (``--filter``), of the readable collections only if given."""
-        with self.duck() as store:
-            ids = store.document_ids_matching(filters)
-            if readable is None:
-                return ids
-            with store.registered("matching_ids", {"id": ids}):
-                scope, params = expr.readable(readable).duck()
-                sql = f"SELECT id FROM documents WHERE id IN (SELECT id FROM matching_ids) AND {scope}"
-                return [r[0] for r in store.con.execute(sql, params).fetchall()]
-
-    @staticmethod
-    def to_hits(rows: list[dict[str, Any]], kind: str) -> list[Hit]:
-        hits = []
-        for r in rows:
-            score = 1.0 - float(r["_distance"]) if kind == "dense" else float(r["_score"])
-            hits.append(
-                Hit(
-                    chunk_id=r["id"],
-                    document_id=r["document_id"],
-                    section_id=r["section_id"],
-                    chunk_index=int(r["chunk_index"]),
-                    text=r["text"],
-                    header=r["header"],
-                    path=r["path"],
-                    title=r["title"],
-                    doc_type=r["doc_type"],
-                    collection=r["collection"],
-                    line_start=int(r["line_start"]),
-                    line_end=int(r["line_end"]),
-                    token_count=int(r["token_count"]),
-                    external_id=r["external_id"],
-                    score=score,
-                    boundary_confidence=float(r["boundary_confidence"]),
-                    vector=r.get("vector"),
-                    page_start=r.get("page_start"),
-                    page_end=r.get("page_end"),
-                )
-            )
-        return hits
-
 
 class _Borrowed:
     """The shared connection of a ``one_connection()`` block, as a ``with`` target that does not close it."""
@@ -424,3 +296,34 @@ class _Borrowed:
 
     def __exit__(self, *exc) -> None:
         return None
+
+
+def to_hits(rows: list[dict[str, Any]], kind: str) -> list[Hit]:
+    """Chunk rows of a dense (``_distance``) or BM25 (``_score``) search as hits."""
+    hits = []
+    for r in rows:
+        score = 1.0 - float(r["_distance"]) if kind == "dense" else float(r["_score"])
+        hits.append(
+            Hit(
+                chunk_id=r["id"],
+                document_id=r["document_id"],
+                section_id=r["section_id"],
+                chunk_index=int(r["chunk_index"]),
+                text=r["text"],
+                header=r["header"],
+                path=r["path"],
+                title=r["title"],
+                doc_type=r["doc_type"],
+                collection=r["collection"],
+                line_start=int(r["line_start"]),
+                line_end=int(r["line_end"]),
+                token_count=int(r["token_count"]),
+                external_id=r["external_id"],
+                score=score,
+                boundary_confidence=float(r["boundary_confidence"]),
+                vector=r.get("vector"),
+                page_start=r.get("page_start"),
+                page_end=r.get("page_end"),
+            )
+        )
+    return hits

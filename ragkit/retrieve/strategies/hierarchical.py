@@ -80,7 +80,7 @@ def search(ctx: SearchContext) -> list[Hit]:
 
 def _nodes(ctx: SearchContext) -> list[dict]:
     """Summary-tree nodes most similar to the query, visible in the scope and not superseded."""
-    old = set() if ctx.cfg.all_versions else set(ctx.reader.superseded)
+    old = set() if ctx.cfg.all_versions else set(ctx.reader.scopes.superseded)
     rows = ctx.knowledge_search("summaries", ctx.cfg.of(Settings).nodes * 4)
     return [r for r in rows if r["document_id"] not in old]
 
