@@ -263,8 +263,8 @@ def cost(args) -> None:
     import pypdfium2 as pdfium
 
     where = _copies(work)
-    long_dir = work / "long"
-    long_dir.mkdir(exist_ok=True)
+    long_dir = work / "long" / str(pages)  # the scan alone in its folder (and the note the re-index adds)
+    long_dir.mkdir(parents=True, exist_ok=True)
     long_pdf = long_dir / f"scan-{pages}.pdf"
     if not long_pdf.exists():
         out = pdfium.PdfDocument.new()
@@ -304,7 +304,8 @@ def cost(args) -> None:
 def _timed_index(folder: Path, idx: Path, env: dict, full: bool = False) -> tuple[float, float]:
     import os
 
-    cmd = harness.ragkit_cmd("index", folder, "--index", idx, *(["--full"] if full else []))
+    # (a 500-page scan drawn in grey at 200 dpi is 142 MB: over the default --max-file-size of 50 MB)
+    cmd = harness.ragkit_cmd("index", folder, "--index", idx, "--max-file-size", "1000", *(["--full"] if full else []))
     old = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:

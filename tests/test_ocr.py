@@ -113,6 +113,17 @@ def test_a_table_of_contents_entry_for_an_appendix_does_not_end_the_body():
     assert heads == ["1 §", "2 §", "Bilaga 1 Grundläggande hälso- och säkerhetskrav"], heads  # no "3 §" in it
 
 
+def test_paragraph_headings_set_larger_on_a_scan_stay_siblings():
+    """OCR estimates font sizes: "§ 21a Übergangsmandat *)" read larger than "§ 22" became its parent, and every
+    later paragraph nested under it (BetrVG's scan); a paragraph heading takes the level of the next one of its
+    kind set deeper, from the last back, so none nests under another."""
+    levels = [(1, "Gesetz"), (3, "§ 1 Grundsatz"), (2, "§ 2 Begriffe"), (2, "§ 3 Schutz"), (3, "§ 4 Antrag"),
+              (2, "Zweiter Abschnitt"), (3, "§ 5 Verfahren")]  # fmt: skip
+    items = [RawHeading(level, text, n) for n, (level, text) in enumerate(levels, start=1)]
+    raw = legal_structure(RawDoc(title="Gesetz", metadata={}, items=items))
+    assert [h.level for h in raw.items] == [1, 3, 3, 3, 3, 2, 3]
+
+
 def test_a_quote_is_found_among_the_words_ocr_read():
     line = OcrLine("", (0, 0, 0, 0), True, [Word(t, (10.0 * i, 700.0, 10.0 * i + 8, 712.0), 95.0)
                                             for i, t in enumerate("Die Arbeit ist durch Ruhepausen von mindestens 30 Minuten zu unterbrechen.".split())])  # fmt: skip

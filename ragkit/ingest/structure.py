@@ -65,7 +65,8 @@ def legal_structure(raw: RawDoc) -> RawDoc:
     if not any("§" in i.text or "Art" in i.text for i in raw.items):
         return raw  # no paragraph sign, no article: nothing to read (most documents that are not law)
     headings = [i for i in raw.items if isinstance(i, RawHeading)]
-    if sum(bool(_SE_PARA.match(h.text) or _DE_PARA.match(h.text) or _ART.match(h.text)) for h in headings) >= 2:
+    if sum(bool(_para_kind(h.text)) for h in headings) >= 2:
+        _siblings(headings)
         return raw  # the format already names the paragraphs
     state, items = _State(), []
     topic_levels = sorted({h.level for h in headings})
@@ -78,6 +79,22 @@ def legal_structure(raw: RawDoc) -> RawDoc:
         return raw
     raw.items = _tidy(items)
     return raw
+
+
+def _para_kind(text: str) -> str:
+    """Which kind of paragraph heading ``text`` is ("se" "5 §", "de" "§ 5", "art" "Art. 5"), "" for none."""
+    return "se" if _SE_PARA.match(text) else "de" if _DE_PARA.match(text) else "art" if _ART.match(text) else ""
+
+
+def _siblings(headings: list[RawHeading]) -> None:
+    """A paragraph heading set larger than the next one of its kind ("§ 21a Übergangsmandat *)" over "§ 22",
+    a scan's font sizes as OCR estimates them) takes that one's level: paragraphs are siblings, and the
+    paragraphs after it would otherwise nest under it. From the last heading back, so that a run of them set
+    larger all follow the next one set right."""
+    for h, nxt in reversed(list(zip(headings, headings[1:]))):
+        kind = _para_kind(h.text)
+        if kind and _para_kind(nxt.text) == kind and nxt.level > h.level:
+            h.level = nxt.level
 
 
 def _tidy(items: list[RawHeading | Block]) -> list[RawHeading | Block]:
