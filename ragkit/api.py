@@ -51,7 +51,7 @@ from ragkit.learn import ranker as ranking
 from ragkit.learn.feedback import Feedback, new_query_id, query_event
 from ragkit.pages import render_page
 from ragkit.records import IndexSummary, QueryResult
-from ragkit.rerank.learned import scope_of
+from ragkit.rerank.ranker import scope_of
 from ragkit.retrieve.pipeline import retrieve as run_retrieval
 from ragkit.retrieve.strategies import hippo
 from ragkit.store import browse, remote

@@ -13,7 +13,7 @@ from typing import Any
 from ragkit.config import resolve_index_dir
 from ragkit.errors import BadQuery, IndexNotFound, UnknownId
 from ragkit.ingest import ocr
-from ragkit.rerank.learned import shipped as ranking_shipped
+from ragkit.rerank.ranker import shipped as ranking_shipped
 from ragkit.store import browse, remote, sizes
 from ragkit.store import check as checker
 from ragkit.store.manifest import Manifest

@@ -347,8 +347,8 @@ def default(args) -> None:
     hand-set weights; written (``--write``) only when no set's held-out figure falls by more than 0.005 and
     one rises."""
     from ragkit.learn import ranker as ranking
-    from ragkit.rerank import learned as shipped
-    from ragkit.rerank.learned import hit_matrix
+    from ragkit.rerank import ranker as shipped
+    from ragkit.rerank.ranker import hit_matrix
 
     names = [s.strip() for s in args.sets.split(",") if s.strip()]
     readers = {name: fresh_reader(name, args.work) for name in names}

@@ -15,11 +15,11 @@ from ragkit import api
 from ragkit.answer.records import Answer
 from ragkit.config import QueryConfig
 from ragkit.errors import BadQuery, Forbidden, UnknownId
+from ragkit.fitted import Trees
 from ragkit.learn import abstain as abstaining
 from ragkit.learn import ranker as ranking
 from ragkit.learn.feedback import Feedback, Judged
-from ragkit.learned import Trees
-from ragkit.rerank.learned import RANK_FEATURES, Ranker, Rankers, scope_of, write_current
+from ragkit.rerank.ranker import RANK_FEATURES, Ranker, Rankers, scope_of, write_current
 from ragkit.serve.access import Token
 from ragkit.store.events import EventLog
 from tests.conftest import write
@@ -199,8 +199,8 @@ def test_an_adopted_ranker_is_used_explained_shown_and_reset(reader):
 
 
 def test_a_ranker_file_from_another_version_or_of_other_features_is_refused(tmp_path):
-    from ragkit.learned import ModelFileError
-    from ragkit.rerank.learned import load
+    from ragkit.fitted import ModelFileError
+    from ragkit.rerank.ranker import load
 
     trees = Trees(("a",), *(np.zeros(1, dtype=t) for t in (np.int32, float, np.int32, np.int32, bool, float)),
                   np.zeros(1, dtype=np.int32), 0)  # fmt: skip

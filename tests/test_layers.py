@@ -55,7 +55,7 @@ LAYERS = [  # top to bottom; a name covers the module and everything below it
         "ragkit.cache",
         "ragkit.modelspec",
         "ragkit.httpjson",
-        "ragkit.learned",
+        "ragkit.fitted",
         "ragkit.names",
         "ragkit",
     ],

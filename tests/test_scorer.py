@@ -18,7 +18,7 @@ from ragkit.answer.scorer import (
     unit_features,
     with_vectors,
 )
-from ragkit.learned import Linear, ModelFileError, Trees, from_json
+from ragkit.fitted import Linear, ModelFileError, Trees, from_json
 from ragkit.records import Passage, Plan, QueryResult
 
 LAW = """(1) Die werktägliche Arbeitszeit der Arbeitnehmer darf acht Stunden nicht überschreiten. Sie kann auf bis

@@ -18,7 +18,7 @@ from ragkit.config import QueryConfig
 from ragkit.errors import BadQuery, IndexCorrupt
 from ragkit.learn.feedback import Feedback
 from ragkit.names import checked_name
-from ragkit.rerank.learned import collections_of, scope_of
+from ragkit.rerank.ranker import collections_of, scope_of
 from ragkit.store import layout
 from ragkit.store.events import EventLog
 from ragkit.store.manifest import read_manifest
@@ -334,7 +334,7 @@ def test_the_answer_model_was_fitted_with_the_feature_code_of_today():
 
 def test_learned_models_of_an_s3_index_reach_every_reader(s3, corpus, tmp_path, monkeypatch):
     from ragkit.learn import ranker as ranking
-    from ragkit.rerank.learned import Rankers
+    from ragkit.rerank.ranker import Rankers
     from tests.test_feedback import _flipping_ranker
 
     uri = f"s3://{BUCKET}/learned"

@@ -35,7 +35,7 @@ import numpy as np
 
 from ragkit.answer import evidence as evidence_module
 from ragkit.answer.evidence import NEGATIONS, STOP, Evidence, Sentence, Terms, fits, question_type, stem_match, words
-from ragkit.learned import Linear, ModelFileError, Trees, from_json
+from ragkit.fitted import Linear, ModelFileError, Trees, from_json
 
 MODEL_FILE = Path(__file__).with_name("answer_model.json")
 FORMAT = 1

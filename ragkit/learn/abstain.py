@@ -31,7 +31,7 @@ from ragkit.errors import RagkitError
 from ragkit.learn import guard
 from ragkit.learn.feedback import Judged
 from ragkit.learn.ranker import SEED, Outcome
-from ragkit.rerank.learned import ALL, CURRENT, adopted, collections_of, learned_dir, write_current
+from ragkit.rerank.ranker import ALL, CURRENT, adopted, collections_of, learned_dir, write_current
 from ragkit.retrieve.config import QueryConfig
 from ragkit.text import query_language
 

@@ -38,7 +38,7 @@ from ragkit.answer.scorer import (
     question_features,
     relative,
 )
-from ragkit.learned import Linear, Trees
+from ragkit.fitted import Linear, Trees
 
 SHORTLIST = 12
 FOLDS = 5

@@ -32,7 +32,7 @@ from typing import Any
 
 from ragkit.errors import BadQuery, Forbidden, UnknownId
 from ragkit.records import QueryResult
-from ragkit.rerank.learned import ALL
+from ragkit.rerank.ranker import ALL
 from ragkit.store.events import EventLog
 
 GRADES = {"good": 3, "bad": 0}

@@ -28,11 +28,11 @@ from typing import Any
 
 import numpy as np
 
+from ragkit.fitted import Trees
 from ragkit.learn import guard
 from ragkit.learn.feedback import Judged, content_hash
-from ragkit.learned import Trees
 from ragkit.records import Hit
-from ragkit.rerank.learned import (
+from ragkit.rerank.ranker import (
     ALL,
     CURRENT,
     RANK_FEATURES,

@@ -22,7 +22,7 @@ from ragkit.rerank import bundled
 from ragkit.rerank.bundled import SPEC
 from ragkit.rerank.cross import RerankUnavailable, cross_rerank
 from ragkit.rerank.features import DEFAULT_WEIGHTS, FeatureContext, rerank
-from ragkit.rerank.learned import scope_of
+from ragkit.rerank.ranker import scope_of
 from ragkit.retrieve import corrective, expansion
 from ragkit.retrieve.config import QueryConfig
 from ragkit.retrieve.context import SearchContext

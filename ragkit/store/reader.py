@@ -13,7 +13,7 @@ from ragkit.embed import Embedder, load_embedder, normalize_spec, query_encoder,
 from ragkit.errors import EmbedderMismatch, IndexChanged, IndexCorrupt, IndexNotFound
 from ragkit.extract.resolve import Resolver
 from ragkit.records import Hit
-from ragkit.rerank.learned import Rankers
+from ragkit.rerank.ranker import Rankers
 from ragkit.store import arrays, remote
 from ragkit.store.duck import DuckStore
 from ragkit.store.entity_graph import EntityGraph

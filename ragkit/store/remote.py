@@ -32,8 +32,8 @@ from typing import TYPE_CHECKING, Any
 
 from ragkit.errors import IndexBusy, IndexNotFound, RagkitError
 from ragkit.names import checked_name
-from ragkit.rerank.learned import CURRENT
-from ragkit.rerank.learned import FOLDER as LEARNED
+from ragkit.rerank.ranker import CURRENT
+from ragkit.rerank.ranker import FOLDER as LEARNED
 from ragkit.store import layout
 from ragkit.store.layout import LANCE_DIR
 from ragkit.store.layout import MANIFEST as NAME

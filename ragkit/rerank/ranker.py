@@ -5,7 +5,7 @@ A candidate is described by ``RANK_FEATURES``: the nine structure features, how 
 and BM25 scores scaled within the query, their ranks, its place in the fused list), the score the hand-set
 weights give it, and the query's language, length and kind. The model is LightGBM's LambdaRank boosted from the
 hand-set score (``prior``: the trees learn a correction of it, so that a little feedback moves the ranking a
-little), read from JSON and walked in numpy (``ragkit.learned.Trees``); each feature is first held within the
+little), read from JSON and walked in numpy (``ragkit.fitted.Trees``); each feature is first held within the
 range the fit saw (``lo`` … ``hi``), so that no value it never met can push a passage further than any it did.
 
 Models are versioned files of the index (``learned/ranker.<scope>.<version>.json``, the adopted one per scope
@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from ragkit.learned import ModelFileError, Trees, from_json
+from ragkit.fitted import ModelFileError, Trees, from_json
 from ragkit.names import checked_name
 from ragkit.records import Hit
 from ragkit.rerank.features import FEATURES
