@@ -157,13 +157,16 @@ REGULATION_PAGES = [  # a Swedish agency regulation as published: page texts (li
 ]
 
 
-def write_regulation_pdf(path: Path, header: str = REGULATION) -> Path:
+def write_regulation_pdf(path: Path, header: str = REGULATION, title: str | None = None) -> Path:
     """A regulation PDF with a running header ("AFS 2099:1" over every page with text) and page numbers in the
     footer, chapters, numbered paragraphs, "Allmänna råd", a line-end hyphen of one word, one before "och" and
-    one after a capital, an empty back page, transitional provisions and an appendix, and no bookmarks."""
+    one after a capital, an empty back page, transitional provisions and an appendix, and no bookmarks;
+    ``title``: the PDF's own title (none by default)."""
     from fpdf import FPDF
 
     pdf = FPDF(format="A4")
+    if title:
+        pdf.set_title(title)
     pdf.set_auto_page_break(False)
     for n, lines in enumerate(REGULATION_PAGES, start=1):
         pdf.add_page()

@@ -8,7 +8,7 @@ from ragkit import api
 from ragkit.config import QueryConfig
 from ragkit.ingest.parse import parse_html, parse_text
 from ragkit.ingest.pdf import _dehyphenate, parse_pdf
-from ragkit.ingest.raw import RawHeading
+from ragkit.ingest.raw import RawDoc, RawHeading
 from ragkit.ingest.sections import build_sections
 from ragkit.ingest.structure import legal_structure
 from ragkit.legal import find_legal_refs
@@ -36,6 +36,16 @@ def test_running_headers_and_page_numbers_leave_the_text_and_the_designation_is_
     assert regulation.title.startswith(REGULATION)
 
 
+def test_a_title_that_only_spells_the_designation_gives_way_to_the_first_heading(tmp_path):
+    """A scanner or a renderer names the PDF after its file ("AFS-2099-1"): that title says no more than the
+    designation, so the title is the designation and the first heading, as reference questions name it."""
+    for own in ("AFS-2099-1", "afs 2099 1", REGULATION):
+        doc = parse_pdf(write_regulation_pdf(tmp_path / "AFS-2099-1.pdf", title=own).read_bytes())
+        assert doc.title == f"{REGULATION} Arbetsmiljöverkets föreskrifter om läskfabriker", own
+    doc = parse_pdf(write_regulation_pdf(tmp_path / "own.pdf", title="Läskfabriker, konsoliderad").read_bytes())
+    assert doc.title == f"{REGULATION} Läskfabriker, konsoliderad"  # a title of its own is kept
+
+
 def test_line_end_hyphens_are_joined_but_real_hyphens_stay(regulation):
     text = " ".join(body(regulation).split())
     assert "verksamheten planeras" in text  # one word over two lines
@@ -60,6 +70,67 @@ def test_chapters_paragraphs_and_general_advice_become_the_section_tree(regulati
     # "Enligt 6 §" at a line's start is a reference, not a paragraph: numbering never jumps from 1 to 6 here
     assert not any(c.endswith("> 6 §") for c in crumbs)
     assert not any("Page " in c for c in crumbs)
+
+
+def test_divisions_set_no_larger_than_their_paragraphs_are_over_them():
+    """A scan's font sizes jitter by a point and a typesetter may set "Kapitel 1" as "§ 1": a division heading
+    not above its paragraphs still holds them (by rank: Teil over Kapitel over Abschnitt), the paragraphs moving
+    down where the title leaves no room; where the sizes say it already, nothing moves."""
+
+    def levels(headings):
+        items = [RawHeading(level, text, n) for n, (level, text) in enumerate(headings, start=1)]
+        return [h.level for h in legal_structure(RawDoc(title="G", metadata={}, items=items)).items]
+
+    kschg = [
+        (1, "Kündigungsschutzgesetz (KSchG)"),
+        (3, "Erster Abschnitt - Allgemeiner Kündigungsschutz"),
+        (3, "§ 1 Sozial ungerechtfertigte Kündigungen"),
+        (3, "§ 2 Änderungskündigung"),
+        (4, "Zweiter Abschnitt - Kündigungsschutz im Rahmen der Betriebsverfassung"),
+        (3, "§ 15 Unzulässigkeit"),
+    ]
+    assert levels(kschg) == [1, 2, 3, 3, 2, 3]
+    bdsg = [
+        (1, "Bundesdatenschutzgesetz (BDSG)"),
+        (2, "Teil 1 - Gemeinsame Bestimmungen"),
+        (3, "Kapitel 1 - Anwendungsbereich"),
+        (3, "§ 1 Anwendungsbereich des Gesetzes"),
+        (3, "§ 2 Begriffe"),
+        (3, "Kapitel 2 - Rechtsgrundlagen"),
+        (3, "§ 3 Verarbeitung"),
+        (4, "Fußnote"),
+    ]
+    assert levels(bdsg) == [1, 2, 3, 4, 4, 3, 4, 5]
+    gg = [(1, "Grundgesetz"), (2, "Präambel"), (3, "I. - Die Grundrechte"), (3, "Art 1"), (3, "Art 2")]
+    assert levels(gg) == [1, 2, 2, 3, 3]
+    markdown = [(1, "Gesetz"), (2, "Erster Abschnitt"), (3, "§ 1 Zweck"), (3, "§ 2 Begriffe"), (2, "Anlage 1")]
+    assert levels(markdown) == [1, 2, 3, 3, 2]  # the sizes already say it
+
+
+def test_a_heading_line_that_opens_a_unit_does_not_continue_the_one_before(tmp_path):
+    """ "Kapitel 7 - Haftung und Sanktionen" and "§ 83 Schadensersatz" set alike, one under the other, are two
+    headings (read as one wrapped heading, § 83 had no section of its own); a heading that wraps stays one."""
+    from fpdf import FPDF
+
+    pdf = FPDF(format="A4")
+    pdf.add_page()
+    body = [("Hat ein Verantwortlicher einer betroffenen Person durch eine Verarbeitung einen Schaden", 10.5)] * 6
+    lines = [("Bundesdatenschutzgesetz", 17), ("Kapitel 7 - Haftung und Sanktionen", 13),
+             ("§ 83 Schadensersatz und Entschädigung", 13), *body,
+             ("Kapitel 8 - Rechtsbehelfe gegen Entscheidungen der Aufsichtsbehörde und", 13),
+             ("gegen Verantwortliche", 13), ("§ 84 Strafvorschriften", 13), *body]  # fmt: skip
+    for text, size in lines:
+        pdf.set_font("Helvetica", "B" if size > 11 else "", size)
+        pdf.cell(0, 8, text, new_x="LMARGIN", new_y="NEXT")
+    pdf.output(str(tmp_path / "bdsg.pdf"))
+    crumbs = tree(parse_pdf((tmp_path / "bdsg.pdf").read_bytes()))
+    assert (
+        "Bundesdatenschutzgesetz > Kapitel 7 - Haftung und Sanktionen > § 83 Schadensersatz und Entschädigung" in crumbs
+    )
+    assert (
+        "Bundesdatenschutzgesetz > Kapitel 8 - Rechtsbehelfe gegen Entscheidungen der Aufsichtsbehörde und gegen "
+        "Verantwortliche > § 84 Strafvorschriften"
+    ) in crumbs
 
 
 def test_structure_only_in_the_wording_of_html_and_plain_text():

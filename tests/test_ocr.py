@@ -16,7 +16,16 @@ import pytest
 from ragkit import api
 from ragkit.config import IndexConfig, QueryConfig
 from ragkit.ingest import ocr
-from ragkit.ingest.ocr import OcrLine, OcrPage, Word, _paragraph_signs, find_words, number_paragraphs, tidy_leaders
+from ragkit.ingest.ocr import (
+    OcrLine,
+    OcrPage,
+    Word,
+    _paragraph_signs,
+    find_words,
+    number_paragraphs,
+    split_glued_units,
+    tidy_leaders,
+)
 from ragkit.ingest.pdf import parse_pdf
 from ragkit.ingest.raw import RawDoc, RawHeading
 from ragkit.ingest.structure import legal_structure
@@ -73,6 +82,40 @@ def test_a_paragraph_number_read_together_with_its_sign_gets_the_sign_back():
     assert [w.text for w in page.lines[1].words] == ["1", "§", "Dessa", "föreskrifter", "gäller"]
     assert page.lines[1].words[0].box[2] == page.lines[1].words[1].box[0]  # the word's box shared
     assert english.lines[0].text == "18 Main Street"
+
+
+def test_the_count_goes_on_from_a_paragraph_read_as_one_word_and_past_a_dash():
+    """SSMFS 2008:47's scan: "8$" comes back as one word "8 §" (the count must go on from it), and the wide space
+    after a paragraph's number is read as a dash ("118 — Nären …" for "11 § När en …")."""
+    lines = [["8 §", "Dosekvivalentraten", "får"], ["98", "Brandvarnaren", "ska"], ["10 §", "Brandvarnare"],
+             ["118", "—", "När", "en"], ["12", "§", "—", "Brandvarnare"], ["138", "–", "för", "den"]]  # fmt: skip
+    page = OcrPage([OcrLine(" ".join(ws), (0, 0, 1, 1), True, words(" ".join(ws))) for ws in lines], 90, "swe", 1, 1)
+    for line, ws in zip(page.lines, lines, strict=True):
+        line.words[: len(line.words) - len(ws) + 1] = [Word(ws[0], (0.0, 0.0, 1.0, 1.0), 90.0)]
+    number_paragraphs([page])
+    assert [ln.text for ln in page.lines] == [
+        "8 § Dosekvivalentraten får", "9 § Brandvarnaren ska", "10 § Brandvarnare", "11 § — När en",
+        "12 § — Brandvarnare", "138 – för den",  # no capital after the dash: a number stays
+    ]  # fmt: skip
+
+
+def test_a_sign_read_together_with_its_number_is_parted_on_german_pages():
+    """The German scans read "Art 7" as "Art7" (the heading, the breadcrumb, a citation "Art. 7 GG" all want
+    the space) and "I. - Die Grundrechte" as "l. - …"; an English page, a word that only begins so, a number alone
+    and an "l." not opening a line stay."""
+    german = OcrPage(
+        [OcrLine("", (0, 0, 1, 1), True, words("Art7 Schulwesen §3a und Artikel7 Art.12 8"))], 90, "deu", 1, 1
+    )
+    english = OcrPage([OcrLine("", (0, 0, 1, 1), True, words("Art7 gallery"))], 90.0, "eng", 1, 1)
+    split_glued_units([german, english])
+    assert german.lines[0].text == "Art 7 Schulwesen § 3a und Artikel 7 Art. 12 8"
+    assert [w.text for w in german.lines[0].words][:2] == ["Art", "7"]
+    assert german.lines[0].words[0].box[2] == german.lines[0].words[1].box[0]  # the word's box shared
+    assert english.lines[0].words[0].text == "Art7"
+    numerals = OcrPage([OcrLine(t, (0, 0, 1, 1), True, words(t)) for t in ("l. - Die Grundrechte", "Vll. Bund", "lch l.")],
+                       90.0, "deu", 1, 1)  # fmt: skip
+    split_glued_units([numerals])
+    assert [ln.text for ln in numerals.lines] == ["I. - Die Grundrechte", "VII. Bund", "lch l."]
 
 
 def test_a_table_of_contents_dot_leaders_read_as_letters_become_dots():

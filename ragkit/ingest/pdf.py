@@ -42,6 +42,7 @@ from ragkit.ingest import ocr as ocr_engine
 from ragkit.ingest.ocr import OcrPage, OcrSettings
 from ragkit.ingest.raw import ParseError, RawDoc, RawHeading
 from ragkit.ingest.scans import read_scans
+from ragkit.ingest.structure import opens_unit
 from ragkit.records import Block
 
 HEADING_RATIO = 1.15  # a line at least this much larger than the body size is a heading
@@ -149,7 +150,8 @@ def assemble(
         if first is not None and designation not in headings[first][1]:  # the breadcrumbs start "AFS 2023:2 …"
             headings[first] = (top, f"{designation} {headings[first][1]}", headings[first][2])
         if designation not in (meta.get("title") or "") or meta["title"].strip() == designation:
-            own = meta.get("title") if meta.get("title", "").strip() != designation else None
+            # a title that only spells the designation otherwise ("SRVFS-2004-7", a file's name) says no more
+            own = meta.get("title") if _squeeze(meta.get("title", "")) != _squeeze(designation) else None
             title = own or (headings[first][1] if first is not None else designation)
             meta["title"] = title if title.startswith(designation) else f"{designation} {title}"
     raw = RawDoc(title=meta.get("title"), metadata=meta, line_count=len(lines), page_starts=page_starts)
@@ -379,7 +381,13 @@ def _font_headings(lines: list[Line]) -> dict[int, tuple[int, str, bool]]:
     start = last = None  # the heading being read (its line number) and its last line (index)
     for i in big:
         ln = lines[i]
-        if start is not None and i == last + 1 and lines[last].size == ln.size and lines[last].page == ln.page:
+        if (
+            start is not None
+            and i == last + 1
+            and lines[last].size == ln.size
+            and lines[last].page == ln.page
+            and not opens_unit(ln.text)  # ("Kapitel 7 - Haftung und Sanktionen" / "§ 83 Schadensersatz": two)
+        ):
             lvl, text, _ = out[start]  # a heading wrapped over several lines
             out[start] = (lvl, f"{text} {ln.text}", True)
             out[i + 1] = CONTINUED

@@ -20,6 +20,7 @@ headings already name its paragraphs (the Markdown laws) is left as it is.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
 
 from ragkit.ingest.raw import RawDoc, RawHeading
@@ -66,7 +67,10 @@ def legal_structure(raw: RawDoc) -> RawDoc:
         return raw  # no paragraph sign, no article: nothing to read (most documents that are not law)
     headings = [i for i in raw.items if isinstance(i, RawHeading)]
     if sum(bool(_para_kind(h.text)) for h in headings) >= 2:
+        _labels_in_text(raw)
+        headings = [i for i in raw.items if isinstance(i, RawHeading)]
         _siblings(headings)
+        _divisions(headings)
         return raw  # the format already names the paragraphs
     state, items = _State(), []
     topic_levels = sorted({h.level for h in headings})
@@ -86,6 +90,47 @@ def _para_kind(text: str) -> str:
     return "se" if _SE_PARA.match(text) else "de" if _DE_PARA.match(text) else "art" if _ART.match(text) else ""
 
 
+def _number(text: str) -> tuple[int, str]:
+    m = _DE_PARA.match(text) or _ART.match(text)
+    return (int(m.group(1)), m.group(2) or "") if m else (0, "")
+
+
+def _labels_in_text(raw: RawDoc) -> None:
+    """A German paragraph's or article's heading read at the body's size ("Art 1", "Art 17a" on the Grundgesetz's
+    scan: OCR's size estimates) opens a block of text instead. A block's first line that is such a label alone
+    (with a short title, no sentence) and numbered between the headings of its kind around it becomes a heading
+    at their level."""
+    after: list[RawHeading | None] = []  # for each item, the next German paragraph or article heading
+    following = None
+    for item in reversed(raw.items):
+        after.append(following)
+        if isinstance(item, RawHeading) and _para_kind(item.text) in ("de", "art"):
+            following = item
+    after.reverse()
+    out: list[RawHeading | Block] = []
+    last: RawHeading | None = None
+    for item, nxt in zip(raw.items, after):
+        if isinstance(item, RawHeading):
+            last = item if _para_kind(item.text) in ("de", "art") else last
+        elif nxt is not None:
+            first, _, rest = item.text.partition("\n")
+            kind = _para_kind(first.strip())
+            if (
+                kind == _para_kind(nxt.text)
+                and (last is None or _para_kind(last.text) == kind)
+                and _heading_like(first)
+                and len(first.split()) <= MAX_HEADING_WORDS
+                and (_number(last.text) if last else (0, "")) < _number(first) < _number(nxt.text)
+            ):
+                last = RawHeading(nxt.level, first.strip(), item.line_start)
+                out.append(last)
+                if rest:
+                    out.append(Block(rest, item.line_start + 1, item.line_end))
+                continue
+        out.append(item)
+    raw.items = out
+
+
 def _siblings(headings: list[RawHeading]) -> None:
     """A paragraph heading set larger than the next one of its kind ("§ 21a Übergangsmandat *)" over "§ 22",
     a scan's font sizes as OCR estimates them) takes that one's level: paragraphs are siblings, and the
@@ -95,6 +140,59 @@ def _siblings(headings: list[RawHeading]) -> None:
         kind = _para_kind(h.text)
         if kind and _para_kind(nxt.text) == kind and nxt.level > h.level:
             h.level = nxt.level
+
+
+_ROMAN = re.compile(r"^[IVX]{1,5}\.\s+\S")  # "I. - Die Grundrechte", "IXa. Gemeinschaftsaufgaben" aside
+
+
+def division_rank(text: str) -> int | None:
+    """The rank of a division heading ("Teil 1 - …", "Zweiter Abschnitt", "Kapitel 7", "3 kap. …", "II. - Der
+    Bund und die Länder"): ``PART``, ``CHAPTER`` or ``DIVISION``; None for any other heading."""
+    m = _DE_DIVISION.match(text)
+    if m:
+        return _DE_RANK.get((m.group(1) or m.group(4)).lower(), DIVISION + 1)
+    return CHAPTER if _KAP.match(text) else DIVISION if _ROMAN.match(text) else None
+
+
+def opens_unit(text: str) -> bool:
+    """``text`` begins a legal unit of its own (a paragraph, an article, a chapter or a division): never the
+    second line of a heading that wraps."""
+    return bool(_para_kind(text.strip()) or division_rank(text.strip()))
+
+
+def _divisions(headings: list[RawHeading]) -> None:
+    """A division heading set no larger than the first paragraph or lower division after it (a scan's font
+    sizes as OCR estimates them jitter by a point; a typesetter may set "Kapitel 7" as "§ 83") is over them all
+    the same. Where one is, sizes do not tell the levels: the divisions take the levels above the paragraphs'
+    by their rank (Teil over Kapitel over Abschnitt over Unterabschnitt), every paragraph heading the usual
+    one, and the rest under them move down where the title leaves no room."""
+    ranks = [division_rank(h.text) for h in headings]
+    kinds = [_para_kind(h.text) for h in headings]
+    if not any(_held_level(headings, ranks, kinds, i) is not None for i in range(len(headings))):
+        return
+    usual = Counter(h.level for h, kind in zip(headings, kinds) if kind).most_common(1)[0][0]
+    order = sorted({r for r in ranks if r is not None})
+    top = min(h.level for h in headings)
+    shift = max(0, top + len(order) + 1 - usual)  # room for the title, the divisions, then the paragraphs
+    for h, rank, kind in zip(headings, ranks, kinds):
+        if rank is not None:
+            h.level = usual + shift - len(order) + order.index(rank)
+        elif kind:
+            h.level = usual + shift
+        elif h.level >= usual:
+            h.level += shift
+
+
+def _held_level(headings: list[RawHeading], ranks: list[int | None], kinds: list[str], i: int) -> int | None:
+    """The level of the first paragraph or lower division after division ``i`` when ``i`` is not above it."""
+    if ranks[i] is None:
+        return None
+    for h, rank, kind in zip(headings[i + 1 :], ranks[i + 1 :], kinds[i + 1 :]):
+        if kind or (rank is not None and rank > ranks[i]):
+            return h.level if h.level <= headings[i].level else None
+        if rank is not None:  # a division of its rank or above: nothing held
+            return None
+    return None
 
 
 def _tidy(items: list[RawHeading | Block]) -> list[RawHeading | Block]:
