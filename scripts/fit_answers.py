@@ -8,7 +8,7 @@ Subcommands:
             seed 43); committed, never redrawn
   features  index each set, run each question (both halves) as ``ragkit query --answer`` would, and keep every
             candidate unit's features and whether it holds the gold answer (WORK/features/SET.npz)
-  fit       the scorer from the fit halves only: the quick and the full unit model, the answerable model and its
+  fit       the scorer from the fit halves only: the unit model without the encoder and the full one, the answerable model and its
             threshold (chosen on the fit halves' questions left out of each cross-validation fold), written to
             ragkit/answer/answer_model.json
   report    the held-out halves, end to end through ``api.answer``: gold answer contained, abstention on

@@ -10,8 +10,8 @@ from ragkit.answer import Evidence, idf_of
 from ragkit.answer.extractive import cited_by, question_of
 from ragkit.answer.scorer import (
     MODEL_FEATURES,
-    QUICK_FEATURES,
     UNIT_FEATURES,
+    UNIT_FEATURES_NO_ENCODER,
     AnswerModel,
     default_model,
     relative,
@@ -51,7 +51,7 @@ def test_every_unit_gets_a_row_of_every_feature_and_the_relative_columns_compare
     assert abs(Y[:, i("sim_z")].mean()) < 1e-9  # the same whatever the encoder's scale
     Z = with_vectors(X, sims * 0.1)
     assert np.allclose(columns_of(Y, MODEL_FEATURES), columns_of(Z, MODEL_FEATURES))
-    assert not set(QUICK_FEATURES) & {"sim", "sim_z", "sim_rank", "sim_chunk"}
+    assert not set(UNIT_FEATURES_NO_ENCODER) & {"sim", "sim_z", "sim_rank", "sim_chunk"}
 
 
 def columns_of(X, names):

@@ -38,7 +38,7 @@ from ragkit.answer.evidence import NEGATIONS, STOP, Evidence, Sentence, Terms, f
 from ragkit.fitted import Linear, ModelFileError, Trees, from_json
 
 MODEL_FILE = Path(__file__).with_name("answer_model.json")
-FORMAT = 1
+FORMAT = 2  # 2: the models without the encoder named so (format 1 called them "quick" and "plain")
 
 UNIT_FEATURES = (
     "lang_de", "lang_sv",
@@ -50,10 +50,10 @@ UNIT_FEATURES = (
     "cited", "yesno", "legal", "legal_sim", "legal_cov", "legal_rank",
     "dense_rank", "lexical_rank", "passage_sim_rank", "units", "q_terms",
 )  # fmt: skip
-# what the quick model reads: no encoder's similarity (it runs before the encoder, and for an index whose encoder
+# what the no-encoder unit model reads: no encoder's similarity (it runs before the encoder, and for an index whose encoder
 # the scorer was not fitted with it is all there is)
 _ENCODED = ("sim", "sim_rel", "sim_z", "sim_rank", "legal_sim", "passage_sim_rank", "sim_chunk")
-QUICK_FEATURES = tuple(f for f in UNIT_FEATURES if f not in _ENCODED)
+UNIT_FEATURES_NO_ENCODER = tuple(f for f in UNIT_FEATURES if f not in _ENCODED)
 # what the full unit model reads: the encoder's similarities only as they compare the units of one question
 # (each encoder has its own scale: all-MiniLM-L6-v2's cosines spread over 0.1-0.8, multilingual-e5-small's over
 # 0.75-0.9; trees that split on the raw value learn one encoder's scale)
@@ -67,9 +67,9 @@ QUESTION_FEATURES = (
     "cov_sent_best", "cov_ctx_best", "cov_top", "typed_no_fit", "sim_max_de", "sim_max_sv", *QUESTION_STATS,
 )  # fmt: skip
 # the question features that read an encoder's similarities on its own scale: left out where the index's encoder
-# is not one the scorer was fitted with (``AnswerModel.plain``)
+# is not one the scorer was fitted with (``AnswerModel.answerable_no_encoder``)
 SCALED = ("sim_best", "sim_max", "sim_chunk_best", "sim_max_de", "sim_max_sv", "dense_top", "dense_gap")
-PLAIN_FEATURES = tuple(f for f in QUESTION_FEATURES if f not in SCALED)
+QUESTION_FEATURES_NO_ENCODER = tuple(f for f in QUESTION_FEATURES if f not in SCALED)
 _DURATION_ASK = re.compile(r"\b(how long|wie lange?|hur länge|bis wann|ab wann|innerhalb welcher frist|wie viele? (tage|wochen|monate|jahre|stunden)|hur (många|lång) (dagar|veckor|månader|år|timmar|tid))\b", re.I)  # fmt: skip
 _DURATION = re.compile(r"\b(\d+|ein|eine[nm]?|zwei|drei|vier|fünf|sechs|sieben|acht|neun|zehn|elf|zwölf|en|ett|två|tre|fyra|fem|sex|sju|åtta|nio|tio|elva|tolv|one|two|three|four|five|six|seven|eight|nine|ten|twelve|halb\w*)\s+(\w+\s+)?(sekunde|minute|stunde|tag|woche|monat|jahr|kalender\w*|werktag|arbeitstag|sekund|minut|timm|dag|dygn|vecka|veck|månad|år|second|minute|hour|day|week|month|year)", re.I)  # fmt: skip
 _PERMISSION_ASK = re.compile(r"^\s*(darf|dürfen|kann|können|muss|müssen|får|kan|måste|behöver|may|can|must|do i have to|is it allowed)\b|\b(erlaubt|verboten|zulässig|tillåtet|förbjudet|allowed|permitted)\b", re.I)  # fmt: skip
@@ -81,15 +81,17 @@ _LEGAL = re.compile(r"§|\bArt\.? \d|\bArtikel \d|\d+ kap\.|\bBilaga\b|\bAnlage\
 
 @dataclass
 class AnswerModel:
-    """The fitted scorer: ``quick`` (no encoder) shortlists, ``unit`` scores the shortlist, ``answerable``
+    """The fitted scorer: ``unit_no_encoder`` shortlists, ``unit`` scores the shortlist, ``answerable``
     decides whether to answer (abstain under ``threshold``)."""
 
-    quick: Linear | Trees
+    unit_no_encoder: Linear | Trees  # ``unit`` without the encoder: shortlists, and scores where it is unknown
     unit: Linear | Trees
     answerable: Linear | Trees
     threshold: dict[str, float]  # per language ("*": any other)
-    plain: Linear | Trees  # ``answerable`` without the encoder (``PLAIN_FEATURES``, the quick model's probabilities)
-    plain_threshold: dict[str, float]
+    answerable_no_encoder: (
+        Linear | Trees
+    )  # ``answerable`` without the encoder (``QUESTION_FEATURES_NO_ENCODER``, the no-encoder unit model's probabilities)
+    threshold_no_encoder: dict[str, float]
     encoders: tuple[str, ...]  # the encoders (embedder names) it was fitted with
     shortlist: int
     support: float  # the least probability at which a unit supports a written sentence (answer/check.py)
@@ -107,11 +109,11 @@ class AnswerModel:
             ) from exc
         if data.get("format") != FORMAT:
             raise ModelFileError(f"{path} has format {data.get('format')}, this ragkit reads {FORMAT}")
-        parts = {k: from_json(data[k]) for k in ("quick", "unit", "answerable", "plain")}
+        parts = {k: from_json(data[k]) for k in ("unit_no_encoder", "unit", "answerable", "answerable_no_encoder")}
         return cls(
             **parts,
             threshold={k: float(v) for k, v in data["threshold"].items()},
-            plain_threshold={k: float(v) for k, v in data["plain_threshold"].items()},
+            threshold_no_encoder={k: float(v) for k, v in data["threshold_no_encoder"].items()},
             encoders=tuple(data["encoders"]),
             shortlist=int(data["shortlist"]),
             support=float(data["support"]),
@@ -124,7 +126,7 @@ class AnswerModel:
         return scored.answerable < self._threshold(scored.encoded, language)
 
     def _threshold(self, encoded: bool, language: str) -> float:
-        thresholds = self.threshold if encoded else self.plain_threshold
+        thresholds = self.threshold if encoded else self.threshold_no_encoder
         return thresholds.get(language, thresholds.get("*", 0.0))
 
     def threshold_for(self, language: str, encoder: str | None) -> float:
@@ -137,18 +139,18 @@ class AnswerModel:
         if not learned:
             return self
         return replace(
-            self, threshold={**self.threshold, **learned}, plain_threshold={**self.plain_threshold, **learned}
+            self, threshold={**self.threshold, **learned}, threshold_no_encoder={**self.threshold_no_encoder, **learned}
         )
 
     def to_json(self) -> dict:
         return {
             "format": FORMAT,
-            "quick": self.quick.to_json(),
+            "unit_no_encoder": self.unit_no_encoder.to_json(),
             "unit": self.unit.to_json(),
             "answerable": self.answerable.to_json(),
             "threshold": {k: round(v, 4) for k, v in self.threshold.items()},
-            "plain": self.plain.to_json(),
-            "plain_threshold": {k: round(v, 4) for k, v in self.plain_threshold.items()},
+            "answerable_no_encoder": self.answerable_no_encoder.to_json(),
+            "threshold_no_encoder": {k: round(v, 4) for k, v in self.threshold_no_encoder.items()},
             "encoders": list(self.encoders),
             "shortlist": self.shortlist,
             "support": round(self.support, 4),
@@ -425,9 +427,9 @@ def rank_units(
     vectors: Callable[[list[Sentence]], np.ndarray | None] | None,
     is_cited: Callable[[Sentence], bool],
 ) -> tuple[list[Sentence], np.ndarray, np.ndarray]:
-    """``units`` scored for ``q``, best first: ``model.quick`` over all of them, then the encoder's vectors
+    """``units`` scored for ``q``, best first: ``model.unit_no_encoder`` over all of them, then the encoder's vectors
     (``vectors``: the units' own, read as ``unit_text``) and ``model.unit`` over the ``model.shortlist`` best.
-    Without an encoder (``vectors`` None, or vectors of another width than the question's) the quick model's
+    Without an encoder (``vectors`` None, or vectors of another width than the question's) the no-encoder unit model's
     probabilities stand. Returns the shortlist, its features and probabilities."""
     X0 = unit_features(q, units, is_cited)
     keep = shortlist(model, X0)
@@ -439,7 +441,7 @@ def rank_units(
     else:
         X = relative(X0[keep])
         X[:, _I["sim_chunk"]] = 0.0
-        p = model.quick.predict(columns(X, model.quick.names)) if len(X) else np.zeros(0)
+        p = model.unit_no_encoder.predict(columns(X, model.unit_no_encoder.names)) if len(X) else np.zeros(0)
     order = np.argsort(-utility(model, X, p), kind="stable")
     return [short[i] for i in order], X[order], p[order]
 
@@ -477,20 +479,22 @@ def score(
 ) -> Scored:
     """Score ``evidence``'s units for ``q`` (``rank_units``), then ``model.answerable`` over the question.
     ``encoder``: the name of the index's encoder; one the scorer was not fitted with (its similarities on
-    another scale) is not read: words, structure and rank decide (``model.quick`` and ``model.plain``)."""
+    another scale) is not read: words, structure and rank decide (``model.unit_no_encoder`` and ``model.answerable_no_encoder``)."""
     known = encode is not None and encoder in model.encoders
     short, X, p = rank_units(model, q, evidence.sentences, encoded(encode) if known else None, is_cited)
     Z = question_features(q.language, question_stats(q, evidence), X, p)
     if known:
         answerable = model.answerable.predict(columns(Z, model.answerable.names, QUESTION_FEATURES))
     else:
-        answerable = model.plain.predict(columns(Z, model.plain.names, QUESTION_FEATURES))
+        answerable = model.answerable_no_encoder.predict(
+            columns(Z, model.answerable_no_encoder.names, QUESTION_FEATURES)
+        )
     return Scored(short, X, p, float(answerable[0]), Z[0], known)
 
 
 def shortlist(model: AnswerModel, X0: np.ndarray) -> np.ndarray:
-    """The indices of the ``model.shortlist`` units the quick model scores best (in that order)."""
+    """The indices of the ``model.shortlist`` units the no-encoder unit model scores best (in that order)."""
     if not len(X0):
         return np.zeros(0, dtype=int)
-    p0 = model.quick.predict(columns(X0, model.quick.names))
+    p0 = model.unit_no_encoder.predict(columns(X0, model.unit_no_encoder.names))
     return np.argsort(-p0, kind="stable")[: model.shortlist]

@@ -7,8 +7,8 @@ question the documents do not answer, the same without labels; and claims, a que
 against its own and another question's passages (``UnitData``, written by ``scripts/fit_answers.py features``).
 
 The fit, as the scorer runs:
-1. ``quick`` (logistic): units → holds the answer, from the features that need no encoder, over every unit;
-2. ``unit`` (trees): the same from all features, over each question's ``shortlist`` best by ``quick``;
+1. ``unit_no_encoder`` (logistic): units → holds the answer, from the features that need no encoder, over every unit;
+2. ``unit`` (trees): the same from all features, over each question's ``shortlist`` best by ``unit_no_encoder``;
 3. ``answerable`` (logistic): question → the documents answer it, from ``QUESTION_FEATURES`` computed with unit
    probabilities predicted by models that never saw that question (cross-validation folds by question);
 4. ``threshold``: per language, the highest at which at most ``ABSTAIN_ANSWERABLE`` of each of its sets'
@@ -28,10 +28,10 @@ import numpy as np
 
 from ragkit.answer.scorer import (
     MODEL_FEATURES,
-    PLAIN_FEATURES,
     QUESTION_FEATURES,
-    QUICK_FEATURES,
+    QUESTION_FEATURES_NO_ENCODER,
     UNIT_FEATURES,
+    UNIT_FEATURES_NO_ENCODER,
     AnswerModel,
     columns,
     feature_code,
@@ -167,22 +167,22 @@ def _stack(pool: FitQuestions, items, shortlist: Linear | None, size: int):
 
 def _unit_models(pool: FitQuestions, items, size: int) -> tuple[Linear, Linear]:
     X, y, w = _stack(pool, items, None, size)
-    quick = _fit_linear(columns(X, QUICK_FEATURES), y, w, QUICK_FEATURES)
-    X, y, w = _stack(pool, items, quick, size)
-    return quick, _fit_trees(columns(X, MODEL_FEATURES), y, w, MODEL_FEATURES)
+    unit_no_encoder = _fit_linear(columns(X, UNIT_FEATURES_NO_ENCODER), y, w, UNIT_FEATURES_NO_ENCODER)
+    X, y, w = _stack(pool, items, unit_no_encoder, size)
+    return unit_no_encoder, _fit_trees(columns(X, MODEL_FEATURES), y, w, MODEL_FEATURES)
 
 
-def _scored(pool: FitQuestions, item: int, quick: Linear, unit: Linear, size: int):
+def _scored(pool: FitQuestions, item: int, unit_no_encoder: Linear, unit: Linear, size: int):
     """A question's shortlist as the scorer sees it: (features, probabilities, labels), best first."""
     X, y = pool.units(item)
     if not len(X):
         return X, np.zeros(0), y
-    keep = np.argsort(-quick.predict(columns(X, quick.names)), kind="stable")[:size]
+    keep = np.argsort(-unit_no_encoder.predict(columns(X, unit_no_encoder.names)), kind="stable")[:size]
     X, y = relative(X[keep].copy()), y[keep]
     if unit is None:  # as the scorer runs without the encoder: no similarity read
         X[:, _SIMS] = 0.0
         X = relative(X)
-        p = quick.predict(columns(X, quick.names))
+        p = unit_no_encoder.predict(columns(X, unit_no_encoder.names))
     else:
         p = unit.predict(columns(X, unit.names))
     order = np.argsort(-p, kind="stable")
@@ -213,29 +213,29 @@ def fit_answer_model(
     fold = _folds(n, folds, seed)
     # out-of-fold: every fit question scored by unit models that never saw it
     oof: list = [None] * n
-    plain: list = [None] * n  # the same by the quick model alone (an encoder the scorer does not know)
+    no_encoder: list = [None] * n  # the same by the no-encoder unit model alone (an encoder the scorer does not know)
     for f in range(folds):
         train = [i for i in range(n) if fold[i] != f]
-        quick, unit = _unit_models(pool, train, shortlist)
+        unit_no_encoder, unit = _unit_models(pool, train, shortlist)
         for i in np.flatnonzero(fold == f):
-            oof[i] = _scored(pool, int(i), quick, unit, shortlist)
-            plain[i] = _scored(pool, int(i), quick, None, shortlist)
+            oof[i] = _scored(pool, int(i), unit_no_encoder, unit, shortlist)
+            no_encoder[i] = _scored(pool, int(i), unit_no_encoder, None, shortlist)
     Z = np.concatenate([_question_row(pool, i, oof[i]) for i in range(n)])
-    Z_plain = np.concatenate([_question_row(pool, i, plain[i]) for i in range(n)])
+    Z_no_encoder = np.concatenate([_question_row(pool, i, no_encoder[i]) for i in range(n)])
     target = np.asarray([pool.answerable(i) for i in range(n)])
     # the answerable models, out of fold too, for their thresholds
     p_ans = _out_of_fold(pool, Z, target, fold, folds, QUESTION_FEATURES)
-    p_plain = _out_of_fold(pool, Z_plain, target, fold, folds, PLAIN_FEATURES)
+    p_no_encoder = _out_of_fold(pool, Z_no_encoder, target, fold, folds, QUESTION_FEATURES_NO_ENCODER)
     threshold = _thresholds(pool, p_ans, target)
-    plain_threshold = _thresholds(pool, p_plain, target)
+    threshold_no_encoder = _thresholds(pool, p_no_encoder, target)
     length = _length(pool, oof)
-    quick, unit = _unit_models(pool, range(n), shortlist)
-    support, support_row = _support(data, quick, unit, shortlist)
+    unit_no_encoder, unit = _unit_models(pool, range(n), shortlist)
+    support, support_row = _support(data, unit_no_encoder, unit, shortlist)
     answerable = _answerable(pool, Z, target, QUESTION_FEATURES)
-    plain_model = _answerable(pool, Z_plain, target, PLAIN_FEATURES)
+    answerable_no_encoder = _answerable(pool, Z_no_encoder, target, QUESTION_FEATURES_NO_ENCODER)
     meta = {
         "fitted_on": {d.name: int(len(d.questions(False))) for d in data},
-        "plain": _table(pool, plain, p_plain, plain_threshold, length)[1:],
+        "no_encoder": _table(pool, no_encoder, p_no_encoder, threshold_no_encoder, length)[1:],
         "script": "python scripts/fit_answers.py features && python scripts/fit_answers.py fit",
         "abstain_answerable": ABSTAIN_ANSWERABLE,
         "C": C,
@@ -246,7 +246,7 @@ def fit_answer_model(
     }
     encoders = tuple(sorted({d.encoder for d in data if d.encoder}))
     model = AnswerModel(
-        quick, unit, answerable, threshold, plain_model, plain_threshold, encoders, shortlist, support, length, meta,
+        unit_no_encoder, unit, answerable, threshold, answerable_no_encoder, threshold_no_encoder, encoders, shortlist, support, length, meta,
         feature_code(),
     )  # fmt: skip
     return model, _table(pool, oof, p_ans, threshold, length) + [support_row]
@@ -354,7 +354,7 @@ def _length(pool: FitQuestions, oof) -> float:
     return best if best is not None else 1.0
 
 
-def _support(data: list[UnitData], quick, unit, size: int) -> tuple[float, tuple]:
+def _support(data: list[UnitData], unit_no_encoder, unit, size: int) -> tuple[float, tuple]:
     """The least probability at which a written sentence counts as supported by a unit: the threshold that best
     tells a fit question's answer sentence, checked against its own passages, from another question's checked
     against them (Youden's J: accepted own minus accepted foreign, greatest)."""
@@ -366,7 +366,7 @@ def _support(data: list[UnitData], quick, unit, size: int) -> tuple[float, tuple
         for k in np.flatnonzero(~c["claim_held_out"]):
             rows = np.flatnonzero(c["claim_q"] == k)
             X, y = c["claim_X"][rows], c["claim_y"][rows]
-            keep = np.argsort(-quick.predict(columns(X, quick.names)), kind="stable")[:size]
+            keep = np.argsort(-unit_no_encoder.predict(columns(X, unit_no_encoder.names)), kind="stable")[:size]
             X, y = relative(X[keep].copy()), y[keep]
             p = unit.predict(columns(X, unit.names))
             if c["claim_own"][k]:
