@@ -175,7 +175,7 @@ FEATURE_CODE = (
 
 def feature_code() -> str:
     """A hash of the code that computes the scorer's features (its syntax tree, comments and docstrings left
-    out): a model records the one it was fitted with, and a test fails when the code has moved on without a
+    out; ``_tree``, so that every supported Python computes the same): a model records the one it was fitted with, and a test fails when the code has moved on without a
     refit (``scripts/fit_answers.py``)."""
     digest = hashlib.sha256()
     for module, names in ((evidence_module, None), (sys.modules[__name__], FEATURE_CODE)):
@@ -190,8 +190,19 @@ def feature_code() -> str:
                 if isinstance(body, list) and body and isinstance(body[0], ast.Expr):
                     if isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
                         inner.body = body[1:] or [ast.Pass()]
-            digest.update(ast.dump(node, annotate_fields=False).encode())
+            digest.update(_tree(node).encode())
     return digest.hexdigest()[:16]
+
+
+def _tree(node: object) -> str:
+    """A syntax tree as text, the same on Python 3.11 to 3.13: fields left empty (None, []) are left out
+    (``ast.dump`` shows them by version: 3.12 added ``type_params``, 3.13 hides empty fields)."""
+    if isinstance(node, ast.AST):
+        fields = [_tree(v) for f in node._fields if (v := getattr(node, f, None)) is not None and v != []]
+        return f"{type(node).__name__}({', '.join(fields)})"
+    if isinstance(node, list):
+        return f"[{', '.join(_tree(v) for v in node)}]"
+    return repr(node)
 
 
 @dataclass
