@@ -142,6 +142,7 @@ def cer(args) -> None:
     from rapidfuzz.distance import Levenshtein
 
     from ragkit.ingest import ocr
+    from ragkit.ingest.ocr_finish import finish
     from ragkit.ingest.pdf import _dehyphenate
     from ragkit.ingest.scans import read_scans
 
@@ -161,7 +162,7 @@ def cer(args) -> None:
                     read = read_scans(scan_doc, numbers, ocr.OcrSettings(), [], pdfium_c)
                     seconds += time.perf_counter() - t
                     as_read = {n: _norm(" ".join(ln.text for ln in page.lines)) for n, page in read.items()}
-                    ocr.finish([read[n] for n in sorted(read)])  # what the index gets (leaders, § numbers)
+                    finish([read[n] for n in sorted(read)])  # what the index gets (leaders, § numbers)
                     for n in numbers:
                         textpage = truth_doc[n - 1].get_textpage()
                         layer = _dehyphenate(textpage.get_text_range())
@@ -188,7 +189,9 @@ def cer(args) -> None:
     notes.append("PDFium's line-end hyphens joined), the page's text as one string: a table or a margin note read in")
     notes.append("another order than the text layer's counts as wrong;")
     notes.append("§: signs OCR gave / the text layer holds; s/page: wall seconds a page (cached pages ~0) on all cores")
-    notes.append("CER as read: Tesseract's words as the cache keeps them; CER: after ragkit.ingest.ocr.finish (dot")
+    notes.append(
+        "CER as read: Tesseract's words as the cache keeps them; CER: after ragkit.ingest.ocr_finish.finish (dot"
+    )
     notes.append("leaders tidied, § given back to glued numbers), the text the index gets")
     print_table(
         "OCR character error rate", ["set", "copy", "pages", "CER as read", "CER", "§", "s/page"], rows, notes=notes

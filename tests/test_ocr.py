@@ -22,10 +22,8 @@ from ragkit.ingest.ocr import (
     Word,
     _paragraph_signs,
     find_words,
-    number_paragraphs,
-    split_glued_units,
-    tidy_leaders,
 )
+from ragkit.ingest.ocr_finish import number_paragraphs, split_glued_units, tidy_leaders
 from ragkit.ingest.pdf import parse_pdf
 from ragkit.ingest.raw import RawDoc, RawHeading
 from ragkit.ingest.structure import legal_structure

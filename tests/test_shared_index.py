@@ -324,7 +324,8 @@ def test_the_page_cache_stays_under_its_size(tmp_path):
 
 
 def test_the_answer_model_was_fitted_with_the_feature_code_of_today():
-    from ragkit.answer.scorer import default_model, feature_code
+    from ragkit.answer.fingerprint import feature_code
+    from ragkit.answer.scorer import default_model
 
     assert default_model().feature_code == feature_code(), (
         "the answer scorer's features changed since answer_model.json was fitted: refit it "

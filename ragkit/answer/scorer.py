@@ -19,13 +19,9 @@ the fitting script chose on questions the weights were not fitted on.
 
 from __future__ import annotations
 
-import ast
-import hashlib
-import inspect
 import json
 import math
 import re
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import lru_cache
@@ -33,7 +29,6 @@ from pathlib import Path
 
 import numpy as np
 
-from ragkit.answer import evidence as evidence_module
 from ragkit.answer.evidence import NEGATIONS, STOP, Evidence, Sentence, Terms, fits, question_type, stem_match, words
 from ragkit.fitted import Linear, ModelFileError, Trees, from_json
 
@@ -166,43 +161,11 @@ def default_model() -> AnswerModel:
 
 
 # the code of this module that turns a question and its units into features (besides its constants and all of
-# ragkit/answer/evidence.py, which cuts the units): what ``feature_code`` hashes
+# ragkit/answer/evidence.py, which cuts the units): what ``ragkit.answer.fingerprint.feature_code`` hashes
 FEATURE_CODE = (
     "Question", "_context", "_novelty", "unit_features", "with_vectors", "relative", "unit_text", "_has", "columns",
     "question_stats", "question_features",
 )  # fmt: skip
-
-
-def feature_code() -> str:
-    """A hash of the code that computes the scorer's features (its syntax tree, comments and docstrings left
-    out; ``_tree``, so that every supported Python computes the same): a model records the one it was fitted with, and a test fails when the code has moved on without a
-    refit (``scripts/fit_answers.py``)."""
-    digest = hashlib.sha256()
-    for module, names in ((evidence_module, None), (sys.modules[__name__], FEATURE_CODE)):
-        for node in ast.parse(inspect.getsource(module)).body:
-            named = getattr(node, "name", None)
-            if names is not None and not (isinstance(node, ast.Assign) or named in names):
-                continue
-            if isinstance(node, ast.Expr) and isinstance(getattr(node, "value", None), ast.Constant):
-                continue  # the module's docstring
-            for inner in ast.walk(node):
-                body = getattr(inner, "body", None)
-                if isinstance(body, list) and body and isinstance(body[0], ast.Expr):
-                    if isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
-                        inner.body = body[1:] or [ast.Pass()]
-            digest.update(_tree(node).encode())
-    return digest.hexdigest()[:16]
-
-
-def _tree(node: object) -> str:
-    """A syntax tree as text, the same on Python 3.11 to 3.13: fields left empty (None, []) are left out
-    (``ast.dump`` shows them by version: 3.12 added ``type_params``, 3.13 hides empty fields)."""
-    if isinstance(node, ast.AST):
-        fields = [_tree(v) for f in node._fields if (v := getattr(node, f, None)) is not None and v != []]
-        return f"{type(node).__name__}({', '.join(fields)})"
-    if isinstance(node, list):
-        return f"[{', '.join(_tree(v) for v in node)}]"
-    return repr(node)
 
 
 @dataclass

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 
 from ragkit.ingest import ocr as ocr_engine
 from ragkit.ingest.ocr import OcrPage, OcrSettings
+from ragkit.ingest.ocr_finish import finish as finish_ocr
 from ragkit.ingest.raw import ParseError, RawDoc, RawHeading
 from ragkit.ingest.scans import read_scans
 from ragkit.ingest.structure import opens_unit
@@ -129,7 +130,7 @@ def assemble(
     ``scans`` stays unread): running headers out, headings from the outline or the lines' sizes."""
     read = {n: page for n, page in read.items() if page.lines}  # (a page OCR found no word on stays unread)
     if read:
-        ocr_engine.finish([page for _, page in sorted(read.items())])
+        finish_ocr([page for _, page in sorted(read.items())])
         lines = sorted([*lines, *ocr_lines(read)], key=lambda ln: ln.page)  # (stable: reading order kept)
         scans = [n for n in scans if n not in read]
         meta["ocr_pages"] = {str(n): page.confidence for n, page in sorted(read.items())}

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ragkit.answer.fingerprint import feature_code
 from ragkit.answer.scorer import (
     MODEL_FEATURES,
     QUESTION_FEATURES,
@@ -34,7 +35,6 @@ from ragkit.answer.scorer import (
     UNIT_FEATURES_NO_ENCODER,
     AnswerModel,
     columns,
-    feature_code,
     question_features,
     relative,
 )
