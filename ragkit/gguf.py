@@ -9,7 +9,7 @@ from pathlib import Path
 from ragkit.errors import ModelUnavailable
 
 INSTALL = (
-    'CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON" '
+    'CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DLLAVA_BUILD=OFF" '
     'pip install "llama-cpp-python>=0.3.16,<0.4"'
 )
 

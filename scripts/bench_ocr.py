@@ -128,8 +128,11 @@ def _pages(path: Path) -> int:
         pdf.close()
 
 
+_LEADER = re.compile(r"\s*(?:\.\s?){3,}")  # a table of contents' dot leader, however many dots: one sign
+
+
 def _norm(text: str) -> str:
-    return " ".join(text.translate(_DASHES).split())
+    return " ".join(_LEADER.sub(" … ", text.translate(_DASHES)).split())
 
 
 @cli.command("cer", WORK, arg("--every", type=int, default=1, help="every N-th page of the scans"),
@@ -143,7 +146,7 @@ def cer(args) -> None:
 
     from ragkit.ingest import ocr
     from ragkit.ingest.ocr_finish import finish
-    from ragkit.ingest.pdf import _dehyphenate
+    from ragkit.ingest.pdf import _dehyphenate, ocr_lines
     from ragkit.ingest.scans import read_scans
 
     where = _copies(work)
@@ -162,13 +165,14 @@ def cer(args) -> None:
                     read = read_scans(scan_doc, numbers, ocr.OcrSettings(), [], pdfium_c)
                     seconds += time.perf_counter() - t
                     as_read = {n: _norm(" ".join(ln.text for ln in page.lines)) for n, page in read.items()}
-                    finish([read[n] for n in sorted(read)])  # what the index gets (leaders, § numbers)
+                    finish([read[n] for n in sorted(read)])  # what the index gets: tables' order, leaders, § numbers
+                    indexed = {n: " ".join(ln.text for ln in ocr_lines({n: page})) for n, page in read.items()}
                     for n in numbers:
                         textpage = truth_doc[n - 1].get_textpage()
                         layer = _dehyphenate(textpage.get_text_range())
                         textpage.close()
                         truth = _norm(layer)
-                        got = _norm(" ".join(ln.text for ln in read[n].lines)) if n in read else ""
+                        got = _norm(indexed.get(n, ""))  # (words broken at a line's end joined)
                         if not truth:
                             continue
                         wrong = Levenshtein.distance(truth, got)
@@ -183,19 +187,20 @@ def cer(args) -> None:
                 finally:
                     truth_doc.close()
                     scan_doc.close()
+            drawn = by_kind.get((lang, kind, "pictures"), [0, 0, 0])  # text in pictures, which the layer lacks
             rows.append([lang, kind, pages, f"{raw_errors / max(chars, 1):.4f}", f"{errors / max(chars, 1):.4f}",
+                         f"{(errors - drawn[0]) / max(chars - drawn[1], 1):.4f}",
                          f"{signs_read}/{signs_truth}", f"{seconds / max(pages, 1):.2f}"])  # fmt: skip
-    notes.append("CER: edit distance / the text layer's characters (white space runs as one space, dashes as -,")
-    notes.append("PDFium's line-end hyphens joined), the page's text as one string: a table or a margin note read in")
-    notes.append("another order than the text layer's counts as wrong;")
+    notes.append("CER: edit distance / the text layer's characters (white space runs as one space, dashes as -, a dot")
+    notes.append("leader as one sign; line-end hyphens joined), the page's text as one string: a table or a margin")
+    notes.append("note read in another order than the text layer's counts as wrong; CER, text layer whole: without")
+    notes.append("pages that hold text in pictures (below), which the layer lacks and OCR reads;")
     notes.append("§: signs OCR gave / the text layer holds; s/page: wall seconds a page (cached pages ~0) on all cores")
-    notes.append(
-        "CER as read: Tesseract's words as the cache keeps them; CER: after ragkit.ingest.ocr_finish.finish (dot"
-    )
-    notes.append("leaders tidied, § given back to glued numbers), the text the index gets")
-    print_table(
-        "OCR character error rate", ["set", "copy", "pages", "CER as read", "CER", "§", "s/page"], rows, notes=notes
-    )
+    notes.append("CER as read: Tesseract's words as the cache keeps them; CER: the text the index gets (tables' cells")
+    notes.append("in order and their rules left out, leaders tidied, § given back: ragkit.ingest.ocr_finish.finish;")
+    notes.append("words broken at a line's end joined: ragkit.ingest.pdf.ocr_lines)")
+    columns = ["set", "copy", "pages", "CER as read", "CER", "CER, text layer whole", "§", "s/page"]
+    print_table("OCR character error rate", columns, rows, notes=notes)
     total = {(lang, kind): sum(v[0] for k, v in by_kind.items() if k[:2] == (lang, kind)) for lang, kind, _ in by_kind}
     rows = [[lang, kind, page_kind, n, f"{wrong / max(chars, 1):.4f}", f"{wrong / max(total[lang, kind], 1):.2f}"]
             for (lang, kind, page_kind), (wrong, chars, n) in sorted(by_kind.items())]  # fmt: skip

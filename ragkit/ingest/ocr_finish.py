@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 from ragkit.ingest.ocr import OcrPage, Word
+from ragkit.ingest.ocr_tables import order_tables
 
 _GLUED_NUMBER = re.compile(r"^(\d{1,3})(?:\s?([a-h]))?[8S$]$")  # "18" read for "1 §", "5a8" for "5 a §"
 _OPENS = re.compile(r"^(\d{1,3})(?:\s?([a-h]))?(?: §)?$")  # a paragraph's number ("26" before "§", "26 §" from "26$")
@@ -121,6 +122,8 @@ def split_glued_units(pages: list[OcrPage]) -> None:
 def finish(pages: list[OcrPage]) -> None:
     """What a document's pages get once all are read (in reading order; the cache keeps them as read): dot
     leaders tidied, paragraph signs given back to numbers, signs glued to their numbers parted."""
+    for page in pages:
+        order_tables(page)
     tidy_leaders(pages)
     number_paragraphs(pages)
     split_glued_units(pages)
