@@ -104,3 +104,15 @@ def test_one_unit_over_two_columns_or_running_text_is_no_pair_of_tables():
     before = text(units), text(prose)
     finish([units, prose])
     assert (text(units), text(prose)) == before
+
+
+def test_a_bar_outside_a_tables_rule_stays_a_word():
+    # Tesseract reads the "I" of "BGBl. I" as "|": in running text it is no rule
+    cited = [("Neugefasst durch Bek. v. 25.9.2001 BGBl.", "| S. 2518;"), ("geändert durch G v. 23.7.2001 BGBl.", "| S. 1852"),
+             ("Verordnung vom 16. Januar 1972 BGBl.", "| S. 2029")]  # fmt: skip
+    p = page(
+        *(line(600 - 12 * n, (60, a), (60 + 5 * len(a) + 4 * a.count(" ") + 9, b)) for n, (a, b) in enumerate(cited))
+    )
+    before = text(p)
+    finish([p])
+    assert text(p) == before and sum(t.count("| S.") for t in before) == 3

@@ -3,8 +3,10 @@ width, so a row of a ruled table with cells of several lines comes out interleav
 nano- | Undantaget upphör att" / "kristallina kvantprickar av | gälla för alla kategorier"), and two tables set
 side by side are read row by row across both. The page's words keep their boxes, so the cells can be read back
 one after another: a cell's lines together, the cells of a row left to right, the left of two tables before the
-right. The rules drawn between a table's columns, which Tesseract reads as "|", mark where columns part and are
-left out of the text. Running text never holds such a column: it is left as read."""
+right. The rules drawn between a table's columns, which Tesseract reads as "|" on line after line at one place,
+mark where columns part and are left out of the text; on such a page the lines are taken from the top down (a
+cell now and then comes as a block of its own, after the rest). A page without them is left as read, but for two
+tables side by side (their header repeated)."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from ragkit.ingest.ocr import OcrLine, OcrPage, Word
 
 _LETTER = re.compile(r"[^\W\d_]")
 _RULE = re.compile(r"^[_|]*\|[_|]*$")  # "|", "_|", "||": a column's rule read as a sign
-_DRAWN = re.compile(r"^[_|]+$")  # that, or a rule's end read as "_": no word of the text
+_DRAWN = re.compile(r"^[_|]+$")  # that, or a rule's end read as "_"
 RULE_NEAR = 6.0  # points: marks of one column's rule lie this close across its rows
 MIN_RULE_MARKS = 3  # a rule is read on this many lines at least before the page counts as holding a table
 ROW_GAP = 0.5  # a table's rows part where the space between two lines is over this share of a line's height
@@ -25,10 +27,11 @@ MIN_GUTTER = 0.8  # the space between two tables side by side, in their header l
 
 
 def order_tables(page: OcrPage) -> None:
-    """``page``'s table cells in reading order and its column rules left out (in place; running text kept)."""
+    """``page``'s table cells in reading order and the marks its column rules left out (in place; running text
+    kept)."""
     rules = _rules(page)
-    if any(_DRAWN.match(w.text) for ln in page.lines for w in ln.words):
-        _drop_rules(page)
+    if rules:
+        _drop_rules(page, rules)
     lines = _side_by_side(page.lines)
     if rules:
         lines = _ruled_cells(_rows_of_words(lines), rules)
@@ -70,13 +73,19 @@ def _rules(page: OcrPage) -> list[float]:
     return [statistics.median(g) for g in groups if len(g) >= MIN_RULE_MARKS]
 
 
-def _drop_rules(page: OcrPage) -> None:
+def _drop_rules(page: OcrPage, rules: list[float]) -> None:
+    """The marks read where ``rules`` stand left out (elsewhere a "|" may be a letter: "BGBl. | S. 1852" is
+    "BGBl. I S. 1852")."""
     kept = []
     for ln in page.lines:
-        words = [w for w in ln.words if not _DRAWN.match(w.text)]
+        words = [w for w in ln.words if not (_DRAWN.match(w.text) and _at_rule(w, rules))]
         if words:
             kept.append(_line(words, ln.paragraph, ln.size))
     page.lines[:] = kept
+
+
+def _at_rule(word: Word, rules: list[float]) -> bool:
+    return any(abs((word.box[0] + word.box[2]) / 2 - x) <= RULE_NEAR for x in rules)
 
 
 def _line(words: list[Word], paragraph: bool, size: float) -> OcrLine:
@@ -103,16 +112,18 @@ def _parts(line: OcrLine, cuts: list[float]) -> list[list[Word]]:
 
 def _side_by_side(lines: list[OcrLine]) -> list[OcrLine]:
     """Two tables side by side: a header line whose right half repeats its left, two column names or more
-    ("Radionuklid Aktivitet (Bq) Radionuklid Aktivitet (Bq)"; not one column's unit over two columns) over at least ``MIN_SIDE_ROWS`` lines below it, with a gap between the halves
-    that no word of them spans: the left table's lines first, then the right's."""
+    ("Radionuklid Aktivitet (Bq) Radionuklid Aktivitet (Bq)", rules read as "|" or "_" aside; not one column's
+    unit over two columns) over at least ``MIN_SIDE_ROWS`` lines below it, with a gap between the halves that no
+    word of them spans: the left table's lines first, then the right's."""
     out: list[OcrLine] = []
     n = 0
     while n < len(lines):
         line = lines[n]
-        half = len(line.words) // 2
-        texts = [w.text for w in line.words]
+        named = [w for w in line.words if not _DRAWN.match(w.text)]
+        half = len(named) // 2
+        texts = [w.text for w in named]
         if half >= 2 and len(texts) == 2 * half and texts[:half] == texts[half:] and all(map(_LETTER.search, texts)):
-            gap = [line.words[half - 1].box[2], line.words[half].box[0]]
+            gap = [named[half - 1].box[2], named[half].box[0]]
             end = n + 1
             wide = MIN_GUTTER * (line.box[3] - line.box[1])
             while end < len(lines) and _below(lines[end - 1], lines[end]) and _narrow(gap, lines[end], wide):
