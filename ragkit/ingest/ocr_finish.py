@@ -1,7 +1,7 @@
-"""What a document's pages get once OCR has read them all (``finish``; the cache keeps pages as read): the
-paragraph signs Tesseract's German and Swedish models lose when glued to a number ("18" for "1 §"), a table of
-contents' dot leaders read as letters, and signs glued to their numbers ("Art7"). Pages in reading order,
-changed in place."""
+"""What a document's pages get once OCR has read them all (``finish``; the cache keeps pages as read): tables'
+cells in reading order (``ocr_tables``), the paragraph signs Tesseract's German and Swedish models lose when
+glued to a number ("18" for "1 §"), a table of contents' dot leaders read as letters, and signs glued to their
+numbers ("Art7"). Pages in reading order, changed in place."""
 
 from __future__ import annotations
 
@@ -120,8 +120,9 @@ def split_glued_units(pages: list[OcrPage]) -> None:
 
 
 def finish(pages: list[OcrPage]) -> None:
-    """What a document's pages get once all are read (in reading order; the cache keeps them as read): dot
-    leaders tidied, paragraph signs given back to numbers, signs glued to their numbers parted."""
+    """What a document's pages get once all are read (in reading order; the cache keeps them as read): tables'
+    cells in reading order (ragkit/ingest/ocr_tables.py), dot leaders tidied, paragraph signs given back to
+    numbers, signs glued to their numbers parted."""
     for page in pages:
         order_tables(page)
     tidy_leaders(pages)
