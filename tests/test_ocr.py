@@ -23,7 +23,7 @@ from ragkit.ingest.ocr import (
     _paragraph_signs,
     find_words,
 )
-from ragkit.ingest.ocr_finish import number_paragraphs, split_glued_units, tidy_leaders
+from ragkit.ingest.ocr_finish import number_paragraphs, split_glued_units, tidy_leaders, tidy_marks
 from ragkit.ingest.pdf import parse_pdf
 from ragkit.ingest.raw import RawDoc, RawHeading
 from ragkit.ingest.structure import legal_structure
@@ -141,6 +141,38 @@ def test_a_table_of_contents_dot_leaders_read_as_letters_become_dots():
     glued, leader, number = page.lines[2].words[3:]  # "kvalitetssäkring", its dots to the last word, "105"
     assert glued.text == "kvalitetssäkring" and glued.box[2] == leader.box[0] and leader.box[2] == 39.0
     assert number.text == "105" and [w.text for w in page.lines[1].words][-1] == "10"
+
+
+def test_list_dashes_and_raised_numbers_read_as_other_signs_are_given_back():
+    """What Tesseract made of AFS 2023:4/2023:5's list dashes and footnote numbers (their scanned copies): a thin
+    dash read "=" or "—-", or twice (the space after it read as a dash as tall as a letter); a raised 1 or 2
+    read "!" or "?" where no sentence ends. A real question, an exclamation and a formula's "=" stay."""
+
+    def at(text: str, x: float, height: float = 8.0) -> Word:
+        return Word(text, (x, 100.0, x + 5.0 * len(text), 100.0 + height), 90.0)
+
+    def read(*found: Word) -> OcrLine:
+        return OcrLine(" ".join(w.text for w in found), (0, 0, 1, 1), False, list(found))
+
+    lines = [
+        read(at("=", 60, 0.7), at("fordon", 80), at("som", 115)),
+        read(at("-", 60, 0.7), at("—", 72, 14.0), at("Maskinen", 80), at("får", 125)),
+        read(at("—-", 60, 0.7), at("-", 72, 14.0), at("motorfordon", 80)),
+        read(at("-", 60, 0.7), at("–", 72, 0.7), at("ett", 80)),  # a thin dash after a dash: a sign of its own
+        read(at("Arbetsmiljöverket", 60), at("föreskriver!", 150), at("följande", 210)),
+        read(at("!", 60), at("Jämför", 70), at("direktiv", 110)),
+        read(at("av", 60), at("Re/t", 75), at("och", 100), at("!/3", 120), at("av", 140)),
+        read(at("överstiger", 60), at("2,5", 115), at("m/s?", 135), at("ska", 160)),
+        read(at("Gäller", 60), at("det?", 95), at("Ja.", 120), at("Achtung!", 140), at("Die", 185)),
+        read(at("=", 60, 0.7), at("87", 70), at("V/m", 85)),
+    ]
+    page = OcrPage(lines, 80.0, "swe", 595, 842)
+    tidy_marks([page])
+    assert [ln.text for ln in page.lines] == [
+        "– fordon som", "- Maskinen får", "– motorfordon", "- – ett", "Arbetsmiljöverket föreskriver1 följande",
+        "1 Jämför direktiv", "av Re/t och 1/3 av", "överstiger 2,5 m/s2 ska", "Gäller det? Ja. Achtung! Die",
+        "= 87 V/m",
+    ]  # fmt: skip
 
 
 def test_a_table_of_contents_entry_for_an_appendix_does_not_end_the_body():

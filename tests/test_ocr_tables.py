@@ -117,3 +117,20 @@ def test_a_bar_outside_a_tables_rule_stays_a_word():
     before = text(p)
     finish([p])
     assert text(p) == before and sum(t.count("| S.") for t in before) == 3
+
+
+def test_a_lists_hanging_numbers_read_as_a_block_of_their_own_go_back_to_their_items():
+    # AFS 2023:4's appendix 5: the numbers "1." to "17." came as one block, then the items
+    numbers = [line(560 - 24 * n, (142, f"{n + 1}.")) for n in range(3)]
+    items = [
+        line(560, (160, "Skydd för avtagbara mekaniska")),
+        line(548, (160, "kraftöverföringsanordningar.")),
+        line(536, (160, "Skyddsanordningar för detektering av personer.")),
+        line(512, (160, "Motordrivna förreglande öppningsbara skydd.")),
+    ]
+    p = page(line(600, (124, "Bilaga 5")), *numbers, *items, line(480, (124, "b)")))
+    finish([p])
+    assert text(p) == [
+        "Bilaga 5", "1. Skydd för avtagbara mekaniska", "kraftöverföringsanordningar.",
+        "2. Skyddsanordningar för detektering av personer.", "3. Motordrivna förreglande öppningsbara skydd.", "b)",
+    ]  # fmt: skip

@@ -1,7 +1,8 @@
 """What a document's pages get once OCR has read them all (``finish``; the cache keeps pages as read): tables'
 cells in reading order (``ocr_tables``), the paragraph signs Tesseract's German and Swedish models lose when
-glued to a number ("18" for "1 §"), a table of contents' dot leaders read as letters, and signs glued to their
-numbers ("Art7"). Pages in reading order, changed in place."""
+glued to a number ("18" for "1 §"), a table of contents' dot leaders read as letters, lists' dashes and raised
+numbers read as other signs ("=", "föreskriver!"), and signs glued to their numbers ("Art7"). Pages in reading
+order, changed in place."""
 
 from __future__ import annotations
 
@@ -119,13 +120,53 @@ def split_glued_units(pages: list[OcrPage]) -> None:
                     line.text = " ".join(w.text for w in line.words)
 
 
+_BULLET = re.compile(r"^[=—–-]{1,3}$")  # a list's dash as read: "-", "—", "=" (a thin dash), "--", "= -"
+_SUPER = {"!": "1", "?": "2"}  # a raised 1 or 2 (a footnote's number, "m/s²") as Tesseract reads it
+_MARK_BEFORE = re.compile(r"^(.*?[^\W_])([!?]+)([.,;:)]?)$")  # "föreskriver!", "m/s?", "2014/34/EU!."
+_MARKS_ALONE = re.compile(r"^!+\d*$")  # "!", "!!", "!5": a footnote's number opening its line at the page's foot
+
+
+def _tall(dash: Word, word: Word) -> bool:
+    """``dash`` (a dash after a list's dash) as tall as half ``word`` or more: the space after the list's dash
+    read as a sign (a dash drawn is a thin line)."""
+    return dash.box[3] - dash.box[1] > 0.5 * (word.box[3] - word.box[1])
+
+
+def tidy_marks(pages: list[OcrPage]) -> None:
+    """A list's dash and raised numbers as the page prints them: a dash opening a line read "=" or "--" (then
+    "–"), or read twice, the second time as tall as a letter (the space after it: dropped); a footnote's number or
+    a square's 2 read "!" or "?" where no sentence ends: before a word in lower case, a digit or "/"
+    ("föreskriver! följande" is "föreskriver1 följande", "!/3" is "1/3", "m/s? ska" is "m/s2 ska"), and "!"
+    alone at a line's start (a footnote at the page's foot: "! Jämför …"): ``pages`` changed in place."""
+    for page in pages:
+        for line in page.lines:
+            words = line.words
+            if len(words) >= 2 and _BULLET.match(words[0].text):
+                while len(words) > 2 and _BULLET.match(words[1].text) and _tall(words[1], words[2]):
+                    del words[1]
+                if (len(words[0].text) > 1 or "=" in words[0].text) and words[1].text[:1].isalpha():
+                    words[0].text = "–"
+            if words and _MARKS_ALONE.match(words[0].text) and len(words) >= 2 and words[1].text[:1].isalpha():
+                words[0].text = words[0].text.replace("!", "1")
+            for i, w in enumerate(words):
+                if "!" not in w.text and "?" not in w.text:
+                    continue
+                after = words[i + 1].text[:1] if i + 1 < len(words) else ""
+                w.text = re.sub(r"(?<=[^\W_])[!?](?=[/\d])|^[!?](?=/)", lambda m: _SUPER[m.group()], w.text)
+                m = _MARK_BEFORE.match(w.text)
+                if m and not m.group(3) and (after.islower() or after.isdigit()):
+                    w.text = m.group(1) + "".join(_SUPER[c] for c in m.group(2))
+            line.text = " ".join(w.text for w in words)
+
+
 def finish(pages: list[OcrPage]) -> None:
     """What a document's pages get once all are read (in reading order; the cache keeps them as read): tables'
-    cells in reading order (ragkit/ingest/ocr_tables.py), dot leaders tidied, paragraph signs given back to
-    numbers, signs glued to their numbers parted."""
+    cells in reading order (ragkit/ingest/ocr_tables.py), dot leaders tidied, lists' dashes and raised numbers
+    given back, paragraph signs given back to numbers, signs glued to their numbers parted."""
     for page in pages:
         order_tables(page)
     tidy_leaders(pages)
+    tidy_marks(pages)
     number_paragraphs(pages)
     split_glued_units(pages)
 

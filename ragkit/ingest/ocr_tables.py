@@ -6,7 +6,8 @@ one after another: a cell's lines together, the cells of a row left to right, th
 right. The rules drawn between a table's columns, which Tesseract reads as "|" on line after line at one place,
 mark where columns part and are left out of the text; on such a page the lines are taken from the top down (a
 cell now and then comes as a block of its own, after the rest). A page without them is left as read, but for two
-tables side by side (their header repeated)."""
+tables side by side (their header repeated) and a list's numbers hanging left of its items (read as a block of
+their own)."""
 
 from __future__ import annotations
 
@@ -32,10 +33,35 @@ def order_tables(page: OcrPage) -> None:
     rules = _rules(page)
     if rules:
         _drop_rules(page, rules)
-    lines = _side_by_side(page.lines)
+    lines = _side_by_side(_hanging_labels(page.lines))
     if rules:
         lines = _ruled_cells(_rows_of_words(lines), rules)
     page.lines[:] = lines
+
+
+_LABEL = re.compile(r"^\(?(?:\d{1,3}|[a-z])[.:;)]$")  # a list's number or letter ("2.", "13:", "b)", "(c)")
+
+
+def _hanging_labels(lines: list[OcrLine]) -> list[OcrLine]:
+    """A numbered list whose numbers hang left of its text comes as two blocks, the numbers ("1." "2." "3.")
+    and then the items: each number alone on its line goes back to the start of the item at its height."""
+    labels = [ln for ln in lines if len(ln.words) == 1 and _LABEL.match(ln.words[0].text)]
+    if not labels:
+        return lines
+    out = [ln for ln in lines if all(ln is not label for label in labels)]
+    for label in labels:
+        items = [i for i, ln in enumerate(out) if _level(label, ln) and ln.box[0] > label.box[2]]
+        if items:
+            item = out[items[0]]
+            out[items[0]] = _line(label.words + item.words, True, item.size)
+        else:
+            out.insert(_place(out, label), label)
+    return out
+
+
+def _place(lines: list[OcrLine], label: OcrLine) -> int:
+    """Where ``label`` stood among ``lines``: before the first line below it that followed it as read."""
+    return next((i for i, ln in enumerate(lines) if ln.box[3] < label.box[1] and ln.box[0] <= label.box[0]), len(lines))
 
 
 def _rows_of_words(lines: list[OcrLine]) -> list[OcrLine]:
