@@ -197,7 +197,7 @@ def cer(args) -> None:
     notes.append("pages that hold text in pictures (below), which the layer lacks and OCR reads;")
     notes.append("§: signs OCR gave / the text layer holds; s/page: wall seconds a page (cached pages ~0) on all cores")
     notes.append("CER as read: Tesseract's words as the cache keeps them; CER: the text the index gets (tables' cells")
-    notes.append("in order and their rules left out, leaders tidied, § given back: ragkit.ingest.ocr_finish.finish;")
+    notes.append("in order, their rules left out, leaders tidied, dashes, raised numbers, §: ocr_finish.finish;")
     notes.append("words broken at a line's end joined: ragkit.ingest.pdf.ocr_lines)")
     columns = ["set", "copy", "pages", "CER as read", "CER", "CER, text layer whole", "§", "s/page"]
     print_table("OCR character error rate", columns, rows, notes=notes)
