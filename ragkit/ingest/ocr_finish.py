@@ -122,7 +122,7 @@ def split_glued_units(pages: list[OcrPage]) -> None:
 
 _BULLET = re.compile(r"^[=—–-]{1,3}$")  # a list's dash as read: "-", "—", "=" (a thin dash), "--", "= -"
 _SUPER = {"!": "1", "?": "2"}  # a raised 1 or 2 (a footnote's number, "m/s²") as Tesseract reads it
-_MARK_BEFORE = re.compile(r"^(.*?[^\W_])([!?]+)([.,;:)]?)$")  # "föreskriver!", "m/s?", "2014/34/EU!."
+_MARK_BEFORE = re.compile(r"^(.*?[^\W_])([!?]+)([.,;:)]?)$")  # "föreskriver!", "m/s?"; "EU!." ends a sentence
 _MARKS_ALONE = re.compile(r"^!+\d*$")  # "!", "!!", "!5": a footnote's number opening its line at the page's foot
 
 

@@ -44,24 +44,23 @@ _LABEL = re.compile(r"^\(?(?:\d{1,3}|[a-z])[.:;)]$")  # a list's number or lette
 
 def _hanging_labels(lines: list[OcrLine]) -> list[OcrLine]:
     """A numbered list whose numbers hang left of its text comes as two blocks, the numbers ("1." "2." "3.")
-    and then the items: each number alone on its line goes back to the start of the item at its height."""
-    labels = [ln for ln in lines if len(ln.words) == 1 and _LABEL.match(ln.words[0].text)]
+    and then the items: each number alone on its line goes back to the start of the item at its height (one
+    with no item beside it stays where it was read)."""
+    labels = {id(ln): ln for ln in lines if len(ln.words) == 1 and _LABEL.match(ln.words[0].text)}
     if not labels:
         return lines
-    out = [ln for ln in lines if all(ln is not label for label in labels)]
-    for label in labels:
-        items = [i for i, ln in enumerate(out) if _level(label, ln) and ln.box[0] > label.box[2]]
-        if items:
-            item = out[items[0]]
-            out[items[0]] = _line(label.words + item.words, True, item.size)
-        else:
-            out.insert(_place(out, label), label)
-    return out
-
-
-def _place(lines: list[OcrLine], label: OcrLine) -> int:
-    """Where ``label`` stood among ``lines``: before the first line below it that followed it as read."""
-    return next((i for i, ln in enumerate(lines) if ln.box[3] < label.box[1] and ln.box[0] <= label.box[0]), len(lines))
+    numbered: dict[int, OcrLine] = {}  # an item's line → its number
+    for label in labels.values():
+        item = next((ln for ln in lines if id(ln) not in labels and id(ln) not in numbered
+                     and _level(label, ln) and ln.box[0] > label.box[2]), None)  # fmt: skip
+        if item is not None:
+            numbered[id(item)] = label
+    moved = {id(label) for label in numbered.values()}
+    return [
+        _line(numbered[id(ln)].words + ln.words, True, ln.size) if id(ln) in numbered else ln
+        for ln in lines
+        if id(ln) not in moved
+    ]
 
 
 def _rows_of_words(lines: list[OcrLine]) -> list[OcrLine]:
