@@ -8,6 +8,7 @@ The CLI turns them into one red line (and a dim hint) and exits with the code; `
     ├── IndexNotFound           3
     ├── EmbedderMismatch        4   the index was built with another model
     ├── ModelUnavailable        5
+    │   └── ExtraMissing            a feature's extra is not installed (``pip install "ragkit[llm]"``)
     ├── BadQuery                6   a bad query, option or query setting
     │   └── UnknownId               a document, section or entity the index lacks (HTTP 404)
     ├── IndexCorrupt            7
@@ -62,6 +63,11 @@ class ModelUnavailable(RagkitError):
     """A model (embedding or GGUF) or the library that runs it is not installed or cannot be loaded."""
 
     exit_code = 5
+
+
+class ExtraMissing(ModelUnavailable):
+    """A feature needs one of ragkit's extras (``llm``, ``torch``, ``s3``, ``ray``, ``ocr``; ragkit/extras.py),
+    which this install lacks: the message names the feature and the extra, the hint the line that installs it."""
 
 
 class BadQuery(RagkitError):

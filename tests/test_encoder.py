@@ -48,33 +48,59 @@ def test_token_counts_match_the_torch_tokenizer(encoders):
     assert onnx_enc.count_tokens(TEXTS)[-1] > 256  # counting never truncates (chunk budgets need the length)
 
 
-def test_export_is_cached_per_model_and_done_once(tmp_path):
+def test_graphs_are_written_once_per_model_without_torch(tmp_path):
+    """The full-precision graph is written from the shipped weights on first use (no torch, no transformers) and
+    cached; the int8 graph of the bundled MiniLM is the one ragkit ships."""
     env = {**os.environ, "RAGKIT_CACHE": str(tmp_path), "HF_HUB_OFFLINE": "1"}
     code = (
-        "from ragkit.embed.onnx_encoder import OnnxEmbedder; e = OnnxEmbedder(quantized=True); "
-        "print(e.path); print(e.encode_query('hello').shape)"
+        "import sys; from ragkit.embed.onnx_encoder import OnnxEmbedder; e = OnnxEmbedder(); "
+        "print(e.path); print(OnnxEmbedder(quantized=True).path); print(e.encode_query('hello').shape); "
+        "print(sorted(m for m in ('torch', 'transformers', 'sentence_transformers') if m in sys.modules))"
     )
     first = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=REPO, timeout=600)
     assert first.returncode == 0, first.stderr
-    path = first.stdout.splitlines()[0]
-    assert path.startswith(str(tmp_path)) and path.endswith("model-int8r.onnx")
-    folder = os.path.dirname(path)
+    full, int8, shape, heavy = first.stdout.splitlines()
+    assert full.startswith(str(tmp_path)) and full.endswith("model.onnx") and heavy == "[]"
+    assert int8 == str(REPO / "ragkit" / "embed" / "minilm" / "model-int8r.onnx") and shape == "(384,)"
+    folder = os.path.dirname(full)
     assert sorted(f for f in os.listdir(folder) if not f.startswith(".")) == [
         "export.json",
         "model-int8r.onnx",
         "model.onnx",
     ]
-    stamp = os.path.getmtime(os.path.join(folder, "model.onnx"))
-    again = subprocess.run(
-        [sys.executable, "-c", code + "; import sys; print('torch' in sys.modules)"],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=REPO,
-        timeout=600,
-    )
-    assert again.returncode == 0 and again.stdout.split()[-1] == "False"  # cached: no torch, no export
-    assert os.path.getmtime(os.path.join(folder, "model.onnx")) == stamp
+    assert json.loads(open(os.path.join(folder, "export.json")).read())["writer"] == "onnx.helper"
+    assert first.stderr.strip() == ""  # no advice from ONNX Runtime's optimizer or quantiser
+    stamp = os.path.getmtime(full)
+    again = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=REPO, timeout=600)
+    assert again.returncode == 0 and again.stdout == first.stdout
+    assert os.path.getmtime(full) == stamp  # cached: written once
+
+
+def test_graphs_written_without_torch_give_the_torch_exports_vectors(tmp_path):
+    """Both bundled models' graphs as ragkit writes them (ONNX's own tools, no torch) against the graphs torch
+    exports from the same weights, full precision and int8: the same vectors (issue 61). The MiniLM's int8
+    graph is the shipped one; its full graph comes from the shipped float16 weights."""
+    from ragkit.embed import BUNDLED, MULTILINGUAL
+    from ragkit.embed.export import FULL, INT8, _optimize, _quantize, _transformer_dir, word_embeddings
+    from ragkit.embed.models import torch_model_dir
+    from ragkit.embed.onnx_encoder import OnnxEmbedder
+    from ragkit.embed.torch_export import torch_export
+
+    for spec in (BUNDLED, MULTILINGUAL):
+        source = _transformer_dir(torch_model_dir(spec))
+        folder = tmp_path / spec.split(":")[1]
+        folder.mkdir()
+        config, _ = torch_export(source, folder / "raw.onnx", 17, 100_000, lambda s: word_embeddings(s) is not None)
+        _optimize(folder / "raw.onnx", folder / FULL, config, required=False)
+        _quantize(folder)
+        for quantized, name in ((False, FULL), (True, INT8)):
+            ours = OnnxEmbedder(spec, quantized=quantized)
+            theirs = OnnxEmbedder(spec, quantized=quantized, graph=folder / name)
+            assert ours.path != theirs.path
+            cos = (ours.encode(TEXTS) * theirs.encode(TEXTS)).sum(axis=1)
+            assert cos.min() >= 0.9999, (spec, name, cos)
+            queries = (ours.encode_queries(TEXTS) * theirs.encode_queries(TEXTS)).sum(axis=1)
+            assert queries.min() >= 0.9999, (spec, name, queries)
 
 
 def test_int8_weights_fit_in_seven_bits_so_no_cpu_saturates(tmp_path):
@@ -96,13 +122,14 @@ def test_int8_weights_fit_in_seven_bits_so_no_cpu_saturates(tmp_path):
     (work / OLD_INT8).write_bytes(b"an 8-bit graph of an older ragkit")
     _quantize(work)
     assert not (work / OLD_INT8).exists()
-    weights = [
-        numpy_helper.to_array(t)
-        for t in onnx.load(str(work / INT8)).graph.initializer
-        if t.data_type == onnx.TensorProto.INT8
-    ]
-    assert len(weights) >= 36  # six layers' attention and feed-forward matrices
-    assert max(int(np.abs(w.astype(np.int16)).max()) for w in weights) <= 64
+    for graph in (work / INT8, model / INT8):  # written here, and the one ragkit ships
+        weights = [
+            numpy_helper.to_array(t)
+            for t in onnx.load(str(graph)).graph.initializer
+            if t.data_type == onnx.TensorProto.INT8
+        ]
+        assert len(weights) >= 36  # six layers' attention and feed-forward matrices
+        assert max(int(np.abs(w.astype(np.int16)).max()) for w in weights) <= 64
 
 
 def test_a_query_process_imports_no_torch(tmp_path):

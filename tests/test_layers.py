@@ -57,6 +57,7 @@ LAYERS = [  # top to bottom; a name covers the module and everything below it
         "ragkit.httpjson",
         "ragkit.fitted",
         "ragkit.names",
+        "ragkit.extras",
         "ragkit",
     ],
 ]
@@ -72,6 +73,7 @@ CLI_MAY_IMPORT = (
     "ragkit.errors",
     "ragkit.events",
     "ragkit.records",
+    "ragkit.extras",
 )
 
 # (importing module, imported module) made inside a function, and why
@@ -104,6 +106,7 @@ LAZY = {
     ("ragkit.cli.eval_cmd", "ragkit.measure"): "start-up",
     ("ragkit.cli.learn_cmd", "ragkit.config"): "start-up",
     ("ragkit.cli.models_cmd", "ragkit.serve.models_http"): "FastAPI and uvicorn (0.5 s)",
+    ("ragkit.extras", "ragkit.errors"): "scripts/llm_build_flags.py runs extras.py before ragkit is installed",
 }
 
 

@@ -51,9 +51,10 @@ def cross_folder(tmp_path_factory) -> Path:
     import torch
     from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
 
-    from ragkit.embed import bundled_model_dir
+    from ragkit.embed import BUNDLED
+    from ragkit.embed.models import torch_model_dir
 
-    mini = bundled_model_dir()
+    mini = torch_model_dir(BUNDLED)  # the float32 weights transformers reads (the torch extra's package)
     folder = tmp_path_factory.mktemp("ce") / "mini-cross"
     cfg = BertConfig.from_pretrained(mini, num_labels=1)
     torch.manual_seed(0)

@@ -10,6 +10,7 @@ import pytest
 
 from ragkit import api
 from ragkit.config import IndexConfig, QueryConfig, resolve_index_dir
+from ragkit.embed import MULTILINGUAL
 from ragkit.store.lance import ChunkTable
 from ragkit.store.remote import lance_location
 from tests.conftest import write
@@ -134,8 +135,9 @@ def test_a_jsonl_corpus_spreads_over_workers(tmp_path, monkeypatch):
 
 @pytest.mark.integration
 def test_a_failing_worker_is_a_ragkit_error(corpus, tmp_path):
-    """A worker that cannot load the model (here: a cache folder it cannot write) fails the run with a ragkit
-    error and a hint; nothing is committed."""
+    """A worker that cannot load the model (here: multilingual-e5-small, which a machine converts into its cache
+    once, and a cache folder the worker cannot write) fails the run with a ragkit error and a hint; nothing is
+    committed."""
     from ragkit.errors import RagkitError
 
     ray.init(
@@ -146,10 +148,10 @@ def test_a_failing_worker_is_a_ragkit_error(corpus, tmp_path):
     )
     try:
         with pytest.raises(RagkitError, match="a Ray worker failed") as caught:
-            api.index([corpus], tmp_path / "ray", IndexConfig(engine="ray", ray_workers=1))
+            api.index([corpus], tmp_path / "ray", IndexConfig(engine="ray", ray_workers=1, embed_model=MULTILINGUAL))
     finally:
         ray.shutdown()
-    assert "ragkit and its bundled model" in caught.value.hint
+    assert 'ragkit with its ray extra (pip install "ragkit[ray]")' in caught.value.hint
     assert not (tmp_path / "ray" / "manifest.json").exists()
 
 

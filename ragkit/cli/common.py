@@ -10,6 +10,7 @@ from typing import Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from ragkit.errors import RagkitError
 from ragkit.events import Reporter
@@ -27,9 +28,10 @@ STATE = {"debug": False}
 
 
 def fail(exc: RagkitError) -> None:
-    err.print(f"[bold red]error:[/] {exc.message}", soft_wrap=True)
+    """The error's line and its hint, as written (brackets in them, ``ragkit[llm]``, are text, not markup)."""
+    err.print(f"[bold red]error:[/] {escape(exc.message)}", soft_wrap=True)
     if exc.hint:
-        err.print(f"[dim]hint: {exc.hint}[/]", soft_wrap=True)
+        err.print(f"[dim]hint: {escape(exc.hint)}[/]", soft_wrap=True)
 
 
 def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:

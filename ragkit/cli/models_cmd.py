@@ -5,8 +5,10 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
+from ragkit import extras
 from ragkit.cli import options as o
 from ragkit.cli.common import console, err, handle_errors, print_json
 from ragkit.config import load_config, override
@@ -39,20 +41,33 @@ def models_cmd(
     icfg = override(icfg, embed_model=embed_model)
     qcfg = override(qcfg, rerank_model=rerank_model, model=model)
     rows = measure.models(icfg, qcfg, index_dir=index, probe=not no_probe)
+    parts = extras.status()
     if as_json:
-        print_json({"schema": "ragkit.models/1", "roles": rows})
+        print_json({"schema": "ragkit.models/1", "roles": rows, "extras": parts})
         return
     t = Table(title="models")
-    for col in ("role", "spec", "kind", "probe"):
+    for col in ("role", "spec", "kind", "ready", "probe"):
         t.add_column(col, overflow="fold")
     for r in rows:
         found = r.get("probe")
         shown = ", ".join(f"{k} {v}" for k, v in found.items() if k not in ("notes", "sample")) if found else ""
         if r.get("error"):
-            shown = f"[red]{r['error']}[/]" + (f"\n[dim]{r['hint']}[/]" if r.get("hint") else "")
+            shown = f"[red]{escape(r['error'])}[/]" + (f"\n[dim]{escape(r['hint'])}[/]" if r.get("hint") else "")
         notes = (found or {}).get("notes") or []
-        t.add_row(r["role"], r["spec"] or "[dim](none)[/]", r.get("kind", ""), "\n".join([shown, *notes]).strip())
+        ready = "" if not r["spec"] else "yes" if r.get("ready", True) else f"[red]needs ragkit\\[{r['extra']}][/]"
+        t.add_row(
+            r["role"], r["spec"] or "[dim](none)[/]", r.get("kind", ""), ready, "\n".join([shown, *notes]).strip()
+        )
     console.print(t)
+    t = Table(title="extras (pip install ragkit installs none of them)")
+    for col in ("extra", "installed", "for"):
+        t.add_column(col, overflow="fold")
+    for part in parts:
+        t.add_row(part["extra"], "yes" if part["installed"] else "[red]no[/]", part["serves"])
+    console.print(t)
+    for part in parts:
+        if not part["installed"]:
+            console.print(f"[dim]{part['extra']}: {escape(part['install'])}[/]", soft_wrap=True)
     for r in rows:
         if r["bundled"]:
             console.print(f"[dim]bundled {r['role']}: {'; '.join(r['bundled'])}[/]", soft_wrap=True)

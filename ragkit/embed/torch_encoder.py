@@ -6,15 +6,16 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ragkit.embed.export import quiet_offline_transformers
-from ragkit.embed.models import BUNDLED, fingerprint, model_name, prompts, resolve_model_dir
+from ragkit.embed.models import BUNDLED, fingerprint, model_name, prompts, torch_model_dir
+from ragkit.embed.torch_export import quiet_offline_transformers
 from ragkit.errors import ModelUnavailable
+from ragkit.extras import missing
 
 
 class SentenceTransformerEmbedder:
     def __init__(self, spec: str = BUNDLED, batch_size: int = 32):
         self.spec = spec
-        self.model_dir = resolve_model_dir(spec)
+        self.model_dir = torch_model_dir(spec)
         self.name = model_name(spec, self.model_dir)
         self.fingerprint = fingerprint(self.model_dir)
         self.batch_size = batch_size
@@ -22,7 +23,9 @@ class SentenceTransformerEmbedder:
         try:
             quiet_offline_transformers()
             from sentence_transformers import SentenceTransformer
-
+        except ImportError as exc:
+            raise missing("torch", 'encoder = "torch"') from exc
+        try:
             self.model = SentenceTransformer(str(self.model_dir), device="cpu", local_files_only=True)
         except Exception as exc:  # a broken folder can fail in many ways
             raise ModelUnavailable(f"cannot load embedding model {spec}: {exc}") from exc

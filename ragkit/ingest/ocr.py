@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ragkit.cache import cache_root
+from ragkit.extras import install_line
 from ragkit.text import detect_language
 
 DPI = 300  # render scale of a page without a picture's own resolution (a vector drawing of text)
@@ -40,7 +41,7 @@ ALL = "deu+swe+eng"
 LOW_CONFIDENCE = 60.0  # a page read with less (0–100) may lie on its side: its orientation is checked
 MIN_WORDS = 30  # a page's text tells its language from this many words on
 FIX = (
-    'pip install "ragkit[ocr]" and the Debian packages tesseract-ocr-deu tesseract-ocr-swe tesseract-ocr-eng '
+    f"{install_line('ocr')} and the Debian packages tesseract-ocr-deu tesseract-ocr-swe tesseract-ocr-eng "
     "(apt-get install …)"
 )
 TESSDATA_DIRS = (

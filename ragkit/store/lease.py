@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from ragkit.errors import IndexBusy, RagkitError
+from ragkit.extras import missing
 
 NAME = "writer.lease"
 TTL = 120.0  # seconds without renewal after which a lease is free
@@ -67,8 +68,8 @@ class S3Objects:
     def __init__(self, bucket: str, prefix: str, endpoint: str | None, region: str | None):
         try:
             import boto3
-        except ImportError as exc:  # a dependency; only a broken install lacks it
-            raise RagkitError("writing an index on S3 needs boto3", hint="pip install boto3") from exc
+        except ImportError as exc:
+            raise missing("s3", "writing an index on S3") from exc
         self.client = boto3.client("s3", endpoint_url=endpoint, region_name=region)
         self.bucket, self.prefix = bucket, prefix.strip("/")
 
