@@ -239,7 +239,7 @@ def run_seconds(cmd: list[str], **kwargs) -> float:
     return time.perf_counter() - t
 
 
-def timed(cmd: list[str]) -> tuple[float, float]:
+def timed(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float]:
     """Wall seconds and peak RSS (MiB) of one child process (exits with its error when it fails). The peak
     comes from ``/usr/bin/time``: the kernel's own accounting of a child forked from a big process starts at
     that process's size."""
@@ -247,7 +247,7 @@ def timed(cmd: list[str]) -> tuple[float, float]:
     with tempfile.NamedTemporaryFile("r", suffix=".rss") as out:
         t = time.perf_counter()
         proc = subprocess.run(
-            [timer, "-f", "%M", "-o", out.name, *cmd], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+            [timer, "-f", "%M", "-o", out.name, *cmd], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env
         )
         wall = time.perf_counter() - t
         if proc.returncode != 0:

