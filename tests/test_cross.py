@@ -11,19 +11,6 @@ def reader(corpus, index_with):
     return index_with(corpus)[1]
 
 
-def test_without_the_shipped_reranker_cross_falls_back(reader, monkeypatch):
-    """--rerank cross without a configured model reads the shipped one; an install without it (its folder
-    gone) keeps the structure features' order and says why."""
-    from ragkit.rerank import bundled, models
-
-    monkeypatch.setattr(bundled, "shipped", lambda: None)
-    monkeypatch.setattr(models, "_CACHE", {})
-    r = api.query(reader, "overtime", QueryConfig(rerank="cross"))
-    assert r.passages
-    assert r.plan.rerank["requested"] == "cross" and r.plan.rerank["used"] == "features"
-    assert "is not in this install" in r.plan.rerank["reason"]
-
-
 def test_missing_and_broken_folders_fall_back(reader, tmp_path):
     r = api.query(reader, "overtime", QueryConfig(rerank="cross", rerank_model=str(tmp_path / "nope")))
     assert r.plan.rerank["used"] == "features" and "not found" in r.plan.rerank["reason"]

@@ -68,6 +68,15 @@ Planner = Annotated[
         help="rules (default) | llm (a GGUF model rewrites and splits the query).",
     ),
 ]
+QueryEncoder = Annotated[
+    str | None,
+    typer.Option(
+        "--query-encoder",
+        metavar="[auto|original|ragkit]",
+        help="Who encodes the question over a multilingual-e5-small index: ragkit's own query encoder where its "
+        "held-out guard chose the language (auto), always (ragkit), or e5's own (original).",
+    ),
+]
 TreeMode = Annotated[
     str | None,
     typer.Option(

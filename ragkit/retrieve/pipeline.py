@@ -99,6 +99,7 @@ def plan(reader: IndexReader, text: str, cfg: QueryConfig, limit: int | None = N
         limit=limit or max(cfg.k * 3, 30),
         cfg=cfg,
         scope=scope,
+        language=qplan.language,
     )
     return Prepared(qplan, cfg, refs, ctx)
 
@@ -268,7 +269,7 @@ def _with_queries(ctx, hits, queries: list[str], strategy, kind: str, share: flo
     vectors = [None] * len(queries)
     if ctx.cfg.strategy != "lexical" and not ctx.never:  # one encoder run for all of them
         with ctx.timed(f"{kind}_embed_queries"):
-            vectors = list(ctx.reader.embedder.encode_queries(queries))
+            vectors = list(ctx.query_embedder().encode_queries(queries))
     for i, q in enumerate(queries):
         sub = dc_replace(
             ctx,

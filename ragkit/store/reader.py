@@ -9,7 +9,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from ragkit.embed import Embedder, load_embedder, normalize_spec, query_encoder, same_model
+from ragkit.embed import Embedder, load_embedder, normalize_spec, query_encoder, same_model, tuned
 from ragkit.errors import EmbedderMismatch, IndexChanged, IndexCorrupt, IndexNotFound
 from ragkit.extract.resolve import Resolver
 from ragkit.records import Hit
@@ -73,6 +73,7 @@ class IndexReader:
         if embedder is not None:
             self._check(embedder)
         self._given_embedder = embedder
+        self._tuned: Embedder | None = None  # ragkit's query encoder over this index's embedder, once asked for
         self.given_full_embedder: Embedder | None = None  # a progressive index's full model, if the caller has it
         self._memo: dict[str, Any] = {}
         self._sharing = 0  # depth of one_connection() blocks
@@ -125,6 +126,17 @@ class IndexReader:
                 "(another model under the same name?)"
             )
         return emb
+
+    def query_embedder(self, choice: str = "auto", language: str | None = None) -> Embedder:
+        """The embedder of this index's questions: its own, or for an index of multilingual-e5-small ragkit's
+        query encoder (ragkit/embed/tuned.py), as ``choice`` ("auto": where its card says for the question's
+        ``language``, "ragkit", "original") says. Passages are always the index's own."""
+        info = self.manifest.embedder
+        if not tuned.wanted(choice, info.spec, info.encoder, language):
+            return self.embedder
+        if self._tuned is None:
+            self._tuned = tuned.TunedQueries(self.embedder)
+        return self._tuned
 
     @cached_property
     def fill(self) -> FillTable | None:

@@ -1,0 +1,218 @@
+#!/usr/bin/env python
+"""ragkit's own query encoder (issue 62) against e5's own, on the held-out halves only, side by side in one run.
+
+  report   one table: per held-out set, e5's own question side ("original") and ragkit's ("ragkit", the shipped
+           int8 graph): German and Swedish top-1 / top-3 of the gold section or page (strategy auto, as a user
+           asks), xquad-de and SweQUAD-MC nDCG@10 of the gold paragraph or page; extractive answers (contained,
+           abstained); one question's encoding p50; and the guard's verdict per language
+  guard    the held-out guard alone; ``--write`` records its verdict in ragkit/embed/e5_query/card.json
+           (``on_by_default``), which ``query_encoder = "auto"`` reads
+
+The guard's rule, written before it was first run (issue 62) and not changed after: for each language (German:
+the gate's German held-out half and xquad-de's; Swedish: the gate's Swedish held-out half and SweQUAD-MC's), the
+per-question differences ragkit − original of each set's measure (top-1 of the gold section or page, 0 or 1, for
+the gate's sets; nDCG@10 for xquad-de and SweQUAD-MC) are resampled 10,000 times (paired bootstrap, seed 62, each
+set on its own); the language's statistic is the mean over its sets of each set's mean difference. ragkit's query
+encoder becomes the default for the language when the statistic's 2.5th percentile is above zero (a gain at 95 %)
+and no set of the language has the 2.5th percentile of its own mean difference below −0.02 (none clearly loses).
+
+    python scripts/bench_query_encoder.py report [--work W] [--answers/--no-answers]
+    python scripts/bench_query_encoder.py guard [--write]
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from pathlib import Path
+
+import harness
+import numpy as np
+from harness import arg, print_table
+
+from ragkit import api
+from ragkit.config import QueryConfig
+from ragkit.evaluate import documents_of, ndcg_at
+
+cli = harness.CLI(__doc__)
+sets = harness.tests_module("answer_sets")
+WORK = arg("--work", type=Path, default=Path("/tmp/ragkit-bench-query-encoder"), help="indexes and corpora")
+SETS = {"german": "de", "xquad": "de", "swedish": "sv", "swequad": "sv"}
+CHOICES = ("original", "ragkit")
+SEED = 62
+RESAMPLES = 10_000
+CARD = harness.REPO / "ragkit" / "embed" / "e5_query" / "card.json"
+
+
+def _labelled(name: str):
+    import bench_learn
+
+    return bench_learn.Labelled(name, "held_out")
+
+
+def held_out(name: str, work: Path) -> tuple[list[dict], object]:
+    """The held-out half's questions of a set (each with what its measure reads) and the set's index."""
+    aset = sets.answer_set(name, work / "answer-sets")
+    reader, _ = harness.indexed(aset.source, work / "indexes" / name)
+    if name in ("german", "swedish"):
+        return _labelled(name).questions, reader
+    good, _ = aset.half("held_out")
+    if name == "xquad":
+        import train_query_encoder
+
+        _, where = train_query_encoder._xquad_rows()
+        return [q | {"doc": where[q["id"]]} for q in good], reader
+    return [q | {"doc": q["group"]} for q in good], reader
+
+
+def per_question(name: str, reader, questions: list[dict], choice: str) -> tuple[np.ndarray, np.ndarray]:
+    """Each question's measure with ``choice`` of query encoder: (top-1 or nDCG@10, top-3 or recall@10)."""
+    cfg = QueryConfig(k=10, log=False, query_encoder=choice)
+    first, second = [], []
+    if name in ("german", "swedish"):
+        labelled = _labelled(name)
+        for q in questions:
+            passages = api.query(reader, q["query"], cfg).passages
+            rank = next((p.rank for p in passages if labelled.gold(q, p)), None)
+            first.append(float(rank == 1))
+            second.append(float(rank is not None and rank <= 3))
+    else:
+        from dataclasses import replace
+
+        for q in questions:
+            hits, _, _ = api.retrieve(reader, q["query"], replace(cfg, k=100))
+            ranked = documents_of(hits, 100)
+            first.append(ndcg_at(ranked, {q["doc"]: 1}, 10))
+            second.append(float(q["doc"] in ranked[:10]))
+    return np.array(first), np.array(second)
+
+
+def guard(measures: dict[str, dict[str, np.ndarray]]) -> dict[str, dict]:
+    """The rule of the module docstring: per language, its statistic's 2.5th / 97.5th percentiles, each set's
+    mean difference and 2.5th percentile, and the verdict."""
+    rng = np.random.default_rng(SEED)
+    out = {}
+    for language in sorted(set(SETS.values())):
+        names = [n for n, lang in SETS.items() if lang == language and n in measures]
+        boots, rows = [], {}
+        for name in names:
+            d = measures[name]["ragkit"] - measures[name]["original"]
+            idx = rng.integers(0, len(d), size=(RESAMPLES, len(d)))
+            b = d[idx].mean(axis=1)
+            boots.append(b)
+            rows[name] = {
+                "n": len(d),
+                "mean": round(float(d.mean()), 4),
+                "p2.5": round(float(np.percentile(b, 2.5)), 4),
+            }
+        stat = np.mean(boots, axis=0)
+        low, high = float(np.percentile(stat, 2.5)), float(np.percentile(stat, 97.5))
+        wins = low > 0 and all(r["p2.5"] >= -0.02 for r in rows.values())
+        out[language] = {"sets": rows, "p2.5": round(low, 4), "p97.5": round(high, 4), "default": wins}
+    return out
+
+
+def _encode_p50(reader, texts: list[str], choice: str, language: str) -> float:
+    embedder = reader.query_embedder(choice, language)
+    embedder.encode_query("warm up")
+    ms = []
+    for t in texts:
+        start = time.perf_counter()
+        embedder.encode_query(t)
+        ms.append((time.perf_counter() - start) * 1000)
+    return statistics.median(ms)
+
+
+def measure_all(work: Path) -> tuple[dict, dict, dict]:
+    measures: dict[str, dict[str, np.ndarray]] = {}
+    extra: dict[str, dict[str, np.ndarray]] = {}
+    readers = {}
+    for name in SETS:
+        questions, reader = held_out(name, work)
+        readers[name] = (reader, questions)
+        measures[name], extra[name] = {}, {}
+        for choice in CHOICES:
+            first, second = per_question(name, reader, questions, choice)
+            measures[name][choice], extra[name][choice] = first, second
+    return measures, extra, readers
+
+
+@cli.command("guard", WORK, arg("--write", action="store_true", help="record the verdict in the card"))
+def guard_cmd(args) -> None:
+    """The held-out guard (the module docstring's rule) per language; ``--write``: the card's ``on_by_default``."""
+    measures, _, _ = measure_all(args.work)
+    verdict = guard(measures)
+    _print_guard(verdict)
+    if args.write:
+        _write(verdict)
+
+
+def _print_guard(verdict: dict) -> None:
+    rows = []
+    for language, v in verdict.items():
+        for name, r in v["sets"].items():
+            rows.append([language, name, r["n"], f"{r['mean']:+.4f}", f"{r['p2.5']:+.4f}", "", ""])
+        rows.append([language, "(pooled)", "", "", f"{v['p2.5']:+.4f}", f"{v['p97.5']:+.4f}",
+                     "ragkit" if v["default"] else "original"])  # fmt: skip
+    print_table("the held-out guard: ragkit − original, paired bootstrap", ["language", "set", "n", "mean",
+                "2.5 %", "97.5 %", "default"], rows,
+                notes=[f"{RESAMPLES:,} resamples, seed {SEED}; top-1 (gate sets) or nDCG@10 (xquad, swequad)"])  # fmt: skip
+
+
+def _write(verdict: dict) -> None:
+    card = json.loads(CARD.read_text())
+    card["on_by_default"] = sorted(lang for lang, v in verdict.items() if v["default"])
+    card["guard"] = {"rule": "scripts/bench_query_encoder.py (module docstring)", "verdict": verdict}
+    CARD.write_text(json.dumps(card, ensure_ascii=False, indent=1) + "\n")
+    print(f"on_by_default = {card['on_by_default']} -> {CARD}")
+
+
+@cli.command(
+    "report",
+    WORK,
+    arg("--answers", action="store_true", help="also the extractive answers of each held-out half (slow)"),
+    arg("--write", action="store_true", help="record the guard's verdict in the card"),
+)
+def report(args) -> None:
+    """Original against ragkit on every held-out half: one table, then the guard's."""
+    measures, extra, readers = measure_all(args.work)
+    rows = []
+    for name in SETS:
+        m, s = measures[name], extra[name]
+        first = "top-1" if name in ("german", "swedish") else "nDCG@10"
+        second = "top-3" if name in ("german", "swedish") else "recall@10"
+        for label, data in ((first, m), (second, s)):
+            o, r = data["original"].mean(), data["ragkit"].mean()
+            rows.append([name, label, len(data["original"]), f"{o:.4f}", f"{r:.4f}", f"{r - o:+.4f}"])
+    for name, lang in (("german", "de"), ("swedish", "sv")):
+        reader, questions = readers[name]
+        texts = [q["query"] for q in questions]
+        o, r = _encode_p50(reader, texts, "original", lang), _encode_p50(reader, texts, "ragkit", lang)
+        rows.append([name, "encode p50 ms", len(texts), f"{o:.2f}", f"{r:.2f}", f"{r / o:.2f}×"])
+    if args.answers:
+        for name in SETS:
+            aset = sets.answer_set(name, args.work / "answer-sets")
+            good, bad = aset.half("held_out")
+            reader, _ = readers[name]
+            for choice in CHOICES:
+                a = sets.answer_measures(reader, good, bad, settings={"query_encoder": choice})
+                measures.setdefault(f"answers-{name}", {})[choice] = a
+            o, r = measures[f"answers-{name}"]["original"], measures[f"answers-{name}"]["ragkit"]
+            rows.append([name, "answer contained", o["n"], f"{o['contained']:.4f}", f"{r['contained']:.4f}",
+                         f"{r['contained'] - o['contained']:+.4f}"])  # fmt: skip
+            rows.append([name, "answerable abstained", o["n"], f"{1 - o['answered']:.4f}", f"{1 - r['answered']:.4f}",
+                         f"{o['answered'] - r['answered']:+.4f}"])  # fmt: skip
+            if bad:
+                rows.append([name, "absent abstained", o["n_absent"], f"{o['abstain_absent']:.4f}",
+                             f"{r['abstain_absent']:.4f}", f"{r['abstain_absent'] - o['abstain_absent']:+.4f}"])  # fmt: skip
+    print_table("query encoders on the held-out halves (strategy auto)", ["set", "measure", "n", "original",
+                "ragkit", "difference"], rows, notes=["ragkit: the shipped int8 graph (ragkit/embed/e5_query)"])  # fmt: skip
+    verdict = guard({n: measures[n] for n in SETS})
+    _print_guard(verdict)
+    if args.write:
+        _write(verdict)
+
+
+if __name__ == "__main__":
+    cli.main()
