@@ -40,11 +40,20 @@ def _pip(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "pip", *args], capture_output=True, text=True)
 
 
-def requirements() -> list[str]:
-    """ragkit's own requirements with the test and ocr extras, llama-cpp-python left out."""
+def requirements(which: str = "test") -> list[str]:
+    """ragkit's own requirements: the lean set, or with every extra and the test tools (``test``: the extras named
+    by ``ragkit[...]`` unfolded), llama-cpp-python left out."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     extras = project.get("optional-dependencies", {})
-    wanted = [*project["dependencies"], *extras.get("test", []), *extras.get("ocr", [])]
+
+    def unfold(names: list[str]) -> list[str]:
+        out = []
+        for r in names:
+            own = re.fullmatch(r"ragkit\[([\w,]+)\]", r.strip())
+            out += unfold([x for e in own.group(1).split(",") for x in extras[e]]) if own else [r]
+        return out
+
+    wanted = [*project["dependencies"], *(unfold(extras.get("test", [])) if which == "test" else [])]
     return [r for r in wanted if re.split(r"[<>=!~\[; ]", r, maxsplit=1)[0].lower() not in SOURCE_BUILT]
 
 
@@ -84,19 +93,22 @@ def without_wheels(pins: dict[str, str], python: str, work: Path) -> list[str]:
 @app.command()
 def main(
     python: list[str] = typer.Option(["3.11", "3.12", "3.13"], help="the Pythons to check (repeat the option)"),
+    sets: list[str] = typer.Option(["lean", "test"], "--set", help="lean (pip install ragkit) and/or test"),
     as_json: bool = typer.Option(False, "--json", help="print the table as one JSON object"),
 ) -> None:
     JSON["on"] = as_json
-    with tempfile.TemporaryDirectory(prefix="wheels") as tmp:
-        work = Path(tmp)
-        pins = resolved(requirements(), work)
-        rows = []
-        for version in python:
-            missing = without_wheels(pins, version, work)
-            rows.append([version, len(pins), len(pins) - len(missing), ", ".join(missing) or "–"])
+    rows = []
+    for which in sets:
+        with tempfile.TemporaryDirectory(prefix="wheels") as tmp:
+            work = Path(tmp)
+            pins = resolved(requirements(which), work)
+            for version in python:
+                missing = without_wheels(pins, version, work)
+                rows.append([which, version, len(pins), len(pins) - len(missing), ", ".join(missing) or "–"])
     here = f"{sys.version_info.major}.{sys.version_info.minor}"
-    print_table("wheels for ragkit's resolved requirements", ["python", "packages", "with a wheel", "without"], rows,
-                notes=[f"resolved on Python {here} (this interpreter), llama-cpp-python left out (built from source)"])  # fmt: skip
+    print_table("wheels for ragkit's resolved requirements", ["set", "python", "packages", "with a wheel", "without"],
+                rows, notes=[f"resolved on Python {here} (this interpreter), llama-cpp-python left out (built from "
+                             "source: the llm extra)"])  # fmt: skip
 
 
 if __name__ == "__main__":
