@@ -155,7 +155,9 @@ def models(
     out = []
     for role, spec in roles:
         row: dict[str, Any] = {"role": role, "spec": spec, "bundled": BUNDLED_MODELS[role]}
-        if spec:
+        if not spec:  # nothing configured (rerank: the structure features alone): nothing to load
+            row.update(kind=None, extra=None, ready=True)
+        else:
             row["kind"] = "bundled" if spec.startswith("bundled:") else parse_spec(spec).kind
             row["extra"] = extra_for(role, row["kind"], icfg.encoder)
             row["ready"] = row["extra"] is None or extras.installed(row["extra"])
