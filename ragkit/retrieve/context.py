@@ -108,6 +108,7 @@ class SearchContext:
                 embedder = self.query_embedder()  # loads once per process
             with self.timed("embed_query"):
                 self._qvec = embedder.encode_query(self.query.text)
+            self.notes["query_encoder"] = getattr(embedder, "query_encoder", embedder.name)  # who read the question
         return self._qvec
 
     @contextmanager
