@@ -429,7 +429,9 @@ def answer(
         return quotes
     written = _write(generator, result, cfg, on_text, language)
     t = time.perf_counter()
-    checked = check_claims(written, evidence, idf, language, reader.embedder if reader else None)
+    # the question as retrieval read it (ragkit's query encoder where it read it)
+    checker = reader.query_embedder(cfg.query_encoder, language) if reader else None
+    checked = check_claims(written, evidence, idf, language, checker)
     checked.check_ms = round((time.perf_counter() - t) * 1000, 2)
     if needs_replacing(checked):
         kept = ("claims", "grounded", "model", "prompt_tokens", "completion_tokens", "seconds", "first_token_seconds")

@@ -53,7 +53,7 @@ def _labelled(name: str):
 
 def held_out(name: str, work: Path) -> tuple[list[dict], object]:
     """The held-out half's questions of a set (each with what its measure reads) and the set's index."""
-    aset = sets.answer_set(name, work / "answer-sets")
+    aset = sets.load(name, work / "answer-sets")
     reader, _ = harness.indexed(aset.source, work / "indexes" / name)
     if name in ("german", "swedish"):
         return _labelled(name).questions, reader
@@ -192,7 +192,7 @@ def report(args) -> None:
         rows.append([name, "encode p50 ms", len(texts), f"{o:.2f}", f"{r:.2f}", f"{r / o:.2f}×"])
     if args.answers:
         for name in SETS:
-            aset = sets.answer_set(name, args.work / "answer-sets")
+            aset = sets.load(name, args.work / "answer-sets")
             good, bad = aset.half("held_out")
             reader, _ = readers[name]
             for choice in CHOICES:

@@ -74,7 +74,9 @@ def test_an_e5_index_takes_ragkits_questions_without_a_rebuild(german):
     assert 0.5 < float(a @ b) < 0.9999  # another encoder of the same space
     assert np.allclose(ours.encode_queries([question])[0], a, atol=1e-5)
     # the passages are the index's own: encoded alike, nothing written
-    assert np.array_equal(ours.encode(["Alle Deutschen haben das Recht."]), theirs.encode(["Alle Deutschen haben das Recht."]))
+    assert np.array_equal(
+        ours.encode(["Alle Deutschen haben das Recht."]), theirs.encode(["Alle Deutschen haben das Recht."])
+    )
     res = api.query(reader, question, QueryConfig(k=3, query_encoder="ragkit"))
     assert res.passages[0].section.endswith("Art 8"), [p.section for p in res.passages]
     assert (german / "manifest.json").read_bytes() == before
