@@ -22,6 +22,7 @@ and no set of the language has the 2.5th percentile of its own mean difference b
 
 from __future__ import annotations
 
+import hashlib
 import json
 import statistics
 import time
@@ -168,6 +169,38 @@ def _write(verdict: dict) -> None:
     print(f"on_by_default = {card['on_by_default']} -> {CARD}")
 
 
+def index_bytes(folder: Path) -> str:
+    """One digest of every file of an index folder (names and bytes): a query must leave it as it was."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        digest.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+ENGLISH = [  # questions over the bundled sample (an English MiniLM index)
+    "how many hours of overtime are allowed per week?",
+    "what do I do when a production service is degraded?",
+    "who approves expenses?",
+    "how long do I have to submit a receipt?",
+    "can I work from home?",
+    "when are salaries paid?",
+    "what is the on-call rotation?",
+    "how do I report a security incident?",
+]
+
+
+def english_untouched(work: Path) -> tuple[int, int]:
+    """Of the English questions over the bundled sample (MiniLM), how many get the same passages (ids and
+    scores) with ``query_encoder`` auto as with original."""
+    reader, _ = harness.indexed(harness.REPO / "ragkit" / "samples" / "handbook", work / "indexes" / "sample")
+    same = 0
+    for text in ENGLISH:
+        got = [[(p.chunk_ids, p.score) for p in api.query(reader, text, QueryConfig(k=5, log=False,
+               query_encoder=choice)).passages] for choice in ("auto", "original")]  # fmt: skip
+        same += got[0] == got[1]
+    return same, len(ENGLISH)
+
+
 @cli.command(
     "report",
     WORK,
@@ -176,7 +209,10 @@ def _write(verdict: dict) -> None:
 )
 def report(args) -> None:
     """Original against ragkit on every held-out half: one table, then the guard's."""
+    folders = {name: args.work / "indexes" / name for name in SETS}
+    before = {name: index_bytes(f) for name, f in folders.items() if f.is_dir()}
     measures, extra, readers = measure_all(args.work)
+    before |= {name: index_bytes(f) for name, f in folders.items() if name not in before}  # indexed just now
     rows = []
     for name in SETS:
         m, s = measures[name], extra[name]
@@ -196,7 +232,7 @@ def report(args) -> None:
             good, bad = aset.half("held_out")
             reader, _ = readers[name]
             for choice in CHOICES:
-                a = sets.answer_measures(reader, good, bad, settings={"query_encoder": choice})
+                a = sets.answer_measures(reader, good, bad, settings={"query_encoder": choice, "log": False})
                 measures.setdefault(f"answers-{name}", {})[choice] = a
             o, r = measures[f"answers-{name}"]["original"], measures[f"answers-{name}"]["ragkit"]
             rows.append([name, "answer contained", o["n"], f"{o['contained']:.4f}", f"{r['contained']:.4f}",
@@ -206,12 +242,49 @@ def report(args) -> None:
             if bad:
                 rows.append([name, "absent abstained", o["n_absent"], f"{o['abstain_absent']:.4f}",
                              f"{r['abstain_absent']:.4f}", f"{r['abstain_absent'] - o['abstain_absent']:+.4f}"])  # fmt: skip
+    same = sum(index_bytes(folders[name]) == digest for name, digest in before.items())
+    rows.append(["(every index)", "bytes unchanged by the queries", len(before), "", f"{same} / {len(before)}", ""])
+    kept, asked = english_untouched(args.work)
+    rows.append(["sample (English, MiniLM)", "same passages, auto vs original", asked, "", f"{kept} / {asked}", ""])
     print_table("query encoders on the held-out halves (strategy auto)", ["set", "measure", "n", "original",
                 "ragkit", "difference"], rows, notes=["ragkit: the shipped int8 graph (ragkit/embed/e5_query)"])  # fmt: skip
     verdict = guard({n: measures[n] for n in SETS})
     _print_guard(verdict)
     if args.write:
         _write(verdict)
+
+
+@cli.command("scorer", WORK)
+def scorer_cmd(args) -> None:
+    """Which question vector the answer scorer reads when ragkit's query encoder read the question, on the FIT
+    halves of the German and Swedish answer sets (the scorer was fitted on them, with e5's own vectors): e5's own
+    (what ragkit does: one more encoding of the question) or ragkit's, the plan's. The passages are the same in
+    both: ragkit's query encoder's."""
+    rows = []
+    for name, language in (("german", "de"), ("swedish", "sv")):
+        aset = sets.load(name, args.work / "answer-sets")
+        good, bad = aset.half("fit")
+        reader, _ = harness.indexed(aset.source, args.work / "indexes" / name)
+        cfg = QueryConfig(k=10, answer=True, answer_mode="extract", log=False, query_encoder="ragkit")
+        counts = {"own": [0, 0, 0], "new": [0, 0, 0]}  # contained, answered, absent abstained
+        for q in good + bad:
+            result = api.query(reader, q["query"], cfg)
+            answers = {"own": api.answer(result, cfg, reader=reader)}
+            result.plan.notes.pop("query_encoder")  # unnamed, the plan's vector (ragkit's) is what the scorer reads
+            answers["new"] = api.answer(result, cfg, reader=reader)
+            for key, a in answers.items():
+                if q in bad:
+                    counts[key][2] += a.abstained
+                else:
+                    counts[key][0] += sets.norm(q["answer"]) in sets.norm(a.text)
+                    counts[key][1] += not a.abstained
+        for key, (contained, answered, absent) in counts.items():
+            rows.append([name, language, key, len(good), f"{contained / len(good):.4f}",
+                         f"{1 - answered / len(good):.4f}", len(bad), f"{absent / max(len(bad), 1):.4f}"])  # fmt: skip
+    print_table("the answer scorer's question vector (fit halves; passages by ragkit's query encoder)",
+                ["set", "language", "scorer reads", "n", "contained", "answerable abstained", "absent",
+                 "absent abstained"], rows,
+                notes=["own: e5's own, as the scorer was fitted (ragkit's choice); new: ragkit's"])  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -246,3 +246,23 @@ def answer_eval(reader, good: list[dict], bad: list[dict], k: int = 10) -> dict[
 def answer_checks(measured: dict[str, float], recorded: dict[str, float], name: str, tolerance: float) -> list[Check]:
     """One check per figure the floors file records for a set's answers (``[answers.NAME]``)."""
     return [Check(f"{name} answers {key}", measured[key], value, tolerance) for key, value in recorded.items()]
+
+
+def plain_questions(corpus: str) -> list[dict]:
+    """tests/data/plain_questions.jsonl: everyday questions written from the bundled sample ("sample"), the German
+    laws ("german-laws") and the Swedish regulations ("swedish"), each with a short answer found verbatim in its
+    document (issue 63)."""
+    rows = [json.loads(line) for line in (DATA / "plain_questions.jsonl").read_text().splitlines() if line.strip()]
+    return [r for r in rows if r["corpus"] == corpus]
+
+
+def plain_right(reader, questions: list[dict]) -> list[str]:
+    """The questions ``ragkit query --answer`` (extractive, no model) answers right: not abstained, its quotes
+    holding the written answer."""
+    right = []
+    for q in questions:
+        result, _ = api.ask(reader, q["query"], QueryConfig(answer=True, answer_mode="extract", log=False))
+        answer = result.answer
+        if answer is not None and not answer.abstained and norm(q["answer"]) in norm(answer.text):
+            right.append(q["id"])
+    return right

@@ -12,7 +12,7 @@ from ragkit.config import IndexConfig, QueryConfig
 from ragkit.embed import BUNDLED
 from ragkit.retrieve.strategies import STRATEGIES
 from tests import quality
-from tests.conftest import needs_shared, shared_marks
+from tests.conftest import SAMPLES, needs_shared, shared_marks
 
 pytestmark = [pytest.mark.quality, pytest.mark.integration]
 
@@ -150,6 +150,34 @@ def test_answers_quote_the_gold_answer_and_abstain_when_the_documents_are_silent
     checks = quality.answer_checks(measured, floors, name, FLOORS["tolerance"])
     assert not failures(checks), f"below the floor in tests/data/quality_floors.toml:\n{failures(checks)}"
     assert longest is None or measured["chars_p50"] <= longest, f"median answer {measured['chars_p50']} chars"
+
+
+@pytest.fixture(scope="session")
+def sample_reader(tmp_path_factory):
+    idx = tmp_path_factory.mktemp("quality") / "sample"
+    api.index([SAMPLES], idx)
+    return api.open_index(idx)
+
+
+@pytest.mark.parametrize(
+    "corpus",
+    [
+        "sample",
+        pytest.param("german-laws", marks=shared_marks("german-laws")),
+        pytest.param("swedish", marks=shared_marks("swedish-regulations")),
+    ],
+)
+def test_plain_questions_get_their_answer(corpus, request):
+    """Everyday questions written from the documents (tests/data/plain_questions.jsonl) are answered with a quote
+    holding their answer, not abstained on (issue 63); held at the floors of ``[plain]``."""
+    fixture = {"sample": "sample_reader", "german-laws": "laws_reader", "swedish": "swedish_reader"}[corpus]
+    questions = quality.plain_questions(corpus)
+    assert len(questions) >= 8
+    right = quality.plain_right(request.getfixturevalue(fixture), questions)
+    share = len(right) / len(questions)
+    floor = FLOORS["plain"][corpus]
+    missed = [q["query"] for q in questions if q["id"] not in right]
+    assert share >= floor - FLOORS["tolerance"], f"{corpus}: {share:.4f} right, floor {floor}; missed {missed}"
 
 
 @needs_shared("swedish-regulations")
