@@ -19,7 +19,8 @@ them: ragkit/embed/e5.py).
 
 What it learns from (fit halves only; nothing of ../shared/data/heldout-laws.txt; ``mine`` prints the counts):
 - German questions written for ragkit over 950 federal laws of bundestag/gesetze (scripts/reranker_data/ and
-  scripts/query_encoder_data/, answers verbatim-checked), the laws indexed as they are;
+  scripts/query_encoder_data/, answers verbatim-checked), those over the laws of at most LAW_BYTES (770 laws),
+  the laws indexed as they are;
 - the fit halves of the gate's German (../shared/data/german-laws) and Swedish (swedish-regulations) questions
   and of xquad-de and SweQUAD-MC (tests/data/answer_splits.json), with the team's Swedish questions over
   SweQUAD-MC's fit-half pages;
@@ -61,7 +62,8 @@ GESETZE = Path("/work/.mirror/bundestag+gesetze/repo")
 # the laws the written questions train over: those of at most 60 KB (770 of the 949, 35 % of their text, about 26,000
 # chunks); all 949 make 75,196 chunks, which take 65 minutes to embed on two cores, more than a session can spare
 LAW_BYTES = 60_000
-# the shipped model's recipe (``train``'s defaults; chosen on the dev part by 300-step pilots, scripts/README.md)
+# the shipped model's recipe (``train``'s defaults; chosen on the dev part by 300-step pilots, scripts/README.md;
+# 3 epochs, not the 4 planned, for a session's time)
 EPOCHS, BATCH, LR, TEMPERATURE, PULL, TRAINABLE_FROM, EVAL_EVERY = 3, 32, 5e-5, 0.02, 1.0, 6, 100
 sets = harness.tests_module("answer_sets")
 quality = harness.tests_module("quality")
