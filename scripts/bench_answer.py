@@ -11,6 +11,9 @@ Subcommands:
           cost, for the answer before issue 33 (written, unchecked) and now (extract; generate + check)
   units   the answer step with each unit encoded for every question vs remembered per reader (side by side in
           one run, a fresh reader each): seconds and the figures, which must not move
+  plain   the team's plain questions (tests/data/plain_questions.jsonl: the bundled sample, the German laws, the
+          Swedish regulations): answered right (a quote holding the written answer), abstained, per corpus, and
+          each miss with what the answer said
 
 Every subcommand also takes ``--json`` (each table as one JSON object per line).
 """
@@ -338,6 +341,46 @@ def citation_checks(a, passages) -> list[bool]:
                 held = set(content_words(p.text)) if p else set()
                 out.append(bool(words) and len(words & held) >= len(words) / 2)
     return out
+
+
+PLAIN = {  # the plain questions' corpora: what the gate indexes for each
+    "sample": harness.REPO / "ragkit" / "samples" / "handbook",
+    "german-laws": quality.GERMAN_LAWS,
+    "swedish": quality.SWEDISH_REGULATIONS,
+}
+
+
+@cli.command(
+    "plain",
+    arg("--corpora", default=",".join(PLAIN), help="sample, german-laws, swedish"),
+    arg("--work", type=Path, default=None, help="the corpora's indexes (kept, reused when unchanged)"),
+)
+def plain(args) -> None:
+    """The plain questions as ``ragkit query --answer`` answers them (extractive, default settings; what the
+    gate's ``[plain]`` floors hold): right, abstained, per corpus; then each miss and its answer."""
+    from ragkit.config import QueryConfig
+
+    work = harness.workdir(args.work, "plain")
+    rows, misses = [], []
+    for corpus in [c.strip() for c in args.corpora.split(",") if c.strip()]:
+        if not PLAIN[corpus].exists():
+            print(f"skipping {corpus}: {PLAIN[corpus]} is absent")
+            continue
+        reader, _ = harness.indexed(PLAIN[corpus], work / corpus)
+        questions = quality.plain_questions(corpus)
+        right = set(quality.plain_right(reader, questions))
+        abstained = 0
+        for q in questions:
+            if q["id"] in right:
+                continue
+            result, _ = api.ask(reader, q["query"], QueryConfig(answer=True, answer_mode="extract", log=False))
+            a = result.answer
+            abstained += a is None or a.abstained
+            misses.append((corpus, q["query"][:60], q["answer"][:40], (a.text if a else "–")[:90]))
+        n = len(questions)
+        rows.append((corpus, n, f"{len(right) / n:.4f}", f"{abstained / n:.4f}"))
+    print_table("plain questions answered right", ("corpus", "questions", "right", "abstained"), rows)
+    print_table("misses", ("corpus", "question", "written answer", "ragkit's answer"), misses, width=220)
 
 
 if __name__ == "__main__":

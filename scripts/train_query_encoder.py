@@ -515,6 +515,7 @@ def train(
     max_steps: int = typer.Option(0, help="stop after this many steps (0: every epoch; a pilot's short run)"),
     name: str = typer.Option("tower", help="the run's files: WORK/NAME.safetensors, WORK/NAME.json"),
     eval_every: int = typer.Option(EVAL_EVERY, help="steps between the dev part's checks (the best is kept)"),
+    corpora: str = typer.Option("", help="train only on these corpora, comma-separated (dev and pull keep all)"),
 ) -> None:
     """Train the question side (WORK/NAME.safetensors: the transformer layers' weights; WORK/NAME.json: the
     run's settings, time, steps and dev figures)."""
@@ -526,7 +527,8 @@ def train(
     if device == "cpu" and threads:
         torch.set_num_threads(threads)
     rows = targets(work, _jsonl(work / "questions.jsonl"))
-    train_q = [r for r in rows if r["part"] == "train"]
+    only = {c for c in corpora.split(",") if c}
+    train_q = [r for r in rows if r["part"] == "train" and (not only or r["corpus"] in only)]
     pull_q = [r for r in rows if r["part"] == "pull"]
     dev_q = [r for r in rows if r["part"] == "dev"]
     mats = {corpus: torch.from_numpy(np.load(work / "corpora" / f"{corpus}.npy")).to(device)
@@ -567,7 +569,7 @@ def train(
             "history": history, "seed": SEED,
             "kept": {"step": kept_step, "dev_top1": {k: round(v, 4) for k, v in best.items()},
                      "rule": "the step whose dev part's macro top-1 is highest, evaluated every eval_every steps"},
-            "query_tokens": QUERY_TOKENS}, indent=1))  # fmt: skip
+            "query_tokens": QUERY_TOKENS, "corpora": sorted(only) or "all"}, indent=1))  # fmt: skip
 
     tower.model.train()
     for epoch in range(epochs):

@@ -10,7 +10,7 @@ from ragkit.ingest.discover import Undecodable, decode, discover
 from ragkit.ingest.doctype import infer_doc_type
 from ragkit.records import Hit
 from ragkit.retrieve.filters import build_where
-from ragkit.retrieve.fusion import convex, weighted_rrf, with_graph
+from ragkit.retrieve.fusion import convex, weighted_rrf, with_graph, with_retrievers
 from ragkit.retrieve.query_syntax import parse_query
 from ragkit.store.expr import Clause, readable
 
@@ -46,6 +46,20 @@ def test_weighted_rrf():
     assert fused[0].ranks == {"dense": 1, "lexical": 2}
     only_lex = weighted_rrf({"dense": dense, "lexical": lex}, {"dense": 0.0, "lexical": 1.0})
     assert only_lex[0].chunk_id == "c"
+
+
+def test_a_query_fused_with_its_expansions_keeps_what_its_own_retrievers_said():
+    """The reranker, the retry's check and the answer scorer read each hit's dense and BM25 scores and ranks: a
+    query fused with its expansions (a doc type's templates, sub-queries) keeps them (issue 63: "how many hours of
+    overtime are allowed per week?" abstained, its hits carrying only "original" and "expansion0")."""
+    own = convex([hit("a", 0.9), hit("b", 0.5)], [hit("b", 7.0), hit("a", 3.0)], 0.5, [1.0, 0.0])
+    expansion = [hit("c", 0.8), hit("a", 0.7)]
+    fused = with_retrievers(weighted_rrf({"original": own, "expansion0": expansion}, {"expansion0": 0.5}), own)
+    by_id = {h.chunk_id: h for h in fused}
+    assert by_id["a"].scores["dense"] == 0.9 and by_id["a"].ranks == {"dense": 1, "lexical": 2, "original": 1,
+                                                                     "expansion0": 2}  # fmt: skip
+    assert by_id["b"].scores["lexical"] == 7.0 and "expansion0" not in by_id["b"].ranks
+    assert "dense" not in by_id["c"].scores  # only the expansion found it
 
 
 def test_query_syntax():

@@ -37,6 +37,18 @@ def weighted_rrf(ranked: dict[str, list[Hit]], weights: dict[str, float], k: int
     return _ordered(fused)
 
 
+def with_retrievers(fused: list[Hit], original: list[Hit]) -> list[Hit]:
+    """``fused`` (a fusion of the query's hits, ``original``, with those of more queries) with each hit's
+    scores and ranks by the original query's own retrievers (dense, BM25, a graph's) beside the fused lists': what
+    the reranker, the retry's check and the answer scorer read (a hit only the other queries found has none)."""
+    own = {h.chunk_id: h for h in original}
+    for h in fused:
+        first = own.get(h.chunk_id)
+        if first is not None:
+            h.scores, h.ranks = {**first.scores, **h.scores}, {**first.ranks, **h.ranks}
+    return fused
+
+
 NORM_DEPTH = 100  # a list's scores are min-max normalised over its top this many (the same whatever the fetch)
 
 

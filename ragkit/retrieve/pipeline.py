@@ -27,7 +27,7 @@ from ragkit.retrieve import corrective, expansion
 from ragkit.retrieve.config import QueryConfig
 from ragkit.retrieve.context import SearchContext
 from ragkit.retrieve.filters import build_where
-from ragkit.retrieve.fusion import NORM_DEPTH, weighted_rrf
+from ragkit.retrieve.fusion import NORM_DEPTH, weighted_rrf, with_retrievers
 from ragkit.retrieve.links import with_links
 from ragkit.retrieve.planner import QueryPlan
 from ragkit.retrieve.query_syntax import ParsedQuery
@@ -286,4 +286,4 @@ def _with_queries(ctx, hits, queries: list[str], strategy, kind: str, share: flo
         for stage, ms in sub.timings_ms.items():
             ctx.timings_ms[f"{kind}_{stage}"] = ctx.timings_ms.get(f"{kind}_{stage}", 0.0) + ms
     with ctx.timed("fusion"):
-        return weighted_rrf(lists, weights, k=ctx.cfg.rrf_k)[: ctx.limit]
+        return with_retrievers(weighted_rrf(lists, weights, k=ctx.cfg.rrf_k)[: ctx.limit], hits)
