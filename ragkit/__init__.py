@@ -1,7 +1,7 @@
 """ragkit: local retrieval toolkit over embedded storage.
 
     import ragkit
-    ix = ragkit.open("handbook")          # an Index (ragkit/library.py)
+    ix = ragkit.open("handbook")          # an Index (ragkit/library/engine.py)
     ix.query("how are overtime hours limited?", k=5)
 
 ``ragkit.open``, ``ragkit.index``, ``ragkit.evaluate`` and ``ragkit.Index`` load the library on first use, so
@@ -20,6 +20,10 @@ __all__ = ["Index", "evaluate", "index", "open"]
 
 
 def __getattr__(name: str):
+    if name == "evaluate":
+        from ragkit import measure
+
+        return measure.evaluate
     if name in __all__:
         from ragkit import library
 

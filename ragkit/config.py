@@ -39,8 +39,10 @@ __all__ = [
     "TREE_MODES",
     "IndexConfig",
     "QueryConfig",
+    "layered",
     "load_config",
     "override",
+    "query_settings",
     "parse_filters",
     "find_index",
     "index_origin",
@@ -151,6 +153,34 @@ def load_config(cwd: Path | None = None, index_dir: Path | None = None) -> tuple
 def override(cfg, **flags):
     """``cfg`` with every flag that is not None applied (checked like any config)."""
     return replace(cfg, **{k: v for k, v in flags.items() if v is not None})
+
+
+QUERY_FIELDS = frozenset(f.name for f in fields(QueryConfig))
+
+
+def layered(base: QueryConfig, given: dict[str, Any]) -> QueryConfig:
+    """``base`` (the defaults under ``ragkit.toml``) with what one caller gives over it: the CLI's flags, a
+    request's fields, the library's keyword arguments. A value of None is not given; ``filters`` add to the
+    file's (a given one wins for its key); ``alpha`` holds for every language and model (``with_alpha``). An
+    unknown name is ``BadQuery``. The one place a caller's settings meet the file's."""
+    unknown = sorted(set(given) - QUERY_FIELDS)
+    if unknown:
+        raise BadQuery(
+            f"unknown query setting{'s' if len(unknown) > 1 else ''}: {', '.join(unknown)}",
+            hint="Query settings are the fields of ragkit.config.QueryConfig.",
+        )
+    given = {k: v for k, v in given.items() if v is not None}
+    if "filters" in given:
+        given["filters"] = {**base.filters, **given["filters"]}
+    alpha = given.pop("alpha", None)
+    given = {k: v for k, v in given.items() if getattr(base, k) != v}  # (a config checks itself when built: ~45 µs)
+    return replace(base, **given).with_alpha(alpha) if given or alpha is not None else base
+
+
+def query_settings(index_dir: Path | None, given: dict[str, Any] | None = None) -> QueryConfig:
+    """The query settings of the index at ``index_dir``: the defaults, its ``ragkit.toml``, the working
+    directory's, then ``given`` (``layered``)."""
+    return layered(load_config(index_dir=index_dir)[1], given or {})
 
 
 def _overlay(icfg: IndexConfig, qcfg: QueryConfig, path: Path) -> tuple[IndexConfig, QueryConfig]:

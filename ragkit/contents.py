@@ -1,5 +1,5 @@
 """What an index holds, looked at: its figures (``stats``, ``learned``, ``graph_stats``), its documents, sections,
-outlines and entities, its graph exported, and its health (``check``). ``ragkit.api`` re-exports every function;
+outlines and entities, its graph exported, and its health (``check``). ``Index`` (ragkit/library) calls each;
 each raises ``ragkit.errors`` types, never prints.
 """
 

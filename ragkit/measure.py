@@ -1,23 +1,23 @@
 """Measuring: retrieval quality on labelled data (``evaluate``, ``ragkit eval``) and what each model costs and
-does on this machine (``models``, ``ragkit models``). Above ``ragkit.api``: it indexes and queries through it.
+does on this machine (``models``, ``ragkit models``). Above the library: it indexes and queries through ``Index``.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from ragkit import extras
-from ragkit.api import index, open_index, retrieve
-from ragkit.config import DEFAULT_HOME, IndexConfig, QueryConfig
+from ragkit.config import DEFAULT_HOME, IndexConfig, QueryConfig, resolve_index_dir
 from ragkit.embed import MULTILINGUAL, Embedder, load_embedder, tuned
 from ragkit.errors import RagkitError
 from ragkit.evaluate import documents_of, load_dataset, score_strategy
 from ragkit.events import Reporter
 from ragkit.generate import load_generator
+from ragkit.library import Index, index
 from ragkit.modelspec import parse_spec
 from ragkit.rerank.bundled import SPEC as RERANK_DEFAULT
 from ragkit.rerank.bundled import available as shipped_reranker_available
@@ -27,9 +27,10 @@ from ragkit.store import remote
 
 def evaluate(
     dataset: str | Path,
-    strategies: list[str],
+    strategies: Iterable[str] = ("auto",),
+    where: str | Path | None = None,
     *,
-    index_dir: Path | None = None,
+    index_dir: str | Path | None = None,
     k: int = 100,
     qcfg: QueryConfig | None = None,
     icfg: IndexConfig | None = None,
@@ -41,29 +42,34 @@ def evaluate(
     rerank_models: list[str] | None = None,
 ) -> dict[str, Any]:
     """Index a BEIR dataset's corpus (reused when unchanged) and score every strategy (× rerank mode) on its
-    judged queries: nDCG@10, recall@2/5/10/100, MRR@10 and latency (schema ``ragkit.eval/1``).
+    judged queries: nDCG@10, recall@2/5/10/100, MRR@10 and latency (schema ``ragkit.eval/1``; ``ragkit eval``,
+    ``ragkit.evaluate``). ``where`` (or ``index_dir``): the index of its corpus, as ``ragkit.open`` finds one
+    (default: ``eval-<dataset>`` under ``$RAGKIT_HOME``).
 
     ``embed_models``: compare embedders side by side, one cached index each (``<index_dir>-<model>`` after the
     first); ``rerank_models``: compare rerank models (each a row with ``rerank = "cross"``)."""
     dataset = Path(dataset)
     rep = reporter or Reporter()
     ds = load_dataset(dataset)
-    base_dir = index_dir or DEFAULT_HOME / f"eval-{dataset.resolve().name}"
+    given = where if where is not None else index_dir
+    base_dir = resolve_index_dir(given) if given is not None else DEFAULT_HOME / f"eval-{dataset.resolve().name}"
+    strategies = list(strategies)
     icfg, results, summary = icfg or IndexConfig(), [], None
     models = embed_models or [icfg.embed_model]
     for n, model in enumerate(models):
         folder = base_dir if n == 0 else base_dir.with_name(f"{base_dir.name}-{_slug(model)}")
         summary = index(
-            [ds.corpus], folder, replace(icfg, embed_model=model), reporter=rep, embedder_factory=embedder_factory
+            [ds.corpus], folder, cfg=replace(icfg, embed_model=model), reporter=rep, embedder_factory=embedder_factory
         )
-        reader = open_index(folder)
+        ix = Index(folder)
         if embedder_factory:  # the model the index was built with ("auto" resolved by its first run)
-            built = replace(icfg, embed_model=reader.manifest.index_config["embed_model"])
-            reader = open_index(folder, embedder=embedder_factory(built))
-        label = reader.manifest.embedder.name if len(models) > 1 else None
-        results += _score_all(
-            reader, ds, strategies, qcfg or QueryConfig(), k, reranks, rerank_models, rep, limit, label
-        )
+            built = replace(icfg, embed_model=ix.reader.manifest.index_config["embed_model"])
+            ix = Index(folder, embedder=embedder_factory(built))
+        with ix:
+            label = ix.reader.manifest.embedder.name if len(models) > 1 else None
+            results += _score_all(
+                ix, ds, strategies, qcfg or QueryConfig(), k, reranks, rerank_models, rep, limit, label
+            )
     return {
         "schema": "ragkit.eval/1",
         "dataset": str(dataset),
@@ -77,10 +83,10 @@ def evaluate(
     }
 
 
-def _score_all(reader, ds, strategies, qcfg, k, reranks, rerank_models, rep, limit, embed_label) -> list[dict]:
+def _score_all(ix: Index, ds, strategies, qcfg, k, reranks, rerank_models, rep, limit, embed_label) -> list[dict]:
     """One result row per strategy × rerank mode × rerank model, on one index."""
     base = replace(qcfg, syntax=False, filters={})
-    reader.embedder.encode_query("warm up")  # load the model outside the timed loop
+    ix.reader.embedder.encode_query("warm up")  # load the model outside the timed loop
     variants = [(rr, base.rerank_model) for rr in reranks or [base.rerank]]
     variants += [("cross", m) for m in rerank_models or []]
     rows = []
@@ -89,7 +95,7 @@ def _score_all(reader, ds, strategies, qcfg, k, reranks, rerank_models, rep, lim
             cfg = replace(base, strategy=name, k=k, rerank=rr, rerank_model=rerank_model)
 
             def search(text: str, cfg: QueryConfig = cfg) -> list[str]:
-                hits, _, _ = retrieve(reader, text, cfg, limit=2 * k)
+                hits, _, _ = ix.retrieve(text, cfg, limit=2 * k)
                 return documents_of(hits, k)
 
             label = name if len(variants) == 1 else f"{name}+{rr}"
@@ -103,7 +109,7 @@ def _score_all(reader, ds, strategies, qcfg, k, reranks, rerank_models, rep, lim
                     "strategy": score.strategy,
                     **score.metrics,
                     "latency_ms": score.latency_ms,
-                    "embed_model": reader.manifest.embedder.spec,
+                    "embed_model": ix.reader.manifest.embedder.spec,
                     "rerank_model": rerank_model,
                 }
             )
@@ -151,7 +157,8 @@ def models(
     candidate (rerank), time to the first token and tokens/s (generate). A model that fails says why."""
     embed_spec = icfg.embed_model
     if index_dir is not None:
-        embed_spec = open_index(index_dir).manifest.embedder.spec
+        with Index(index_dir) as ix:
+            embed_spec = ix.reader.manifest.embedder.spec
     if embed_spec == "auto":
         embed_spec = "bundled:all-MiniLM-L6-v2"  # (German and Swedish documents: bundled:multilingual-e5-small)
     rerank_spec = qcfg.rerank_model or (RERANK_DEFAULT if shipped_reranker_available() else None)
@@ -187,7 +194,8 @@ def _query_spec(embed_spec: str, encoder: str, qcfg: QueryConfig, index_dir) -> 
     "original") and fits the embedder (multilingual-e5-small by ONNX Runtime; "auto": the German and Swedish
     indexes it picks e5 for), else None (the embedder encodes the questions too)."""
     if index_dir is not None:
-        encoder = open_index(index_dir).manifest.embedder.encoder
+        with Index(index_dir) as ix:
+            encoder = ix.reader.manifest.embedder.encoder
     fits = embed_spec in (MULTILINGUAL, "auto") and encoder in (*tuned.ENCODERS, "auto")
     if qcfg.query_encoder == "original" or not fits or not tuned.available():
         return None

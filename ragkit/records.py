@@ -284,6 +284,7 @@ class Plan:
     all_versions: bool = False
     context_items: list[dict[str, Any]] = field(default_factory=list)  # not in the plan: the result's ``context``
     query_vector: Any = None  # not in the plan: the query's embedding when the strategy made one (answers reuse it)
+    scope: str = "all"  # not in the plan: the learned ranker's, answer thresholds' and feedback's scope (planning's)
 
     def to_dict(self) -> dict[str, Any]:
         out = {name: self.expanded_queries if name == "expansions" else getattr(self, name) for name in PLAN_FIELDS}
@@ -294,7 +295,7 @@ class Plan:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Plan:
         """The plan a ``to_dict`` printed (a server's result)."""
-        names = {f.name for f in fields(cls)} - {"notes", "context_items", "query_vector"}
+        names = {f.name for f in fields(cls)} - {"notes", "context_items", "query_vector", "scope"}
         known = {k: v for k, v in d.items() if k in names}
         notes = {k: v for k, v in d.items() if k not in names and k != "expansions"}
         return cls(**known, notes=notes)

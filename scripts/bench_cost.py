@@ -118,21 +118,19 @@ def cost(args) -> None:
 
 def cost_child(src: Path, idx: Path, raw: bool) -> None:
     """Index ``src`` into ``idx`` and print the figures as JSON (runs in its own process)."""
-    from ragkit import api
-
     load = time.perf_counter()
     cfg, emb = harness.load_model(src)
     load_s = time.perf_counter() - load
     t = time.perf_counter()
-    reader, summary = harness.indexed(src, idx, cfg, embedder=emb)
+    ix, summary = harness.indexed(src, idx, cfg, embedder=emb)
     out = {"run_s": time.perf_counter() - t, "load_s": load_s, "stages": summary.seconds}
     out |= {"chunks": summary.total_chunks, "documents": summary.total_documents, "knowledge": summary.knowledge}
     if raw:
-        texts = harness.chunk_texts(reader)
+        texts = harness.chunk_texts(ix)
         t = time.perf_counter()
         emb.encode(texts)  # the bare encoder the run used (int8 ONNX by default), same chunk texts
         out["raw_encoder_s"] = time.perf_counter() - t
-    out["stats"] = api.stats(reader)
+    out["stats"] = ix.stats()
     print("RESULT " + json.dumps(out, default=str))
 
 
@@ -209,8 +207,8 @@ def index(args) -> None:
         src = harness.corpus_source(args.corpus, args.docs, work)
         cfg, emb = harness.load_model(src)
         index_s = seconds(lambda: harness.indexed(src, work / "idx", cfg, embedder=emb))
-        reader, rerun = harness.indexed(src, work / "idx", cfg, embedder=emb)  # unchanged re-run
-        texts = harness.chunk_texts(reader)
+        ix, rerun = harness.indexed(src, work / "idx", cfg, embedder=emb)  # unchanged re-run
+        texts = harness.chunk_texts(ix)
         n = len(texts)
         torch_enc = load_embedder(cfg.embed_model, 32, "torch")
         onnx_enc = load_embedder(cfg.embed_model, encoder="onnx")
@@ -259,15 +257,16 @@ def seconds(fn) -> float:
 
 # --- memory --------------------------------------------------------------------------------------------------------
 
+# this checkout only, without harness (its imports would count in the peak)
 LONG_LIVED = """
 import json, resource, sys
-from ragkit import api
+import ragkit
 from ragkit.config import QueryConfig
-reader = api.open_index(sys.argv[1])
+ix = ragkit.open(sys.argv[1])
 queries = [json.loads(line)["text"] for line in open(sys.argv[2]) if line.strip()][: int(sys.argv[3])]
 for strategy in sys.argv[4].split(","):
     for q in queries:
-        api.query(reader, q, QueryConfig(k=10, strategy=strategy))
+        ix.query(q, QueryConfig(k=10, strategy=strategy))
 """
 
 
@@ -287,7 +286,7 @@ def memory(args) -> None:
 
     Rows: ``ragkit index`` of the corpus (a fresh ``--full`` build); a one-shot ``ragkit query --json`` per
     strategy; one with ``--answer`` (the GGUF model loaded); and one long-lived process that asks ``--n``
-    questions of every strategy through one reader (what ``ragkit serve`` or an interactive session holds after
+    questions of every strategy through one open index (what ``ragkit serve`` or an interactive session holds after
     a while). Peaks from ``/usr/bin/time`` (the kernel's accounting, per child process).
     """
     queries = args.queries or args.corpus.parent / "queries.jsonl"
@@ -408,9 +407,7 @@ def base_vectors(index: str | None, dim: int = 384):
     import numpy as np
 
     if index and Path(index).exists():
-        from ragkit import api
-
-        return api.open_index(index).chunks.all_vectors()[1]
+        return harness.open_index(index).reader.chunks.all_vectors()[1]
     rng = np.random.default_rng(1)
     centres = rng.standard_normal((1024, dim)).astype(np.float32)
     return centres[rng.integers(0, 1024, 20_000)] + 0.5 * rng.standard_normal((20_000, dim)).astype(np.float32)
@@ -522,8 +519,8 @@ def static(args) -> None:
         for prompted in (False, True):
             label = f"static{d}" + (" + prompts" if prompted else "")
             embedders[label] = (spec, StaticEmbedder(spec, dims=d, prompted=prompted))
-    readers = static_german(embedders, work)
-    static_throughput(embedders, readers, args.n)
+    indexes = static_german(embedders, work)
+    static_throughput(embedders, indexes, args.n)
     if not args.no_hotpot:
         mini = {"all-MiniLM-L6-v2 (ONNX int8)": (BUNDLED, load_embedder(BUNDLED, encoder="onnx-int8"))}
         mini |= {f"static{d}": (BUNDLED + "-static", StaticEmbedder(BUNDLED + "-static", dims=d)) for d in widths}
@@ -532,54 +529,53 @@ def static(args) -> None:
 
 def static_german(embedders: dict, work: Path) -> dict:
     """The laws indexed with each embedder; the German questions' top-1 / top-3 (auto and naive) per index."""
-    from ragkit import api
     from ragkit.config import IndexConfig, QueryConfig
 
     quality = harness.tests_module("quality")
-    rows, readers = [], {}
+    rows, indexes = [], {}
     sets, naive = [quality.german_questions(False), quality.german_questions(True)], QueryConfig(strategy="naive", k=3)
     for label, (spec, emb) in embedders.items():
         idx = work / ("laws-" + "".join(c if c.isalnum() else "-" for c in label))
         t = time.perf_counter()
-        reader, summary = harness.indexed(quality.GERMAN_LAWS, idx, IndexConfig(embed_model=spec), embedder=emb)
+        ix, summary = harness.indexed(quality.GERMAN_LAWS, idx, IndexConfig(embed_model=spec), embedder=emb)
         run = f"{time.perf_counter() - t:.1f}" if summary.chunks else "reused"
         embed = f"{summary.seconds.get('embed', 0.0):.1f}" if summary.chunks else "-"
-        readers[label] = reader
+        indexes[label] = ix
         cells = []
         for questions in sets:
-            auto = quality.german_hits(reader, questions)
-            cells += [f"{auto['top1']:.3f} / {auto['top3']:.3f}", _hits(api, reader, questions, naive)]
-        rows.append((label, emb.dimension, f"{reader.manifest.counts.chunks:,}", run, embed, *cells))
-    lexical = [_hits(api, next(iter(readers.values())), q, QueryConfig(strategy="lexical", k=3)) for q in sets]
+            auto = quality.german_hits(ix, questions)
+            cells += [f"{auto['top1']:.3f} / {auto['top3']:.3f}", _hits(ix, questions, naive)]
+        rows.append((label, emb.dimension, f"{ix.reader.manifest.counts.chunks:,}", run, embed, *cells))
+    lexical = [_hits(next(iter(indexes.values())), q, QueryConfig(strategy="lexical", k=3)) for q in sets]
     rows.append(("BM25 alone (lexical)", "-", "", "", "", lexical[0], "", lexical[1], ""))
     cols = ["embedder", "dims", "chunks", "index run s", "embed s", "36 auto", "36 naive", "32 held out auto"]
     cols += ["32 held out naive"]
     notes = ["top-1 / top-3: the labelled section of the right law first / in the first three passages"]
     print_table(f"German questions over {quality.GERMAN_LAWS}", cols, rows, notes=notes)
-    return readers
+    return indexes
 
 
-def _hits(api, reader, questions: list[dict], cfg) -> str:
+def _hits(ix, questions: list[dict], cfg) -> str:
     """ "top-1 / top-3" of ``questions`` with the query settings ``cfg`` (quality.german_hits: auto only)."""
-    ranks = [_section_rank(api, reader, q, cfg) for q in questions]
+    ranks = [_section_rank(ix, q, cfg) for q in questions]
     return f"{sum(r == 1 for r in ranks) / len(ranks):.3f} / {sum(r > 0 for r in ranks) / len(ranks):.3f}"
 
 
-def _section_rank(api, reader, q: dict, cfg) -> int:
+def _section_rank(ix, q: dict, cfg) -> int:
     """The rank of the first passage from the question's section of its law (0: not among the passages)."""
     expected = q["section"] if isinstance(q["section"], list) else [q["section"]]
-    for p in api.query(reader, q["query"], cfg).passages:
+    for p in ix.query(q["query"], cfg).passages:
         if p.section.split(" > ")[-1] in expected and q["law"] in p.path:
             return p.rank
     return 0
 
 
-def static_throughput(embedders: dict, readers: dict, n: int) -> None:
+def static_throughput(embedders: dict, indexes: dict, n: int) -> None:
     """Texts per second of each embedder on the laws' chunk texts: the static ones on all of them (five times
     over), multilingual-e5-small's full-precision and int8 ONNX graphs on the first ``n``."""
     from ragkit.embed import MULTILINGUAL, load_embedder
 
-    texts = harness.chunk_texts(next(iter(readers.values())))
+    texts = harness.chunk_texts(next(iter(indexes.values())))
     runs = [
         ("multilingual-e5-small", "ONNX full precision", load_embedder(MULTILINGUAL, encoder="onnx"), texts[:n]),
         ("multilingual-e5-small", "ONNX int8", load_embedder(MULTILINGUAL, encoder="onnx-int8"), texts[:n]),
@@ -628,21 +624,20 @@ import json, shutil, statistics, sys, time
 from pathlib import Path
 sys.path.insert(0, sys.argv[1]); sys.path.insert(0, sys.argv[2])
 import harness
-from ragkit import api
 from ragkit.config import QueryConfig
 src, idx, questions = Path(sys.argv[3]), Path(sys.argv[4]), json.loads(sys.argv[5])
 shutil.rmtree(idx, ignore_errors=True)
 cfg, emb = harness.load_model(src)
 t = time.perf_counter()
-reader, summary = harness.indexed(src, idx, cfg, embedder=emb)
+ix, summary = harness.indexed(src, idx, cfg, embedder=emb)
 out = {"run_s": time.perf_counter() - t, "chunks": summary.total_chunks}
 for strategy in sys.argv[6].split(","):
     qcfg = QueryConfig(strategy=strategy, k=10)
-    api.query(reader, questions[0], qcfg)  # warm
+    ix.query(questions[0], qcfg)  # warm
     ms = []
     for q in questions:
         t = time.perf_counter()
-        api.query(reader, q, qcfg)
+        ix.query(q, qcfg)
         ms.append((time.perf_counter() - t) * 1000)
     out[strategy] = statistics.median(ms)
 print("RESULT " + json.dumps(out))
@@ -659,9 +654,9 @@ print("RESULT " + json.dumps(out))
 def versus(args) -> None:
     """This checkout against another, side by side: ``--rounds`` rounds, each indexing ``--set`` from scratch
     with each checkout in turn (its own child process, its package first on the path; this checkout's
-    scripts/harness.py, which uses only ragkit.api), then asking the German questions (tests/data/
-    german_questions.jsonl) once warm by each strategy of ``VERSUS_STRATEGIES``. Printed: the median over the
-    rounds of the run's seconds (the model load left out), the index folder's bytes, the chunks and each
+    scripts/harness.py, whose open_index and index_into run a checkout before issue 64 through its ragkit.api),
+    then asking the German questions (tests/data/german_questions.jsonl) once warm by each strategy of
+    ``VERSUS_STRATEGIES``. Printed: the median over the rounds of the run's seconds (the model load left out), the index folder's bytes, the chunks and each
     strategy's p50 ms, before / after and after ÷ before.
 
         python scripts/bench_cost.py versus --before <checkout> [--set german-laws] [--rounds 3]

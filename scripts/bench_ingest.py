@@ -225,7 +225,7 @@ def hostile(args) -> None:
         (root / "policy.md").write_text("# Overtime\n\nOvertime is limited to ten hours per week.\n")
         make(root)
         t = time.perf_counter()
-        reader, summary = harness.indexed(root, work / "idx", reporter=Reporter())
+        ix, summary = harness.indexed(root, work / "idx", reporter=Reporter())
         secs = time.perf_counter() - t
         said = [w.replace(f"{root.name}/", "") for w in summary.warnings if "policy.md" not in w]
         odd_docs = summary.documents - 1
@@ -233,7 +233,7 @@ def hostile(args) -> None:
         if odd_docs > 0:
             indexed = f"indexed ({odd_docs} document(s), {summary.chunks} chunks in all)"
             outcome = indexed + (f"; {outcome}" if said else "")
-        with reader.duck() as store:
+        with ix.reader.duck() as store:
             policy = bool(store.value("SELECT count(*) FROM documents WHERE path LIKE '%policy.md'"))
         rows.append((label, outcome, "yes" if policy else "NO", f"{secs:.2f}"))
     title = "bad-input matrix (each case: a fresh index of policy.md + the odd file)"

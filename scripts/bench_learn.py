@@ -33,7 +33,6 @@ import harness
 import numpy as np
 from harness import arg, print_table
 
-from ragkit import api
 from ragkit.config import QueryConfig
 from ragkit.evaluate import documents_of, load_dataset, ndcg_at, recall_at
 
@@ -84,14 +83,14 @@ class Labelled:
             return path.endswith(q["doc"]) and bool(pages) and pages[0] <= last and pages[1] >= first
         return external in self.qrels[q["id"]]
 
-    def measure(self, reader, learned: bool) -> dict[str, float]:
+    def measure(self, ix, learned: bool) -> dict[str, float]:
         """The set's figures over these questions: top-1 and top-3 (german, swedish), nDCG@10 (scifact),
         recall@5 (hotpotqa)."""
         cfg = QueryConfig(k=10, learned=learned, log=False)
         if self.name in ("german", "swedish"):
             ranks = []
             for q in self.questions:
-                passages = api.query(reader, q["query"], cfg).passages
+                passages = ix.query(q["query"], cfg).passages
                 ranks.append(next((p.rank for p in passages if self.gold(q, p)), None))
             return {
                 "top1": round(sum(r == 1 for r in ranks) / len(ranks), 4),
@@ -99,7 +98,7 @@ class Labelled:
             }
         scores = []
         for q in self.questions:
-            hits, _, _ = api.retrieve(reader, q["query"], replace(cfg, k=100))
+            hits, _, _ = ix.retrieve(q["query"], replace(cfg, k=100))
             ranked = documents_of(hits, 100)
             rels = self.qrels[q["id"]]
             scores.append(ndcg_at(ranked, rels) if self.name == "scifact" else recall_at(ranked, rels, 5))
@@ -111,29 +110,34 @@ class _Placed:
         self.section = section
 
 
-def fresh_reader(name: str, work: Path):
+def fresh_index(name: str, work: Path):
     """The set's index (built once) with no feedback and no learned ranker of an earlier run."""
-    reader, _ = harness.indexed(SOURCES[name](), work / "indexes" / name)
-    shutil.rmtree(reader.index_dir / "feedback", ignore_errors=True)
-    shutil.rmtree(reader.index_dir / "learned", ignore_errors=True)
-    return api.open_index(reader.index_dir)
+    ix, _ = harness.indexed(SOURCES[name](), work / "indexes" / name)
+    shutil.rmtree(ix.path / "feedback", ignore_errors=True)
+    shutil.rmtree(ix.path / "learned", ignore_errors=True)
+    return harness.open_index(ix.path)
 
 
-def replay(reader, fit: Labelled) -> tuple[int, int]:
+def retriever(ix):
+    """``ix.retrieve`` as ragkit.learn.ranker calls a retriever: ``(reader, text, cfg)``."""
+    return lambda _reader, text, cfg, limit=None: ix.retrieve(text, cfg, limit)
+
+
+def replay(ix, fit: Labelled) -> tuple[int, int]:
     """The fit half as users' feedback: a good click on the gold passage in the top 10, a bad one on the
     passage above it. Returns (questions clicked, events)."""
     clicked = events = 0
     cfg = QueryConfig(k=10, learned=False)
     for q in fit.questions:
-        result = api.query(reader, q["query"], cfg)
-        api.log_query(reader, result, cfg, source="simulated")
+        result = ix.query(q["query"], cfg)
+        ix.log(result, cfg, source="simulated")
         rank = next((p.rank for p in result.passages if fit.gold(q, p)), None)
         if rank is None:
             continue
-        api.feedback(reader.index_dir, result.query_id, rank, "good", source="simulated")
+        ix.feedback(result.query_id, rank=rank, grade="good", source="simulated")
         clicked, events = clicked + 1, events + 1
         if rank > 1:
-            api.feedback(reader.index_dir, result.query_id, rank - 1, "bad", source="simulated")
+            ix.feedback(result.query_id, rank=rank - 1, grade="bad", source="simulated")
             events += 1
     return clicked, events
 
@@ -143,17 +147,17 @@ def simulate(args) -> None:
     """Simulated users per set: the fit half's clicks → ``ragkit learn`` → the held-out half before and after."""
     rows = []
     for name in [s.strip() for s in args.sets.split(",") if s.strip()]:
-        reader = fresh_reader(name, args.work)
+        ix = fresh_index(name, args.work)
         fit, held = Labelled(name, "fit"), Labelled(name, "held_out")
-        before = held.measure(reader, learned=False)
+        before = held.measure(ix, learned=False)
         t = time.perf_counter()
-        clicked, events = replay(reader, fit)
+        clicked, events = replay(ix, fit)
         replay_s = time.perf_counter() - t
         t = time.perf_counter()
-        outcomes = api.learn(reader)
+        outcomes = ix.learn()
         learn_s = time.perf_counter() - t
-        reader = api.open_index(reader.index_dir)
-        after = held.measure(reader, learned=True)
+        ix = harness.open_index(ix.path)
+        after = held.measure(ix, learned=True)
         o = next((o for o in outcomes if o.scope == "all"), None)
         for metric in before:
             rows.append(
@@ -184,26 +188,25 @@ def answers(args) -> None:
     learned."""
     rows = []
     for name in [s.strip() for s in args.sets.split(",") if s.strip()]:
-        reader = fresh_reader(name, args.work)
+        ix = fresh_index(name, args.work)
         aset, split = sets.load(name), sets.split_of(name)
         fit_good, fit_bad = aset.half("fit", split)
         held_good, held_bad = aset.half("held_out", split)
-        before = sets.answer_measures(reader, held_good, held_bad)
+        before = sets.answer_measures(ix, held_good, held_bad)
         cfg = QueryConfig(k=10, answer=True, answer_mode="extract")
         rated = 0
         for q in fit_good + fit_bad:
-            result = api.query(reader, q["query"], cfg)
-            api.answer_into(result, cfg, reader=reader)
-            api.log_query(reader, result, cfg, source="simulated")
-            a = result.answer
+            result = ix.query(q["query"], cfg)
+            a = ix.answer_for(result, cfg).answer
+            ix.log(result, cfg, source="simulated")
             good = a.abstained if q in fit_bad else sets.norm(q["answer"]) in sets.norm(a.text)
-            api.feedback(reader.index_dir, result.query_id, None, "good" if good else "bad", source="simulated")
+            ix.feedback(result.query_id, rank=None, grade="good" if good else "bad", source="simulated")
             rated += 1
         t = time.perf_counter()
-        outcomes = [o for o in api.learn(reader) if o.kind == "abstain"]
+        outcomes = [o for o in ix.learn() if o.kind == "abstain"]
         learn_s = time.perf_counter() - t
-        reader = api.open_index(reader.index_dir)
-        after = sets.answer_measures(reader, held_good, held_bad)
+        ix = harness.open_index(ix.path)
+        after = sets.answer_measures(ix, held_good, held_bad)
         model = "; ".join(
             f"{o.scope}: {o.before.get('threshold', 0):.3f} → {o.after.get('threshold', 0):.3f}, "
             f"{'adopted' if o.adopted else o.reason}"
@@ -245,26 +248,22 @@ def loud(args) -> None:
     """One loud user: ``--clicks`` good clicks on one irrelevant passage (the 10th) for one held-out question,
     the fit half's clicks beside them; learn; where that passage ranks for the other questions (top 3 before /
     after) and for the loud question itself."""
-    reader = fresh_reader(args.name, args.work)
+    ix = fresh_index(args.name, args.work)
     fit, held = Labelled(args.name, "fit"), Labelled(args.name, "held_out")
-    replay(reader, fit)
+    replay(ix, fit)
     target_q = held.questions[0]
     cfg = QueryConfig(k=10, learned=False)
-    result = api.query(reader, target_q["query"], cfg)
-    api.log_query(reader, result, cfg, source="loud")
+    result = ix.query(target_q["query"], cfg)
+    ix.log(result, cfg, source="loud")
     victim = result.passages[-1]
     for _ in range(args.clicks):
-        api.feedback(reader.index_dir, result.query_id, victim.rank, "good", source="loud")
-    top3_before = _in_top3(reader, held.questions[1:], victim, learned=False)
-    outcomes = api.learn(reader)
-    reader = api.open_index(reader.index_dir)
-    top3_after = _in_top3(reader, held.questions[1:], victim, learned=True)
+        ix.feedback(result.query_id, rank=victim.rank, grade="good", source="loud")
+    top3_before = _in_top3(ix, held.questions[1:], victim, learned=False)
+    outcomes = ix.learn()
+    ix = harness.open_index(ix.path)
+    top3_after = _in_top3(ix, held.questions[1:], victim, learned=True)
     own = next(
-        (
-            p.rank
-            for p in api.query(reader, target_q["query"], QueryConfig(k=10, log=False)).passages
-            if _same(p, victim)
-        ),
+        (p.rank for p in ix.query(target_q["query"], QueryConfig(k=10, log=False)).passages if _same(p, victim)),
         None,
     )
     rows = [
@@ -285,9 +284,9 @@ def _same(p, other) -> bool:
     return p.path == other.path and p.section == other.section
 
 
-def _in_top3(reader, questions, victim, learned: bool) -> int:
+def _in_top3(ix, questions, victim, learned: bool) -> int:
     cfg = QueryConfig(k=3, learned=learned, log=False)
-    return sum(any(_same(p, victim) for p in api.query(reader, q["query"], cfg).passages) for q in questions)
+    return sum(any(_same(p, victim) for p in ix.query(q["query"], cfg).passages) for q in questions)
 
 
 @cli.command("cost", arg("--set", dest="name", default="german"), arg("--events", type=int, default=5000), WORK)
@@ -295,29 +294,29 @@ def cost(args) -> None:
     """``ragkit learn`` on ``--events`` feedback events (the fit half's questions asked again and again, each
     with a good and a bad click, as many users would), and the warm query latency with and without the learned
     ranker (hybrid, p50 of the held-out questions × 3, alternating)."""
-    reader = fresh_reader(args.name, args.work)
+    ix = fresh_index(args.name, args.work)
     fit, held = Labelled(args.name, "fit"), Labelled(args.name, "held_out")
     events = 0
     while events < args.events:
-        _, n = replay(reader, fit)
+        _, n = replay(ix, fit)
         events += n + len(fit.questions)  # (each query's log line counts as an event too)
     t = time.perf_counter()
-    outcomes = api.learn(reader, min_queries=1)
+    outcomes = ix.learn(min_queries=1)
     learn_s = time.perf_counter() - t
     if not any(o.adopted for o in outcomes):  # (a model in place all the same: what it adds to a query is measured)
         from ragkit.learn import ranker as ranking
         from ragkit.learn.feedback import Feedback
 
-        groups = ranking.feedback_groups(reader, Feedback(reader.index_dir).judged(), api.retrieve)
-        ranking.adopt(reader.index_dir, "all", ranking.fit(groups), ranking.Outcome("all", len(groups)))
-    reader = api.open_index(reader.index_dir)
+        groups = ranking.feedback_groups(ix.reader, Feedback(ix.path).judged(), retriever(ix))
+        ranking.adopt(ix.path, "all", ranking.fit(groups), ranking.Outcome("all", len(groups)))
+    ix = harness.open_index(ix.path)
     on, off = [], []
     for _ in range(3):
         for q in held.questions:
             for learned, out in ((True, on), (False, off)):
                 cfg = QueryConfig(strategy="hybrid", k=10, learned=learned, log=False)
                 t = time.perf_counter()
-                api.query(reader, q["query"], cfg)
+                ix.query(q["query"], cfg)
                 out.append((time.perf_counter() - t) * 1000)
     adopted = any(o.adopted for o in outcomes)
     rows = [
@@ -351,12 +350,13 @@ def default(args) -> None:
     from ragkit.rerank.ranker import hit_matrix
 
     names = [s.strip() for s in args.sets.split(",") if s.strip()]
-    readers = {name: fresh_reader(name, args.work) for name in names}
+    indexes = {name: fresh_index(name, args.work) for name in names}
     groups = []
     for name in names:
         fit = Labelled(name, "fit")
         for q in fit.questions:
-            hits = ranking.candidates(readers[name], q["query"], QueryConfig(k=10, log=False), api.retrieve)
+            ix = indexes[name]
+            hits = ranking.candidates(ix.reader, q["query"], QueryConfig(k=10, log=False), retriever(ix))
             labels = [4 if fit.gold_hit(q, h) else ranking.UNJUDGED for h in hits]
             groups.append(ranking.Group(q["query"], "all", hit_matrix(hits, q["query"], _language(q["query"])),
                                         np.asarray(labels, dtype=np.int32), np.arange(len(hits)), name))  # fmt: skip
@@ -371,8 +371,8 @@ def default(args) -> None:
         shipped.shipped.cache_clear()
         for name in names:
             held = Labelled(name, "held_out")
-            reader = api.open_index(readers[name].index_dir)
-            before, after = held.measure(reader, learned=False), held.measure(reader, learned=True)
+            ix = harness.open_index(indexes[name].path)
+            before, after = held.measure(ix, learned=False), held.measure(ix, learned=True)
             for metric in before:
                 deltas.append(after[metric] - before[metric])
                 rows.append((name, metric, f"{before[metric]:.3f}", f"{after[metric]:.3f}", f"{deltas[-1]:+.3f}"))

@@ -25,7 +25,6 @@ from pathlib import Path
 import harness
 from harness import SHARED, arg, print_table, query_config, query_texts
 
-from ragkit import api
 from ragkit.config import IndexConfig
 from ragkit.embed import BUNDLED, load_embedder
 from ragkit.generate import load_generator, resolve_model
@@ -64,16 +63,17 @@ def embed(args) -> None:
         seconds: dict[str, list[float]] = {side: [] for side in sides}
         for r in range(args.rounds):
             for side, model in sides.items():
-                summary = api.index([args.corpus], work / f"{side}-{r}", IndexConfig(embed_model=model), full=True)
+                where = work / f"{side}-{r}"
+                summary = harness.index_into([args.corpus], where, IndexConfig(embed_model=model), full=True)
                 seconds[side].append(summary.seconds["embed"])
         latency = {}
         for side in sides:
-            reader = api.open_index(work / f"{side}-0")
+            ix = harness.open_index(work / f"{side}-0")
             cfg = query_config(strategy="hybrid", k=10)
-            api.query(reader, "warm up", cfg)
+            ix.query("warm up", cfg)
             latency[side] = (
-                _median_ms(lambda t, r=reader, c=cfg: api.query(r, t, c), texts),
-                _median_ms(reader.embedder.encode_query, texts),
+                _median_ms(lambda t, i=ix, c=cfg: i.query(t, c), texts),
+                _median_ms(ix.reader.embedder.encode_query, texts),
             )
     base, http = statistics.median(seconds["in-process"]), statistics.median(seconds["http"])
     rows = [
@@ -114,7 +114,7 @@ def rerank(args) -> None:
     torch.manual_seed(0)
     BertForSequenceClassification.from_pretrained(bundled_model_dir(), config=cfg).save_pretrained(folder)
     AutoTokenizer.from_pretrained(bundled_model_dir()).save_pretrained(folder)
-    reader, _ = harness.indexed(args.corpus, work / "idx")
+    ix, _ = harness.indexed(args.corpus, work / "idx")
     texts = query_texts(args.queries, args.n)
     plain = query_config(strategy="hybrid", k=10)
     rows = []
@@ -122,10 +122,10 @@ def rerank(args) -> None:
         spec = server.spec("mini-cross")
         crossed = query_config(strategy="hybrid", k=10, rerank="cross", rerank_model=spec)
         for label, cfg in (("features", plain), ("features + HTTP rerank (50)", crossed)):
-            api.query(reader, "warm up", cfg)
-            rows.append([label, f"{_median_ms(lambda t, c=cfg: api.query(reader, t, c), texts):.1f}"])
+            ix.query("warm up", cfg)
+            rows.append([label, f"{_median_ms(lambda t, c=cfg: ix.query(t, c), texts):.1f}"])
     gguf = load_reranker(str(resolve_model(None)))
-    docs = [h.text for h in api.query(reader, texts[0], plain).hits[:10]]
+    docs = [h.text for h in ix.query(texts[0], plain).hits[:10]]
     gguf.score(texts[0], docs[:1])
     t = time.perf_counter()
     for q in texts[: args.gguf_n]:

@@ -226,27 +226,25 @@ def _page_kind(layer: str, read: str) -> str:
 def retrieval(args) -> None:
     """The quality gate's questions over the text copies and the scanned copies, one table."""
     work = args.work
-    from ragkit import api
-
     where = _copies(work)
-    readers = {}
+    indexes = {}
     for kind in ("text", "scan"):
         for lang in ("de", "sv"):
             idx = work / "indexes" / f"{kind}-{lang}"
             t = time.perf_counter()
             if not (idx / "manifest.json").exists():
-                api.index([where[kind] / lang], idx)
+                harness.index_into([where[kind] / lang], idx)
             print(f"{kind}-{lang}: indexed in {time.perf_counter() - t:.0f} s", flush=True)
-            readers[kind, lang] = api.open_index(idx)
+            indexes[kind, lang] = harness.open_index(idx)
     swedish = quality.swedish_questions()
     german = quality.german_questions(held_out=True)
     answers = {lang: quality.answer_questions(name) for lang, name in (("sv", "swedish"), ("de", "german"))}
     rows = []
     figures: dict[str, dict[str, float]] = {}
     for kind in ("text", "scan"):
-        sv = quality.swedish_hits(readers[kind, "sv"], swedish)
-        de = quality.german_hits(readers[kind, "de"], german)
-        said = {lang: quality.answer_eval(readers[kind, lang], *answers[lang]) for lang in ("sv", "de")}
+        sv = quality.swedish_hits(indexes[kind, "sv"], swedish)
+        de = quality.german_hits(indexes[kind, "de"], german)
+        said = {lang: quality.answer_eval(indexes[kind, lang], *answers[lang]) for lang in ("sv", "de")}
         figures[kind] = {
             "Swedish everyday top-3": sv.get("everyday_top3", 0.0),
             "Swedish reference first": sv.get("reference_top1", 0.0),

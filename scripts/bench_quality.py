@@ -38,7 +38,6 @@ from pathlib import Path
 import harness
 from harness import arg, print_table, query_config
 
-from ragkit import api
 from ragkit.config import IndexConfig
 from ragkit.evaluate import documents_of, load_dataset, ndcg_at, percentile, recall_at
 
@@ -47,11 +46,11 @@ DATASET = arg("dataset", type=Path, help="a BEIR data set folder (corpus.jsonl, 
 EVAL_INDEX = arg("--index", help="an index of the data set (default: ragkit eval's, built or updated here)")
 
 
-def dataset_reader(args):
-    """The data set and a reader of its index: ``--index`` as it is, else ragkit eval's index (indexed here)."""
+def dataset_index(args):
+    """The data set and its index, open: ``--index`` as it is, else ragkit eval's index (indexed here)."""
     ds = load_dataset(args.dataset)
     if args.index:
-        return ds, api.open_index(args.index)
+        return ds, harness.open_index(args.index)
     return ds, harness.indexed(ds.corpus, harness.eval_index(args.dataset))[0]
 
 
@@ -87,18 +86,18 @@ def report(args) -> None:
         notes.append(f"hotpotqa (index + eval): {time.perf_counter() - t:.1f} s")
     if "legal" in wanted:
         t = time.perf_counter()
-        reader, _ = harness.indexed(quality.GERMAN_LAWS, work / "laws")
+        ix, _ = harness.indexed(quality.GERMAN_LAWS, work / "laws")
         queries = quality.legal_queries()
-        misses = quality.legal_misses(reader, queries)
+        misses = quality.legal_misses(ix, queries)
         hits = len(queries) - len(misses)
         checks.append(quality.Check("legal references, top-1 hits", hits, fl["legal"]["top1_hits"], 0))
         notes += [f"legal miss: {q!r} → {got}" for q, got in misses]
         notes.append(f"german laws (index + queries): {time.perf_counter() - t:.1f} s")
     if "german" in wanted:
         t = time.perf_counter()
-        reader, _ = harness.indexed(quality.GERMAN_LAWS, work / "laws")
+        ix, _ = harness.indexed(quality.GERMAN_LAWS, work / "laws")
         for label, key in (("", ""), (" held out", "held_out_")):
-            hits = quality.german_hits(reader, quality.german_questions(held_out=bool(key)))
+            hits = quality.german_hits(ix, quality.german_questions(held_out=bool(key)))
             checks += [
                 quality.Check(f"German questions{label} {m}", v, fl["german"][key + m], fl["tolerance"])
                 for m, v in hits.items()
@@ -106,8 +105,8 @@ def report(args) -> None:
         notes.append(f"german questions: {time.perf_counter() - t:.1f} s")
     if "swedish" in wanted:
         t = time.perf_counter()
-        reader, _ = harness.indexed(quality.SWEDISH_REGULATIONS, work / "swedish")
-        hits = quality.swedish_hits(reader, quality.swedish_questions())
+        ix, _ = harness.indexed(quality.SWEDISH_REGULATIONS, work / "swedish")
+        hits = quality.swedish_hits(ix, quality.swedish_questions())
         checks += [
             quality.Check(f"Swedish questions {m}", v, fl["swedish"][m], fl["tolerance"]) for m, v in hits.items()
         ]
@@ -136,7 +135,7 @@ def swedish(args) -> None:
     n = {kind: sum(q["kind"] == kind for q in questions) for kind in ("reference", "everyday")}
     rows = []
     for index in args.index:
-        hits = quality.swedish_hits(api.open_index(index), questions)
+        hits = quality.swedish_hits(harness.open_index(index), questions)
         rows.append((index, hits["reference_top1"], hits["everyday_top1"], hits["everyday_top3"]))
     cols = ("index", f"cited paragraph first ({n['reference']})", f"everyday page top-1 ({n['everyday']})", "top-3")
     print_table("Swedish questions (auto, k 3)", cols, rows, width=140)
@@ -165,13 +164,13 @@ def fusion(args) -> None:
     """
     from ragkit.retrieve.fusion import convex, weighted_rrf
 
-    ds, reader = dataset_reader(args)
+    ds, ix = dataset_index(args)
     lists = {}
     plain = query_config(syntax=False, links=False, rerank="none", retry=False)  # each retriever's own list
     for qid, text in ds.queries.items():
-        dense, _, _ = api.retrieve(reader, text, replace(plain, strategy="naive"), limit=4 * 2 * args.k)
-        lex, _, _ = api.retrieve(reader, text, replace(plain, strategy="lexical"), limit=4 * 2 * args.k)
-        lists[qid] = (dense, lex, reader.embedder.encode_query(text))
+        dense, _, _ = ix.retrieve(text, replace(plain, strategy="naive"), 4 * 2 * args.k)
+        lex, _, _ = ix.retrieve(text, replace(plain, strategy="lexical"), 4 * 2 * args.k)
+        lists[qid] = (dense, lex, ix.reader.embedder.encode_query(text))
     fusions = {
         "convex": lambda d, b, a, q: convex(d, b, a, q),
         "weighted RRF": lambda d, b, a, q: weighted_rrf({"dense": d, "lexical": b}, {"dense": a, "lexical": 1 - a}),
@@ -194,7 +193,7 @@ def fusion(args) -> None:
         cfg = query_config(strategy="hybrid", fusion=method, syntax=False)
         nd, r10 = [], []
         for qid, text in ds.queries.items():
-            ranked = harness.ranked_documents(reader, text, cfg, args.k)
+            ranked = harness.ranked_documents(ix, text, cfg, args.k)
             nd.append(ndcg_at(ranked, ds.qrels[qid]))
             r10.append(recall_at(ranked, ds.qrels[qid], 10))
         rows.append((method, f"{statistics.fmean(nd):.4f}", f"{statistics.fmean(r10):.4f}"))
@@ -227,12 +226,12 @@ def features(args) -> None:
     """
     from ragkit.rerank.features import DEFAULT_WEIGHTS, FEATURES, FeatureContext, compute
 
-    ds, reader = dataset_reader(args)
+    ds, ix = dataset_index(args)
     cfg = query_config(strategy=args.strategy, syntax=False, rerank="none")
     cached = []
     for qid, text in ds.queries.items():
-        hits, plan, _ = api.retrieve(reader, text, cfg, limit=2 * args.k)
-        feats = compute(hits, FeatureContext(text, reader.graph, doc_types=set(plan.doc_type_routing)))
+        hits, plan, _ = ix.retrieve(text, cfg, 2 * args.k)
+        feats = compute(hits, FeatureContext(text, ix.reader.graph, doc_types=set(plan.doc_type_routing)))
         cached.append((qid, [(h.external_id, feats[h.chunk_id]) for h in hits]))
 
     def score(weights: dict[str, float]) -> float:
@@ -277,12 +276,12 @@ def graph(args) -> None:
     tree_mode … or as strategy.setting, e.g. hippo.damping=0.9; harness.query_config builds the QueryConfig).
     Prints nDCG@10, recall@2/5/10 and p50 latency.
     """
-    ds, reader = dataset_reader(args)
-    reader.embedder.encode_query("warm up")
+    ds, ix = dataset_index(args)
+    ix.reader.embedder.encode_query("warm up")
     rows = []
     for spec in args.rows:
         cfg = query_config(**{"k": args.k, "syntax": False} | harness.parse_settings(spec))
-        r = harness.score(reader, ds, cfg, spec, args.k)
+        r = harness.score(ix, ds, cfg, spec, args.k)
         recall = (f"{r.metrics[f'recall@{n}']:.3f}" for n in (2, 5, 10))
         rows.append((spec, f"{r.metrics['ndcg@10']:.4f}", *recall, f"{r.latency_ms['p50']:.0f}"))
     cols = ("settings", "nDCG@10", "recall@2", "recall@5", "recall@10", "p50 ms")
@@ -320,8 +319,8 @@ def router_labels(args) -> None:
     for pair in args.pairs:
         dataset, index = pair.split("=", 1)
         ds = load_dataset(Path(dataset), corpus_required=False)
-        reader = api.open_index(index)
-        facts = reader.facts
+        ix = harness.open_index(index)
+        facts = ix.reader.facts
         qids = sorted(ds.queries)[: args.n]
         right = hybrid_right = 0
         routed: dict[str, int] = {}
@@ -330,10 +329,10 @@ def router_labels(args) -> None:
             scores = {}
             for name in CANDIDATES:
                 cfg = query_config(strategy=name, k=10, syntax=False, retry=False)
-                ranked = harness.ranked_documents(reader, text, cfg, 10)
+                ranked = harness.ranked_documents(ix, text, cfg, 10)
                 scores[name] = round(ndcg_at(ranked, ds.qrels[qid]), 4)
             best = sorted(n for n, v in scores.items() if v == max(scores.values()))
-            plan, _ = plan_and_route(reader, text, query_config(syntax=False))
+            plan, _ = plan_and_route(ix.reader, text, query_config(syntax=False))
             right += plan.strategy in best
             hybrid_right += "hybrid" in best
             routed[plan.strategy] = routed.get(plan.strategy, 0) + 1
@@ -382,16 +381,16 @@ def typos(args) -> None:
     Typos: one random edit (delete, insert, substitute or swap adjacent letters) in ``--rate`` of the words of
     four or more letters, with a fixed seed. The index given is reused as it is.
     """
-    ds, reader = dataset_reader(args)
+    ds, ix = dataset_index(args)
     rng = random.Random(args.seed)
     noisy = replace(ds, queries={qid: with_typos(q, args.rate, rng) for qid, q in sorted(ds.queries.items())})
     changed = sum(noisy.queries[q] != ds.queries[q] for q in ds.queries)
-    reader.embedder.encode_query("warm up")
+    ix.reader.embedder.encode_query("warm up")
     rows = []
     for label, data in (("clean", ds), ("with typos", noisy)):
         for spelling in (False, True):
             cfg = query_config(strategy=args.strategy, k=args.k, syntax=False, spelling=spelling)
-            r = harness.score(reader, data, cfg, label, args.k)
+            r = harness.score(ix, data, cfg, label, args.k)
             metrics = (f"{r.metrics['ndcg@10']:.4f}", f"{r.metrics['recall@10']:.4f}", f"{r.latency_ms['p50']:.0f}")
             rows.append((label, "on" if spelling else "off", *metrics))
     title = f"{args.dataset.name}: {args.strategy}, typos in {args.rate:.0%} of words "
@@ -511,8 +510,8 @@ def passages(args) -> None:
     print_table(title, cols, rows, width=140, notes=notes)
 
 
-def heading_queries(reader, n: int) -> list[str]:
-    with reader.duck() as store:
+def heading_queries(ix, n: int) -> list[str]:
+    with ix.reader.duck() as store:
         heads = [r["heading"] for r in store.rows("SELECT heading FROM sections WHERE level >= 2")]
     heads = [re.sub(r"^\s*(§+|Art\.?|Artikel)\s*\d+[a-z]?\s*", "", h).strip() for h in heads]
     heads = sorted({h for h in heads if len(h.split()) >= 2})
@@ -523,16 +522,16 @@ def heading_queries(reader, n: int) -> list[str]:
 def passage_figures(index: str, n: int) -> dict:
     from ragkit.assemble import assemble
 
-    reader = api.open_index(index)
-    reader.embedder.encode_query("warm up")
-    graph = reader.graph
+    ix = harness.open_index(index)
+    ix.reader.embedder.encode_query("warm up")
+    graph = ix.reader.graph
     base = query_config(k=10)
     found, t_retr, t_feat, t_asm = [], [], [], []
-    for q in heading_queries(reader, n):
+    for q in heading_queries(ix, n):
         t = time.perf_counter()
-        api.retrieve(reader, q, replace(base, rerank="none"))
+        ix.retrieve(q, replace(base, rerank="none"))
         t_retr.append(time.perf_counter() - t)
-        hits, _, timings = api.retrieve(reader, q, base)
+        hits, _, timings = ix.retrieve(q, base)
         t_feat.append(timings.get("rerank", 0.0) / 1000)
         t = time.perf_counter()
         found.extend(assemble(hits, base.k, base.budget))
@@ -559,14 +558,14 @@ def passage_figures(index: str, n: int) -> dict:
 
 
 def legal(index: str, path: Path) -> dict:
-    reader = api.open_index(index)
+    ix = harness.open_index(index)
     qs = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     hits = 0
     for q in qs:
-        top = api.query(reader, q["query"], query_config(k=3)).passages[0]
+        top = ix.query(q["query"], query_config(k=3)).passages[0]
         expected = q["section"] if isinstance(q["section"], list) else [q["section"]]
         hits += top.section.split(" > ")[-1] in expected and q["law"] in top.path
-    with reader.duck() as store:
+    with ix.reader.duck() as store:
         counts = store.rows(
             "SELECT count(*) AS detected, count(resolved_document_id) AS doc, "
             "count(resolved_section_id) AS sec FROM refs WHERE kind = 'law'"
@@ -579,7 +578,7 @@ def legal(index: str, path: Path) -> dict:
 
 
 def side_by_side(corpus: Path, docs: int | None, cfg: IndexConfig, variants: dict[str, dict]):
-    """``(work, {name: (seconds, index folder, reader, summary)})``: ``corpus`` (its first ``docs`` documents)
+    """``(work, {name: (seconds, index folder, index, summary)})``: ``corpus`` (its first ``docs`` documents)
     indexed from scratch once per variant (IndexConfig changes) in the temporary folder ``work``, with one
     loaded model."""
     work = Path(tempfile.mkdtemp(prefix="ragkit-side-"))
@@ -588,8 +587,8 @@ def side_by_side(corpus: Path, docs: int | None, cfg: IndexConfig, variants: dic
     out = {}
     for name, change in variants.items():
         t = time.perf_counter()
-        reader, summary = harness.indexed(src, work / name, replace(cfg, **change), embedder=emb)
-        out[name] = (time.perf_counter() - t, work / name, reader, summary)
+        ix, summary = harness.indexed(src, work / name, replace(cfg, **change), embedder=emb)
+        out[name] = (time.perf_counter() - t, work / name, ix, summary)
     return work, out
 
 
@@ -652,8 +651,8 @@ def extract(args) -> None:
     work, out = side_by_side(args.corpus, args.docs, IndexConfig(), variants)
     try:
         rows = []
-        for mode, (secs, _, reader, s) in out.items():
-            with reader.duck() as store:
+        for mode, (secs, _, ix, s) in out.items():
+            with ix.reader.duck() as store:
                 n = store.rows(counts)[0]
             stages = ", ".join(f"{k} {v:.1f}s" for k, v in s.seconds.items() if k != "total")
             rows.append((mode, f"{secs:.1f}", n["e"], n["r"], n["c"] or "0", n["m"], stages))

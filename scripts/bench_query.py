@@ -37,7 +37,6 @@ from pathlib import Path
 import harness
 from harness import REPO, SCIFACT_QUERIES, arg, print_table, query_config, query_texts, ragkit_cmd, run_seconds
 
-from ragkit import api
 from ragkit.evaluate import percentile
 
 cli = harness.CLI(__doc__)
@@ -89,17 +88,17 @@ def query(args) -> None:
     the set) with the strategy the router chose for it, then ``--strategy lexical`` and ``ragkit --help``.
     """
     queries = query_texts(args.queries, args.n)
-    reader = api.open_index(args.index)
-    reader.embedder.encode_query("warm up")
+    ix = harness.open_index(args.index)
+    ix.reader.embedder.encode_query("warm up")
     rows = []
     known = {k for _, keys in STAGES for k in keys} | {"total", "load_model"}
     for name in args.strategies.split(","):
         cfg = query_config(strategy=name, k=10, syntax=False, retry=not args.no_retry)
-        api.query(reader, queries[0], cfg)  # the strategy's derived data (graphs, vectors) loads here
+        ix.query(queries[0], cfg)  # the strategy's derived data (graphs, vectors) loads here
         lat, stages = [], []
         for q in queries:
             t = time.perf_counter()
-            res = api.query(reader, q, cfg)
+            res = ix.query(q, cfg)
             lat.append((time.perf_counter() - t) * 1000)
             stages.append(res.timings_ms)
         med = {label: statistics.median(sum(s.get(k, 0.0) for k in keys) for s in stages) for label, keys in STAGES}
@@ -118,7 +117,7 @@ def query(args) -> None:
                 f"{sum(1 for x in side if x)} × {statistics.mean([x for x in side if x] or [0]):.0f}",
             )
         )
-    title = f"warm query latency (ms), {len(queries)} queries, {args.index} ({reader.chunks.count():,} chunks)"
+    title = f"warm query latency (ms), {len(queries)} queries, {args.index} ({ix.reader.chunks.count():,} chunks)"
     cols = ("strategy", "p50", "p95", "p95/p50", *(s for s, _ in STAGES), "graph", "retry / expansion")
     print_table(title + "; stage columns are medians", cols, rows)
     if args.cold_runs < 1:
@@ -166,7 +165,7 @@ def session(args) -> None:
     texts = query_texts(args.queries, args.n) if args.queries else ["how is overtime limited?"] * args.n
     hybrid = ("--strategy", "hybrid", "--json")
     cold = [run_seconds(ragkit_cmd("query", text, "--index", args.index, *hybrid)) for text in texts[: args.cold]]
-    s = Session(api.open_index(args.index), query_config(strategy="hybrid"), Console(file=io.StringIO()))
+    s = Session(harness.open_index(args.index), query_config(strategy="hybrid"), Console(file=io.StringIO()))
     times = []
     for text in texts:
         t = time.perf_counter()
@@ -390,13 +389,13 @@ def remote(args) -> None:
 
 
 def warm(index: str, strategy: str, n: int) -> tuple[float, float]:
-    reader = api.open_index(index)
+    ix = harness.open_index(index)
     cfg = query_config(strategy=strategy)
-    api.query(reader, QUESTIONS[0], cfg)  # loads
+    ix.query(QUESTIONS[0], cfg)  # loads
     times = []
     for i in range(n):
         t = time.perf_counter()
-        api.query(reader, QUESTIONS[i % len(QUESTIONS)], cfg)
+        ix.query(QUESTIONS[i % len(QUESTIONS)], cfg)
         times.append((time.perf_counter() - t) * 1000)
     times.sort()
     return statistics.median(times), times[int(len(times) * 0.95) - 1]

@@ -32,7 +32,6 @@ import harness
 import numpy as np
 from harness import arg, print_table
 
-from ragkit import api
 from ragkit.config import QueryConfig
 from ragkit.evaluate import documents_of, ndcg_at
 
@@ -55,26 +54,26 @@ def _labelled(name: str):
 def held_out(name: str, work: Path) -> tuple[list[dict], object]:
     """The held-out half's questions of a set (each with what its measure reads) and the set's index."""
     aset = sets.load(name, work / "answer-sets")
-    reader, _ = harness.indexed(aset.source, work / "indexes" / name)
+    ix, _ = harness.indexed(aset.source, work / "indexes" / name)
     if name in ("german", "swedish"):
-        return _labelled(name).questions, reader
+        return _labelled(name).questions, ix
     good, _ = aset.half("held_out")
     if name == "xquad":
         import train_query_encoder
 
         _, where = train_query_encoder._xquad_rows()
-        return [q | {"doc": where[q["id"]]} for q in good], reader
-    return [q | {"doc": q["group"]} for q in good], reader
+        return [q | {"doc": where[q["id"]]} for q in good], ix
+    return [q | {"doc": q["group"]} for q in good], ix
 
 
-def per_question(name: str, reader, questions: list[dict], choice: str) -> tuple[np.ndarray, np.ndarray]:
+def per_question(name: str, ix, questions: list[dict], choice: str) -> tuple[np.ndarray, np.ndarray]:
     """Each question's measure with ``choice`` of query encoder: (top-1 or nDCG@10, top-3 or recall@10)."""
     cfg = QueryConfig(k=10, log=False, query_encoder=choice)
     first, second = [], []
     if name in ("german", "swedish"):
         labelled = _labelled(name)
         for q in questions:
-            passages = api.query(reader, q["query"], cfg).passages
+            passages = ix.query(q["query"], cfg).passages
             rank = next((p.rank for p in passages if labelled.gold(q, p)), None)
             first.append(float(rank == 1))
             second.append(float(rank is not None and rank <= 3))
@@ -82,7 +81,7 @@ def per_question(name: str, reader, questions: list[dict], choice: str) -> tuple
         from dataclasses import replace
 
         for q in questions:
-            hits, _, _ = api.retrieve(reader, q["query"], replace(cfg, k=100))
+            hits, _, _ = ix.retrieve(q["query"], replace(cfg, k=100))
             ranked = documents_of(hits, 100)
             first.append(ndcg_at(ranked, {q["doc"]: 1}, 10))
             second.append(float(q["doc"] in ranked[:10]))
@@ -114,8 +113,8 @@ def guard(measures: dict[str, dict[str, np.ndarray]]) -> dict[str, dict]:
     return out
 
 
-def _encode_p50(reader, texts: list[str], choice: str, language: str) -> float:
-    embedder = reader.query_embedder(choice, language)
+def _encode_p50(ix, texts: list[str], choice: str, language: str) -> float:
+    embedder = ix.reader.query_embedder(choice, language)
     embedder.encode_query("warm up")
     ms = []
     for t in texts:
@@ -128,15 +127,15 @@ def _encode_p50(reader, texts: list[str], choice: str, language: str) -> float:
 def measure_all(work: Path) -> tuple[dict, dict, dict]:
     measures: dict[str, dict[str, np.ndarray]] = {}
     extra: dict[str, dict[str, np.ndarray]] = {}
-    readers = {}
+    indexes = {}
     for name in SETS:
-        questions, reader = held_out(name, work)
-        readers[name] = (reader, questions)
+        questions, ix = held_out(name, work)
+        indexes[name] = (ix, questions)
         measures[name], extra[name] = {}, {}
         for choice in CHOICES:
-            first, second = per_question(name, reader, questions, choice)
+            first, second = per_question(name, ix, questions, choice)
             measures[name][choice], extra[name][choice] = first, second
-    return measures, extra, readers
+    return measures, extra, indexes
 
 
 @cli.command("guard", WORK, arg("--write", action="store_true", help="record the verdict in the card"))
@@ -192,10 +191,10 @@ ENGLISH = [  # questions over the bundled sample (an English MiniLM index)
 def english_untouched(work: Path) -> tuple[int, int]:
     """Of the English questions over the bundled sample (MiniLM), how many get the same passages (ids and
     scores) with ``query_encoder`` auto as with original."""
-    reader, _ = harness.indexed(harness.REPO / "ragkit" / "samples" / "handbook", work / "indexes" / "sample")
+    ix, _ = harness.indexed(harness.REPO / "ragkit" / "samples" / "handbook", work / "indexes" / "sample")
     same = 0
     for text in ENGLISH:
-        got = [[(p.chunk_ids, p.score) for p in api.query(reader, text, QueryConfig(k=5, log=False,
+        got = [[(p.chunk_ids, p.score) for p in ix.query(text, QueryConfig(k=5, log=False,
                query_encoder=choice)).passages] for choice in ("auto", "original")]  # fmt: skip
         same += got[0] == got[1]
     return same, len(ENGLISH)
@@ -211,7 +210,7 @@ def report(args) -> None:
     """Original against ragkit on every held-out half: one table, then the guard's."""
     folders = {name: args.work / "indexes" / name for name in SETS}
     before = {name: index_bytes(f) for name, f in folders.items() if f.is_dir()}
-    measures, extra, readers = measure_all(args.work)
+    measures, extra, indexes = measure_all(args.work)
     before |= {name: index_bytes(f) for name, f in folders.items() if name not in before}  # indexed just now
     rows = []
     for name in SETS:
@@ -222,17 +221,17 @@ def report(args) -> None:
             o, r = data["original"].mean(), data["ragkit"].mean()
             rows.append([name, label, len(data["original"]), f"{o:.4f}", f"{r:.4f}", f"{r - o:+.4f}"])
     for name, lang in (("german", "de"), ("swedish", "sv")):
-        reader, questions = readers[name]
+        ix, questions = indexes[name]
         texts = [q["query"] for q in questions]
-        o, r = _encode_p50(reader, texts, "original", lang), _encode_p50(reader, texts, "ragkit", lang)
+        o, r = _encode_p50(ix, texts, "original", lang), _encode_p50(ix, texts, "ragkit", lang)
         rows.append([name, "encode p50 ms", len(texts), f"{o:.2f}", f"{r:.2f}", f"{r / o:.2f}×"])
     if args.answers:
         for name in SETS:
             aset = sets.load(name, args.work / "answer-sets")
             good, bad = aset.half("held_out")
-            reader, _ = readers[name]
+            ix, _ = indexes[name]
             for choice in CHOICES:
-                a = sets.answer_measures(reader, good, bad, settings={"query_encoder": choice, "log": False})
+                a = sets.answer_measures(ix, good, bad, settings={"query_encoder": choice, "log": False})
                 measures.setdefault(f"answers-{name}", {})[choice] = a
             o, r = measures[f"answers-{name}"]["original"], measures[f"answers-{name}"]["ragkit"]
             rows.append([name, "answer contained", o["n"], f"{o['contained']:.4f}", f"{r['contained']:.4f}",
@@ -264,14 +263,14 @@ def scorer_cmd(args) -> None:
     for name, language in (("german", "de"), ("swedish", "sv")):
         aset = sets.load(name, args.work / "answer-sets")
         good, bad = aset.half("fit")
-        reader, _ = harness.indexed(aset.source, args.work / "indexes" / name)
+        ix, _ = harness.indexed(aset.source, args.work / "indexes" / name)
         cfg = QueryConfig(k=10, answer=True, answer_mode="extract", log=False, query_encoder="ragkit")
         counts = {"own": [0, 0, 0], "new": [0, 0, 0]}  # contained, answered, absent abstained
         for q in good + bad:
-            result = api.query(reader, q["query"], cfg)
-            answers = {"own": api.answer(result, cfg, reader=reader)}
+            result = ix.query(q["query"], cfg)
+            answers = {"own": ix.answer_for(result, cfg).answer}
             result.plan.notes.pop("query_encoder")  # unnamed, the plan's vector (ragkit's) is what the scorer reads
-            answers["new"] = api.answer(result, cfg, reader=reader)
+            answers["new"] = ix.answer_for(result, cfg).answer
             for key, a in answers.items():
                 if q in bad:
                     counts[key][2] += a.abstained

@@ -34,7 +34,7 @@ import harness
 import numpy as np
 from harness import arg, print_table
 
-from ragkit import api, measure
+from ragkit import measure
 from ragkit.config import QueryConfig
 from ragkit.learn import guard
 from ragkit.rerank import bundled
@@ -48,20 +48,20 @@ BEFORE = QueryConfig(k=10, rerank="features", log=False)
 AFTER = replace(BEFORE, rerank="cross")
 
 
-def _reader(name: str, work: Path):
+def _indexed(name: str, work: Path):
     aset = sets.load(name, work / "corpora")
-    reader, _ = harness.indexed(aset.source, work / "indexes" / name)
-    return aset, reader
+    ix, _ = harness.indexed(aset.source, work / "indexes" / name)
+    return aset, ix
 
 
 def _held(aset) -> list[dict]:
     return aset.half("held_out")[0]
 
 
-def _section_first(reader, q: dict, cfg: QueryConfig) -> tuple[int | None, float]:
+def _section_first(ix, q: dict, cfg: QueryConfig) -> tuple[int | None, float]:
     """The rank (within 3) of the first passage in the question's labelled section of its law, and the ms the
     reranker took."""
-    result = api.query(reader, q["query"], replace(cfg, k=3))
+    result = ix.query(q["query"], replace(cfg, k=3))
     expected = q["section"] if isinstance(q["section"], list) else [q["section"]]
     for p in result.passages:
         if p.section.split(" > ")[-1] in expected and quality._in_law(p.path, q["law"]):
@@ -69,8 +69,8 @@ def _section_first(reader, q: dict, cfg: QueryConfig) -> tuple[int | None, float
     return None, result.timings_ms.get("cross_encoder", 0.0)
 
 
-def _page_first(reader, q: dict, cfg: QueryConfig) -> tuple[int | None, float]:
-    result = api.query(reader, q["query"], replace(cfg, k=3))
+def _page_first(ix, q: dict, cfg: QueryConfig) -> tuple[int | None, float]:
+    result = ix.query(q["query"], replace(cfg, k=3))
     for p in result.passages:
         if not p.path.endswith(q["doc"]):
             continue
@@ -82,13 +82,13 @@ def _page_first(reader, q: dict, cfg: QueryConfig) -> tuple[int | None, float]:
     return None, result.timings_ms.get("cross_encoder", 0.0)
 
 
-def _ranks(reader, questions: list[dict], rank) -> dict:
+def _ranks(ix, questions: list[dict], rank) -> dict:
     """Each question asked before (features) and after (the reranker): its rank, and the reranker's ms."""
-    api.query(reader, "warm up", AFTER)
+    ix.query("warm up", AFTER)
     out = {"before": [], "after": [], "ms": []}
     for q in questions:
-        out["before"].append(rank(reader, q, BEFORE)[0])
-        r, ms = rank(reader, q, AFTER)
+        out["before"].append(rank(ix, q, BEFORE)[0])
+        r, ms = rank(ix, q, AFTER)
         out["after"].append(r)
         out["ms"].append(ms)
     return out
@@ -111,18 +111,18 @@ def _row(label: str, ranks: dict) -> tuple:
 
 
 def german(work: Path) -> list[tuple]:
-    aset, reader = _reader("german", work)
-    rows = [_row("German answer set, held-out half", _ranks(reader, _held(aset), _section_first))]
-    rows.append(_row("German gate set (36)", _ranks(reader, quality.german_questions(), _section_first)))
-    rows.append(_row("German gate set, held out (32)", _ranks(reader, quality.german_questions(True), _section_first)))
+    aset, ix = _indexed("german", work)
+    rows = [_row("German answer set, held-out half", _ranks(ix, _held(aset), _section_first))]
+    rows.append(_row("German gate set (36)", _ranks(ix, quality.german_questions(), _section_first)))
+    rows.append(_row("German gate set, held out (32)", _ranks(ix, quality.german_questions(True), _section_first)))
     return rows
 
 
 def swedish(work: Path) -> list[tuple]:
-    aset, reader = _reader("swedish", work)
-    rows = [_row("Swedish answer set, held-out half", _ranks(reader, _held(aset), _page_first))]
+    aset, ix = _indexed("swedish", work)
+    rows = [_row("Swedish answer set, held-out half", _ranks(ix, _held(aset), _page_first))]
     for kind in ("everyday", "reference"):
-        rows.append(_row(f"Swedish gate set, {kind}", _ranks(reader, quality.swedish_questions(kind), _page_first)))
+        rows.append(_row(f"Swedish gate set, {kind}", _ranks(ix, quality.swedish_questions(kind), _page_first)))
     return rows
 
 
@@ -167,11 +167,11 @@ def _english_held_out(work: Path) -> tuple[list[float], list[float], list[float]
     for name, folder in (("hotpotqa", harness.SHARED / "hotpotqa-100"), ("scifact", harness.SHARED / "scifact-train")):
         aset = sets.scifact() if name == "scifact" else sets.load(name, work / "corpora")
         ds = load_dataset(folder)
-        reader, _ = harness.indexed(folder, work / "indexes" / name)
-        api.query(reader, "warm up", AFTER)
+        ix, _ = harness.indexed(folder, work / "indexes" / name)
+        ix.query("warm up", AFTER)
         for q in _held(aset):
             for cfg, out in ((replace(BEFORE, k=20), before), (replace(AFTER, k=20), after)):
-                result = api.query(reader, q["query"], cfg)
+                result = ix.query(q["query"], cfg)
                 out.append(ndcg_at(documents_of(result.hits, 20), ds.qrels.get(q["id"], {}), 10))
             ms.append(result.timings_ms.get("cross_encoder", 0.0))
     return before, after, ms
@@ -204,8 +204,8 @@ GUARD_COLS = ("language", "figure", "held-out questions", "before", "after", "p"
 
 
 def _pair(name: str, work: Path):
-    aset, reader = _reader(name, work)
-    return reader, _held(aset)
+    aset, ix = _indexed(name, work)
+    return ix, _held(aset)
 
 
 def _decide(lang: str, figure: str, before: list[float], after: list[float], ms: list[float], decided: list) -> tuple:

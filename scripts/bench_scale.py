@@ -119,21 +119,20 @@ def queries(args) -> None:
 
         python scripts/bench_scale.py queries --index DIR [--rounds 3]
     """
-    from ragkit import api
     from ragkit.config import QueryConfig
 
-    reader = api.open_index(args.index)
+    ix = harness.open_index(args.index)
     texts = _queries()
     rows = []
     for strategy in ("hybrid", "auto"):
         cfg = QueryConfig(strategy=strategy, k=10)
         for text in texts:
-            api.query(reader, text, cfg)
+            ix.query(text, cfg)
         times = []
         for _ in range(args.rounds):
             for text in texts:
                 t = time.perf_counter()
-                api.query(reader, text, cfg)
+                ix.query(text, cfg)
                 times.append((time.perf_counter() - t) * 1000)
         times.sort()
         rows.append((f"warm {strategy}", f"{statistics.median(times):.1f}", f"{times[int(0.95 * len(times))]:.1f}"))
@@ -161,10 +160,9 @@ def ann(args) -> None:
     import lance
     import numpy as np
 
-    from ragkit import api
     from ragkit.store.lance import ann_query
 
-    reader = api.open_index(args.index)
+    reader = harness.open_index(args.index).reader
     ds = reader.chunks.ds
     data = ds.to_table(columns=["id", "vector", "header"])
     ids = data.column("id").to_pylist()
@@ -211,15 +209,13 @@ def quality_cmd(args) -> None:
 
         python scripts/bench_scale.py quality --index <8 laws> --index <all federal law>
     """
-    from ragkit import api
-
     rows = []
     for index in args.index:
-        reader = api.open_index(index)
+        ix = harness.open_index(index)
         queries = quality.legal_queries()
-        misses = quality.legal_misses(reader, queries)
-        tuned = quality.german_hits(reader, quality.german_questions())
-        held = quality.german_hits(reader, quality.german_questions(held_out=True))
+        misses = quality.legal_misses(ix, queries)
+        tuned = quality.german_hits(ix, quality.german_questions())
+        held = quality.german_hits(ix, quality.german_questions(held_out=True))
         rows.append(
             (
                 str(index),
@@ -240,8 +236,6 @@ def refs_cmd(args) -> None:
 
         python scripts/bench_scale.py refs --index <before> --index <after>
     """
-    from ragkit import api
-    from ragkit.config import resolve_index_dir
     from ragkit.store.duck import DuckStore
     from ragkit.store.layout import store_path
 
@@ -251,7 +245,8 @@ def refs_cmd(args) -> None:
     )
     rows = []
     for index in args.index:
-        with DuckStore(store_path(resolve_index_dir(str(index)), api.open_index(index).manifest)) as db:
+        ix = harness.open_index(index)
+        with DuckStore(store_path(ix.path, ix.reader.manifest)) as db:
             for what, where in (("named (des …gesetzes)", "target LIKE 'name:%'"), ("all with a §", "true")):
                 n, law, section = db.con.execute(count.format(where)).fetchone()
                 share = f"{section / law:.2f}" if law else "-"
@@ -313,13 +308,12 @@ def update(args) -> None:
 
 
 def _chunk_rows(index: Path) -> tuple[list[dict], dict]:
-    from ragkit import api
-    from ragkit.config import resolve_index_dir
     from ragkit.store.lance import ChunkTable
     from ragkit.store.remote import lance_location
 
-    run = api.open_index(index).manifest.last_run
-    table = ChunkTable(lance_location(resolve_index_dir(str(index))), run.lance_table, run.lance_version)
+    ix = harness.open_index(index)
+    run = ix.reader.manifest.last_run
+    table = ChunkTable(lance_location(ix.path), run.lance_table, run.lance_version)
     cols = ["id", "document_id", "section_id", "chunk_index", "content", "line_start", "line_end", "path"]
     rows = sorted(table.ds.to_table(columns=cols).to_pylist(), key=lambda r: r["id"])
     ids, mat = table.all_vectors()
@@ -327,13 +321,12 @@ def _chunk_rows(index: Path) -> tuple[list[dict], dict]:
 
 
 def _duck_counts(index: Path) -> dict[str, int]:
-    from ragkit import api
-    from ragkit.config import resolve_index_dir
     from ragkit.store.duck import DuckStore
     from ragkit.store.layout import store_path
 
     tables = ("documents", "sections", "chunks", "entities", "relations", "refs")
-    with DuckStore(store_path(resolve_index_dir(str(index)), api.open_index(index).manifest), read_only=True) as db:
+    ix = harness.open_index(index)
+    with DuckStore(store_path(ix.path, ix.reader.manifest), read_only=True) as db:
         return {t: db.con.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in tables}
 
 
@@ -353,7 +346,6 @@ def ray_cmd(args) -> None:
     """
     import numpy as np
 
-    from ragkit import api
     from ragkit.config import QueryConfig
 
     work = harness.workdir(args.work, "scale-ray")
@@ -378,8 +370,9 @@ def ray_cmd(args) -> None:
     ca, cb = _duck_counts(work / "local"), _duck_counts(work / "ray")
     same_passages = 0
     queries = quality.legal_queries()
+    local, ray = harness.open_index(work / "local"), harness.open_index(work / "ray")
     for q in queries:
-        a, b = (api.query(api.open_index(work / d), q["query"], QueryConfig(k=5)) for d in ("local", "ray"))
+        a, b = (ix.query(q["query"], QueryConfig(k=5)) for ix in (local, ray))
         same_passages += [p.chunk_ids for p in a.passages] == [p.chunk_ids for p in b.passages]
     rows = [
         (

@@ -10,11 +10,12 @@ Subcommands:
             and the issue's case through ``ragkit serve`` (GET /v1/documents)
   names     manifests naming ``..``, absolute paths, another index's store, a LanceDB table outside: accepted
             per checkout, on a local folder and on S3 (moto's server), and files written outside the mirror
-  rating    a rating with N logged queries (100,000): ``api.feedback`` and ``POST /v1/feedback`` p50 / p95 ms,
+  rating    a rating with N logged queries (100,000): ``Index.feedback`` and ``POST /v1/feedback`` p50 / p95 ms,
             and the log's bytes per query
 
 Each checkout runs in its own child process with its package first on the path (a git worktree of an earlier
-commit for ``--before``). Every subcommand also takes ``--json``.
+commit for ``--before``) and this checkout's scripts/harness.py, whose open_index runs a checkout before issue 64
+through its ragkit.api. Every subcommand also takes ``--json``.
 """
 
 from __future__ import annotations
@@ -38,33 +39,34 @@ SECRET = "reader-secret-5e2b9"
 BEFORE = arg("--before", type=Path, required=True, help="another checkout of ragkit (e.g. a git worktree)")
 WORK = arg("--work", type=Path, default=None)
 
-# run in a child process: sys.argv[1] the checkout, [2] what to do, [3] its JSON arguments; prints RESULT {...}
+# run in a child process: sys.argv[1] the checkout, [2] what to do, [3] its JSON arguments, [4] this checkout's
+# scripts/ (harness.open_index); prints RESULT {...}
 CHILD = r"""
 import json, sys, time, traceback
-sys.path.insert(0, sys.argv[1])
+sys.path.insert(0, sys.argv[4]); sys.path.insert(0, sys.argv[1])
 from pathlib import Path
-from ragkit import api
+import harness
 from ragkit.config import QueryConfig
 what, a = sys.argv[2], json.loads(sys.argv[3])
 out = {}
 if what == "read":  # every read a reader makes of an index: what it answered, or the error it raised
     for name, call in (
-        ("documents", lambda r: api.documents(r, {}, None, 50, 0)),
-        ("stats", lambda r: api.stats(r)),
-        ("query", lambda r: api.query(r, a["query"], QueryConfig(strategy="local", k=3, log=False)).passages),
+        ("documents", lambda ix: ix.documents(50, 0)),
+        ("stats", lambda ix: ix.stats()),
+        ("query", lambda ix: ix.query(a["query"], QueryConfig(strategy="local", k=3, log=False)).passages),
     ):
         try:
-            reader = api.open_index(a["index"])
-            out[name] = {"answered": json.dumps(call(reader), default=str)}
+            ix = harness.open_index(a["index"])
+            out[name] = {"answered": json.dumps(call(ix), default=str)}
         except Exception as exc:
             out[name] = {"error": type(exc).__name__, "message": str(exc)[:300]}
 elif what == "log":  # n logged queries like the one asked, in batches of 1,000
     from ragkit.learn.feedback import Feedback, query_event
-    reader = api.open_index(a["index"])
+    ix = harness.open_index(a["index"])
     cfg = QueryConfig(k=10)
-    result = api.query(reader, a["query"], cfg)
+    result = ix.query(a["query"], cfg)
     event = query_event(result, 10, {}, "all", None, "cli")
-    log = Feedback(reader.index_dir).log
+    log = Feedback(ix.path).log
     ids = []
     for start in range(0, a["n"], 1000):
         batch = [dict(event, id=f"{i:016x}") for i in range(start, min(start + 1000, a["n"]))]
@@ -72,10 +74,11 @@ elif what == "log":  # n logged queries like the one asked, in batches of 1,000
         ids += [e["id"] for e in batch]
     out["ids"] = ids[:: max(1, len(ids) // a["ratings"])][: a["ratings"]]
 elif what == "rate":
+    ix = harness.open_index(a["index"])
     ms = []
     for qid in a["ids"]:
         t = time.perf_counter()
-        api.feedback(Path(a["index"]), qid, 1, "good")
+        ix.feedback(qid, rank=1, grade="good", source="cli")
         ms.append((time.perf_counter() - t) * 1000)
     out["ms"] = ms
 print("RESULT " + json.dumps(out))
@@ -84,7 +87,7 @@ print("RESULT " + json.dumps(out))
 
 def child(checkout: Path, what: str, args: dict, env: dict | None = None) -> dict:
     out = subprocess.run(
-        [sys.executable, "-c", CHILD, str(checkout), what, json.dumps(args)],
+        [sys.executable, "-c", CHILD, str(checkout), what, json.dumps(args), str(Path(__file__).resolve().parent)],
         capture_output=True,
         text=True,
         env={**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})},
@@ -103,9 +106,7 @@ def sample_index(work: Path) -> Path:
     """The bundled sample indexed once (the real models), the index every case starts from."""
     index = work / "clean"
     if not (index / "manifest.json").is_file():
-        from ragkit import api
-
-        api.index([REPO / "ragkit" / "samples" / "handbook"], index)
+        harness.index_into([REPO / "ragkit" / "samples" / "handbook"], index)
     return index
 
 
@@ -244,7 +245,7 @@ def _secret(work: Path) -> Path:
 
 @cli.command("crafted", BEFORE, WORK)
 def crafted(args) -> None:
-    """Each crafted store read by each checkout (``api`` documents, stats and a local-strategy query; ``ragkit
+    """Each crafted store read by each checkout (the index's documents, stats and a local-strategy query; ``ragkit
     stats``; the first case also through ``ragkit serve``'s GET /v1/documents): how it was met, and whether the
     reader's file was read."""
     work = harness.workdir(args.work, "trust")
@@ -372,7 +373,7 @@ def _names_s3(args, work: Path, clean: Path, data: dict) -> list[tuple]:
 )
 def rating(args) -> None:
     """``--queries`` logged queries (a real query's log line, ids varied), then ``--ratings`` ratings of queries
-    spread over the log: in process (``api.feedback``) and through ``ragkit serve`` (POST /v1/feedback)."""
+    spread over the log: in process (``Index.feedback``) and through ``ragkit serve`` (POST /v1/feedback)."""
     work = harness.workdir(args.work, "trust")
     clean = sample_index(work)
     rows = []

@@ -44,7 +44,7 @@ def page(args) -> None:
     """Enter → first result painted on the German laws (p50 / p95 of ``--n`` questions), the page's weight, its
     console errors."""
     args.work.mkdir(parents=True, exist_ok=True)
-    index = args.index or harness.indexed(quality.GERMAN_LAWS, args.work / "laws")[0].index_dir
+    index = args.index or harness.indexed(quality.GERMAN_LAWS, args.work / "laws")[0].path
     with _server(index, args.work) as srv, web.browser(args.work / "profile") as driver:
         driver.get(srv.url + "/")
         web.wait_for(driver, "#q")

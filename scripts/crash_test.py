@@ -36,11 +36,10 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from harness import SHARED, print_table, query_config, run_seconds
+from harness import SHARED, open_index, print_table, query_config, run_seconds
 from harness import ragkit_cmd as ragkit
 from rich.console import Console
 
-from ragkit import api
 from ragkit.store.lance import ChunkTable
 from ragkit.store.layout import LANCE_DIR
 
@@ -207,11 +206,11 @@ def kills(args, folder: Path, idx: Path, rng: random.Random) -> bool:
     for name, other in (("the same runs without kills", twin), ("a clean --full build", clean)):
         same_chunks = committed(idx)[1] == committed(other)[1]
         counts = [json.loads((d / "manifest.json").read_text())["counts"] for d in (idx, other)]
-        a, b = api.open_index(idx), api.open_index(other)
+        a, b = open_index(idx), open_index(other)
         sets = order = 0
         for q in QUERIES:
             ta, tb = (
-                [h.chunk_id for h in api.query(r, q, query_config(k=10, strategy="hybrid")).hits[:10]] for r in (a, b)
+                [h.chunk_id for h in ix.query(q, query_config(k=10, strategy="hybrid")).hits[:10]] for ix in (a, b)
             )
             sets += set(ta) == set(tb)
             order += ta == tb
@@ -233,12 +232,12 @@ def loop(args, folder: Path, idx: Path, rng: random.Random) -> bool:
     strategies = ("hybrid", "auto", "hippo", "local", "global")
 
     def ask() -> None:
-        reader = api.open_index(idx)
+        ix = open_index(idx)
         n = 0
         while not stop.is_set():
             t = time.perf_counter()
             try:
-                r = api.query(reader, QUERIES[n % len(QUERIES)], query_config(k=5, strategy=strategies[n % 5]))
+                r = ix.query(QUERIES[n % len(QUERIES)], query_config(k=5, strategy=strategies[n % 5]))
                 answers.append((r.run, {c for p in r.passages for c in p.chunk_ids}, time.perf_counter() - t))
             except Exception as exc:  # noqa: BLE001 (every failure counts)
                 failures.append(f"{type(exc).__name__}: {exc}")

@@ -11,7 +11,7 @@ Subcommands:
   fit       the scorer from the fit halves only: the unit model without the encoder and the full one, the answerable model and its
             threshold (chosen on the fit halves' questions left out of each cross-validation fold), written to
             ragkit/answer/answer_model.json
-  report    the held-out halves, end to end through ``api.answer``: gold answer contained, abstention on
+  report    the held-out halves, end to end through ``Index.answer_for``: gold answer contained, abstention on
             answerable and absent questions, answer length, the answer step's added milliseconds; before (a
             checkout given with --before, run in its own process) and after, one table
 
@@ -32,7 +32,7 @@ import harness
 import numpy as np
 from harness import arg, print_table
 
-from ragkit import api
+import ragkit
 from ragkit.answer import Evidence, idf_of
 from ragkit.answer.extractive import cited_by, question_of
 from ragkit.answer.scorer import QUESTION_STATS, UNIT_FEATURES, question_stats, unit_features, unit_text
@@ -84,10 +84,10 @@ def split(args) -> None:
 # --- features ------------------------------------------------------------------------------------------------------
 
 
-def _reader(name: str, work: Path):
+def _indexed(name: str, work: Path):
     aset = sets.load(name, work / "corpora")
-    reader, _ = harness.indexed(aset.source, work / "indexes" / name)
-    return aset, reader
+    ix, _ = harness.indexed(aset.source, work / "indexes" / name)
+    return aset, ix
 
 
 class VectorCache:
@@ -128,7 +128,8 @@ def features(args) -> None:
     out.mkdir(parents=True, exist_ok=True)
     splits_rows = []
     for name in _names(args.sets):
-        aset, reader = _reader(name, args.work)
+        aset, ix = _indexed(name, args.work)
+        reader = ix.reader
         split = sets.split_of(name)
         cache = VectorCache(out / f"{name}.vectors.npz", reader.embedder.encode)
         idf = idf_of(reader.vocabulary, reader.manifest.counts.chunks)
@@ -138,7 +139,7 @@ def features(args) -> None:
         t = time.perf_counter()
         questions = [(q, True) for q in aset.answerable] + [(q, False) for q in aset.unanswerable]
         for n, (item, answerable) in enumerate(questions):
-            result = api.query(reader, item["query"], cfg)
+            result = ix.query(item["query"], cfg)
             evidence = Evidence.of(result)
             language = sets.LANGUAGE[name]
             vector = result.plan.query_vector
@@ -233,7 +234,7 @@ def fit(args) -> None:
     figures of the fit halves (never the held-out halves')."""
     data = [fitting.UnitData.load(args.work / "features" / f"{name}.npz", name) for name in _names(args.sets)]
     model, table = fitting.fit_answer_model(data)
-    path = args.out or Path(api.__file__).parent / "answer" / "answer_model.json"
+    path = args.out or Path(ragkit.__file__).parent / "answer" / "answer_model.json"
     path.write_text(json.dumps(model.to_json(), ensure_ascii=False) + "\n")
     print_table(f"answer scorer fitted → {path}", table[0], table[1:])
 
@@ -249,7 +250,7 @@ def fit(args) -> None:
     arg("--half", default="held_out", choices=("held_out", "fit")),
 )
 def report(args) -> None:
-    """The held-out halves end to end, through ``api.query`` and ``api.answer`` (extract) as ``ragkit query
+    """The held-out halves end to end, through ``Index.query`` and ``Index.answer_for`` (extract) as ``ragkit query
     --answer`` runs them: gold answer contained, its ceiling (in the first five passages), abstention on
     answerable and on absent-topic questions, the median answer's characters, the answer step's milliseconds
     (p50 / p95). With ``--before CHECKOUT`` the same measured by that checkout's code in a child process, and
@@ -266,24 +267,24 @@ def report(args) -> None:
 def measure(name: str, work: Path, half: str) -> list[str]:
     """One set's row, by the ragkit this process imports (``_child`` runs it for another checkout)."""
     aset = sets.load(name, work / "corpora")
-    reader, _ = harness.indexed(aset.source, work / "indexes" / name)
+    ix, _ = harness.indexed(aset.source, work / "indexes" / name)
     good, bad = aset.half(half, sets.split_of(name))
-    return sets.answer_figures(reader, good, bad, K)
+    return sets.answer_figures(ix, good, bad, K)
 
 
 def _child(checkout: Path, name: str, work: Path, half: str) -> list[str]:
     """The same row measured by another checkout's ragkit (its package first on the path; this checkout's
-    tests/answer_sets.py and scripts/harness.py, which use only ragkit.api), in a child process and its own
-    indexes (WORK/before)."""
+    tests/answer_sets.py and scripts/harness.py, whose open_index and index_into run a checkout before issue 64
+    through its ragkit.api), in a child process and its own indexes (WORK/before)."""
     here = Path(__file__).resolve().parent
     code = (
         "import sys, json; sys.path.insert(0, sys.argv[1]); sys.path.insert(0, sys.argv[2]);"
         "import harness; from pathlib import Path; sets = harness.tests_module('answer_sets');"
         "name, work, half = sys.argv[3], Path(sys.argv[4]), sys.argv[5];"
         "aset = sets.load(name, work / 'corpora');"
-        "reader, _ = harness.indexed(aset.source, work / 'indexes' / name);"
+        "ix, _ = harness.indexed(aset.source, work / 'indexes' / name);"
         "good, bad = aset.half(half, sets.split_of(name));"
-        f"print(json.dumps(sets.answer_figures(reader, good, bad, {K})))"
+        f"print(json.dumps(sets.answer_figures(ix, good, bad, {K})))"
     )
     out = subprocess.run(
         [sys.executable, "-c", code, str(checkout.resolve()), str(here), name, str(work / "before"), half],

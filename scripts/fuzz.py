@@ -33,17 +33,15 @@ web = harness.tests_module("web")
 @cli.command("parsers", arg("--examples", type=int, default=10_000), arg("--work", type=Path, default=None))
 def parsers(args) -> None:
     """``--examples`` cases per parser; the whole-query run over tests/team.py's index (lexical, no model)."""
-    from ragkit import api
-
     work = harness.workdir(args.work, "fuzz")
     index = work / "idx"
     if not (index / "manifest.json").is_file():
         team.build_index(work / "src", index)
-    reader = api.open_index(index)
+    ix = harness.open_index(index)
     rows = []
     for name, run in (
         ("query syntax + planner", lambda: fuzz.fuzz_queries(args.examples)),
-        ("whole queries (lexical) over an index", lambda: fuzz.fuzz_queries(args.examples // 5, reader)),
+        ("whole queries (lexical) over an index", lambda: fuzz.fuzz_queries(args.examples // 5, ix)),
         ("legal references", lambda: fuzz.fuzz_legal(args.examples)),
         ("tokens file", lambda: fuzz.fuzz_tokens(args.examples, Path(tempfile.mkdtemp()))),
     ):

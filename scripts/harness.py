@@ -7,7 +7,16 @@ ragkit is installed (``pip install -e .``). The few that use the test suite's he
 tests/s3.py, tests/documents.py) load them by path with ``tests_module()``, so no PYTHONPATH is needed.
 
 - paths: REPO (the checkout), SHARED (``../shared/data`` beside it), SCIFACT_QUERIES, eval_index();
-- dataset → index → reader: indexed() and load_model();
+- dataset → index: indexed() and load_model();
+- the index: open_index() and index_into(), through which the scripts open and write indexes (not ragkit.open /
+  ragkit.index directly; train_reranker.py, which has no harness, and bench_cost.py's LONG_LIVED, a memory
+  measurement, excepted). Why: bench_cost.py versus, fit_answers.py report and bench_trust.py measure an older
+  checkout side by side with this one, in a child process with that checkout's package first on sys.path and
+  this checkout's harness.py and tests/answer_sets.py. A checkout before issue 64 has only ``ragkit.api``
+  (functions over an IndexReader; its ``ragkit.library.Index``, where it has one, lacks these methods), so on
+  one open_index() gives an adapter over those functions with the few ``Index`` methods the scripts call
+  (query, retrieve, ask, answer_for, log, feedback, stats, documents, reader, path), and index_into() calls its
+  ``api.index``; on this checkout they are ``ragkit.open`` and ``ragkit.index``;
 - query settings: query_config() (the one place a QueryConfig is built; strategy settings such as damping or
   vector_seeds go into QueryConfig's per-strategy settings) and parse_settings() ("strategy=hippo,damping=0.9");
 - child processes: ragkit_cmd(), run_seconds(), timed() (wall seconds and peak RSS);
@@ -77,7 +86,7 @@ def workdir(path: Path | None, prefix: str) -> Path:
     return work
 
 
-# --- dataset → index → reader --------------------------------------------------------------------------------------
+# --- dataset → index ---------------------------------------------------------------------------------------------
 
 
 def corpus_source(corpus: Path, docs: int | None, work: Path) -> Path:
@@ -112,24 +121,150 @@ def load_model(src: Path, cfg=None):
     return cfg, emb
 
 
-def indexed(corpus: Path, index_dir: Path, cfg=None, *, docs: int | None = None, embedder=None, **kwargs):
-    """Dataset → index → reader: ``(reader, summary)`` after indexing ``corpus`` (a folder, a BEIR corpus.jsonl
-    or a BEIR data set folder; with ``docs`` its first N documents, copied beside the index) into ``index_dir``
-    through ragkit.api.index with ``cfg`` (default settings when None). The run is incremental: an index of an
-    unchanged corpus is reused as it is. ``embedder``: an already loaded model (load_model) for the run and the
-    reader; other keywords go to ragkit.api.index (reporter, full)."""
-    from ragkit import api
-
+def indexed(
+    corpus: Path, index_dir: Path, cfg=None, *, docs: int | None = None, embedder=None, generator=None, **kwargs
+):
+    """Dataset → index: ``(ix, summary)`` after indexing ``corpus`` (a folder, a BEIR corpus.jsonl or a BEIR data
+    set folder; with ``docs`` its first N documents, copied beside the index) into ``index_dir`` with ``cfg``
+    (the bare defaults when None, never a ragkit.toml), ``ix`` the index opened (open_index). The run is
+    incremental: an index of an unchanged corpus is reused as it is. ``embedder``: an already loaded model
+    (load_model) for the run and the index; ``generator``: the model that writes answers (open_index); other
+    keywords go to the indexing run (reporter, full; index_into)."""
     index_dir = Path(index_dir)
     src = corpus_source(corpus, docs, index_dir.parent / f"{index_dir.name}-source")
     factory = (lambda c: embedder) if embedder is not None else None
-    summary = api.index([src], index_dir, cfg, embedder_factory=factory, **kwargs)
-    return api.open_index(index_dir, embedder=embedder), summary
+    summary = index_into([src], index_dir, cfg, embedder_factory=factory, **kwargs)
+    return open_index(index_dir, embedder=embedder, generator=generator), summary
 
 
-def chunk_texts(reader) -> list[str]:
-    """Every chunk of an index as the indexer embedded it (contextual header, newline, text), in document order."""
-    with reader.duck() as store:
+# --- the index, by this checkout or an older one (the module docstring says why) -----------------------------------
+
+
+def _new_library() -> bool:
+    """Does the ragkit on the path have issue 64's ``Index`` (an older checkout's has other methods, or none)?"""
+    try:
+        from ragkit import library
+    except ImportError:
+        return False
+    return hasattr(getattr(library, "Index", None), "answer_for")
+
+
+def open_index(where, *, embedder=None, embed_model=None, full_embedder=None, generator=None):
+    """The index at ``where`` for querying: ``ragkit.open(...)`` (an ``Index``), or on an older checkout
+    (ragkit.api) an ``_ApiIndex`` answering the same few calls: ``query``, ``retrieve``, ``ask`` and
+    ``answer_for`` (``.result``, ``.answer``, ``.error``), ``log``, ``feedback``, ``stats``, ``documents``,
+    ``reader`` and ``path``. ``generator`` (the model that writes answers) is handed to an ``Index``; an older
+    checkout loads the one its settings name."""
+    if _new_library():
+        import ragkit
+
+        kw = {"embedder": embedder, "embed_model": embed_model, "full_embedder": full_embedder}
+        return ragkit.open(where, generator=generator, **kw)
+    return _ApiIndex(where, embedder=embedder, embed_model=embed_model, full_embedder=full_embedder)
+
+
+def index_into(paths, where, cfg=None, **kwargs):
+    """Index ``paths`` into ``where`` with ``cfg`` (the bare ``IndexConfig()`` when None, as ragkit.api did:
+    never a ragkit.toml); ``kwargs``: the run's options (full, reporter, embedder_factory, max_fill_batches, …).
+    ``ragkit.index(...)``, or an older checkout's ``ragkit.api.index``. Returns the IndexSummary."""
+    from ragkit.config import IndexConfig
+
+    cfg = cfg if cfg is not None else IndexConfig()
+    if _new_library():
+        import ragkit
+
+        return ragkit.index([Path(p) for p in paths], where, cfg=cfg, **kwargs)
+    return _old_api().index([Path(p) for p in paths], where, cfg, **kwargs)
+
+
+def _old_api() -> ModuleType:
+    """An older checkout's ``ragkit.api`` (this checkout has none: tests/test_layers.py forbids importing it, so
+    it is imported by name, here only)."""
+    return importlib.import_module("ragkit.api")
+
+
+class _Answered:
+    """An older checkout's answer as an ``Answered``: the result, its answer, or the error that kept it."""
+
+    def __init__(self, result, error=None):
+        self.result, self.error = result, error
+
+    @property
+    def answer(self):
+        return self.result.answer
+
+    @property
+    def text(self) -> str:
+        if self.result.answer is None:
+            raise self.error
+        return self.result.answer.text
+
+
+class _ApiIndex:
+    """An older checkout's ``ragkit.api`` functions as the ``Index`` methods the scripts call (open_index)."""
+
+    def __init__(self, where, **models):
+        self._api = api = _old_api()
+        self.reader = api.open_index(where, **{k: v for k, v in models.items() if v is not None})
+        self.path = Path(self.reader.index_dir)
+
+    def __repr__(self) -> str:
+        return f"_ApiIndex({str(self.path)!r})"
+
+    @staticmethod
+    def _cfg(cfg):
+        from ragkit.config import QueryConfig
+
+        return cfg if cfg is not None else QueryConfig()
+
+    def query(self, text: str, cfg=None, *, log: bool = False):
+        result = self._api.query(self.reader, text, self._cfg(cfg))
+        if log:
+            self.log(result, cfg)
+        return result
+
+    def retrieve(self, text: str, cfg=None, limit: int | None = None):
+        return self._api.retrieve(self.reader, text, self._cfg(cfg), limit)
+
+    def answer_for(self, result, cfg=None) -> _Answered:
+        from ragkit.errors import RagkitError
+
+        try:
+            result.answer = self._api.answer(result, self._cfg(cfg), reader=self.reader)
+        except RagkitError as exc:
+            result.answer, result.answer_error = None, str(exc)
+            return _Answered(result, exc)
+        return _Answered(result)
+
+    def ask(self, text: str, cfg=None, on_text=None, *, passages_ready=None, token=None, source="cli") -> _Answered:
+        cfg, said = self._cfg(cfg), {"token": token, "source": source}
+        if hasattr(self._api, "ask"):  # issue 53 on
+            return _Answered(*self._api.ask(self.reader, text, cfg, on_text, passages_ready=passages_ready, **said))
+        result = self.query(text, cfg)
+        if passages_ready is not None:
+            passages_ready(result)
+        asked = self.answer_for(result, cfg) if cfg.answer else _Answered(result)
+        self.log(result, cfg, **said)
+        return asked
+
+    def log(self, result, cfg=None, **kwargs) -> bool:
+        return self._api.log_query(self.reader, result, self._cfg(cfg), **kwargs)
+
+    def feedback(self, query_id: str, *, good=None, grade=None, rank=None, **kwargs):
+        grade = grade if good is None else "good" if good else "bad"
+        return self._api.feedback(self.path, query_id, rank, grade, **kwargs)
+
+    def stats(self, readable=None):
+        return self._api.stats(self.reader, readable)
+
+    def documents(self, limit: int = 50, offset: int = 0, *, readable=None, filters=None):
+        return self._api.documents(self.reader, filters or {}, readable, limit, offset)
+
+
+def chunk_texts(ix) -> list[str]:
+    """Every chunk of an index (open_index) as the indexer embedded it (contextual header, newline, text), in
+    document order."""
+    with ix.reader.duck() as store:
         rows = store.con.execute("SELECT header, text FROM chunks ORDER BY document_id, chunk_index").fetchall()
     return [f"{h}\n{x}" if h else x for h, x in rows]
 
@@ -205,21 +340,20 @@ def parse_settings(spec: str) -> dict:
     return out
 
 
-def ranked_documents(reader, text: str, cfg, k: int, limit: int | None = None) -> list[str]:
+def ranked_documents(ix, text: str, cfg, k: int, limit: int | None = None) -> list[str]:
     """The top ``k`` documents (their ids in the data set) of one query, from ``2 k`` chunk hits by default."""
-    from ragkit import api
     from ragkit.evaluate import documents_of
 
-    hits, _, _ = api.retrieve(reader, text, cfg, limit=limit or 2 * k)
+    hits, _, _ = ix.retrieve(text, cfg, limit or 2 * k)
     return documents_of(hits, k)
 
 
-def score(reader, ds, cfg, label: str, k: int):
+def score(ix, ds, cfg, label: str, k: int):
     """ragkit.evaluate's scores (nDCG@10, recall@k, p50/p95 ms) of ``cfg`` over a data set's queries."""
     from ragkit.evaluate import score_strategy
     from ragkit.events import Reporter
 
-    return score_strategy(label, ds, lambda text: ranked_documents(reader, text, cfg, k), Reporter())
+    return score_strategy(label, ds, lambda text: ranked_documents(ix, text, cfg, k), Reporter())
 
 
 # --- child processes -----------------------------------------------------------------------------------------------

@@ -182,7 +182,6 @@ def index_of(source: Path, index_dir: Path):
     summary tree left out: they do not touch the chunks or their vectors)."""
     from dataclasses import replace
 
-    from ragkit import api
     from ragkit.config import IndexConfig
     from ragkit.embed import MULTILINGUAL
 
@@ -190,19 +189,19 @@ def index_of(source: Path, index_dir: Path):
         cfg = replace(IndexConfig(), embed_model=MULTILINGUAL, extract="none", tree=False,
                       include=["*.md", "*.pdf", "*.jsonl"])  # fmt: skip
         t = time.perf_counter()
-        summary = api.index([source], index_dir, cfg)
+        summary = harness.index_into([source], index_dir, cfg)
         _log(f"indexed {source}: {summary.total_chunks} chunks in {time.perf_counter() - t:.0f} s")
-    return api.open_index(index_dir)
+    return harness.open_index(index_dir)
 
 
 CHUNK_COLUMNS = ["id", "path", "header", "content", "external_id", "page_start", "page_end"]
 
 
-def read_corpus(reader, out: Path) -> None:
+def read_corpus(ix, out: Path) -> None:
     """The index's chunks: their vectors (``out``.npy, float32, in row order) and what the gold tests read
     (``out``.json: id, path, header, normalised content, external id, pages)."""
-    ids, _, mat = reader.chunks.matrix()
-    table = reader.chunks.ds.to_table(columns=CHUNK_COLUMNS).to_pylist()
+    ids, _, mat = ix.reader.chunks.matrix()
+    table = ix.reader.chunks.ds.to_table(columns=CHUNK_COLUMNS).to_pylist()
     rows = {r["id"]: r for r in table}
     meta = [
         {"id": cid, "path": rows[cid]["path"], "header": rows[cid]["header"] or "", "text": norm(rows[cid]["content"]),
@@ -221,9 +220,9 @@ def corpora(work: Path = Work) -> None:
         out = work / "corpora" / name
         if out.with_suffix(".npy").is_file():
             continue
-        reader = index_of(source, work / "indexes" / name)
-        read_corpus(reader, out)
-        _log(f"{name}: {reader.chunks.count()} chunks")
+        ix = index_of(source, work / "indexes" / name)
+        read_corpus(ix, out)
+        _log(f"{name}: {ix.reader.chunks.count()} chunks")
 
 
 # ---------------------------------------------------------------------------------------------------- mine
@@ -345,7 +344,6 @@ def _split(groups: list[str], seed: int = SEED) -> dict[str, str]:
 def mine(work: Path = Work) -> None:
     """Each question's gold chunks and hard negatives (WORK/questions.jsonl): BM25 (strategy lexical) and dense
     (strategy naive) retrieval over its corpus's index, ten hits each that are not gold."""
-    from ragkit import api
     from ragkit.config import QueryConfig
 
     t0 = time.perf_counter()
@@ -354,7 +352,7 @@ def mine(work: Path = Work) -> None:
     with (work / "questions.jsonl.part").open("w") as fh:
         for name, qs in questions.items():
             corpus = Corpus(work, name)
-            reader = index_of(corpus_sources(work)[name], work / "indexes" / name)
+            ix = index_of(corpus_sources(work)[name], work / "indexes" / name)
             part = _split([f"{name}:{q['group']}" for q in qs])
             kept = defaultdict(int)
             for n, q in enumerate(qs):
@@ -366,7 +364,7 @@ def mine(work: Path = Work) -> None:
                 for strategy in ("lexical", "naive"):
                     cfg = QueryConfig(strategy=strategy, k=30, log=False, retry=False, links=False, learned=False,
                                       query_encoder="original")  # fmt: skip
-                    hits, _, _ = api.retrieve(reader, q["query"], cfg)
+                    hits, _, _ = ix.retrieve(q["query"], cfg)
                     rows = [corpus.row[h.chunk_id] for h in hits if h.chunk_id in corpus.row]
                     neg += [r for r in rows if r not in pos and r not in neg][: NEGATIVES // 2]
                 row = {"corpus": name, "query": q["query"], "lang": q["lang"], "source": q["source"],

@@ -163,22 +163,21 @@ def _unit_group(groups: Groups, source: str, lang: str, query: str, answer: str,
         groups.add(source, lang, query, holding[:1], negatives, "unit", answer)
 
 
-def _mine_index(groups, source: str, lang: str, reader, questions: list[dict], gold_of) -> None:
+def _mine_index(groups, source: str, lang: str, ix, questions: list[dict], gold_of) -> None:
     """Each question through ragkit's own retrieval (strategy auto, 20 hits): the hits holding its answer (of its
     gold document or section: ``gold_of(question, hit)``) are what answers, the other hits hard negatives; a
     question with no answer (``answer`` empty) gets negatives only."""
-    from ragkit import api
     from ragkit.config import QueryConfig
 
     cfg = QueryConfig(k=20, log=False, retry=False)
     for n, q in enumerate(questions):
-        hits = api.query(reader, q["query"], cfg).hits[:20]
+        hits = ix.query(q["query"], cfg).hits[:20]
         texts = [(h, f"{h.header}\n{h.text}" if h.header else h.text) for h in hits]
         gold = norm(q.get("answer") or "")
         pos = [t for h, t in texts if gold and gold in norm(t) and gold_of(q, h)]
         neg = [t for h, t in texts if not (gold and gold in norm(t))][:NEGATIVES]
         if gold and not pos:
-            pos = _gold_chunks(reader, q, gold, gold_of)
+            pos = _gold_chunks(ix, q, gold, gold_of)
             if not pos:
                 continue
         groups.add(source, lang, q["query"], pos, neg, answer=q.get("answer") or "")
@@ -190,10 +189,10 @@ def _mine_index(groups, source: str, lang: str, reader, questions: list[dict], g
             _log(f"{source}: {n + 1} / {len(questions)}")
 
 
-def _gold_chunks(reader, q, gold: str, gold_of) -> list[str]:
+def _gold_chunks(ix, q, gold: str, gold_of) -> list[str]:
     """The chunks of the index holding the gold answer in the question's gold document (the retrieval missed
     them: they are the positive all the same)."""
-    with reader.duck() as store:
+    with ix.reader.duck() as store:
         rows = store.con.execute(
             "SELECT c.header, c.text, d.path, s.breadcrumb FROM chunks c JOIN documents d ON d.id = c.document_id "
             "JOIN sections s ON s.id = c.section_id"
@@ -225,13 +224,13 @@ def _laws(work: Path) -> Path:
 def _index(source: Path, index_dir: Path, progressive: bool = False):
     from dataclasses import replace
 
-    from ragkit import api
+    import ragkit
     from ragkit.config import IndexConfig
 
     if not (index_dir / "manifest.json").is_file():
         cfg = replace(IndexConfig(), progressive=progressive, include=["*.md", "*.pdf", "*.jsonl"])
-        api.index([source], index_dir, cfg, max_fill_batches=0 if progressive else None)
-    return api.open_index(index_dir)
+        ragkit.index([source], index_dir, cfg=cfg, max_fill_batches=0 if progressive else None)
+    return ragkit.open(index_dir)
 
 
 def _jsonl(path: Path) -> list[dict]:
@@ -266,10 +265,10 @@ def _mine_written(groups: Groups, work: Path) -> None:
 
     _mine_index(groups, "written-de", "de", laws, questions, in_law)
     pages = _swequad_fit_pages(work)
-    reader = _index(pages, work / "idx-swequad-fit")
+    swequad = _index(pages, work / "idx-swequad-fit")
     written = [q | {"query": q["question"]} for p in sorted(DATA.glob("questions_sv_*.jsonl")) for q in _jsonl(p)]
     on_page = lambda q, hit: f"page-{q['page']}" in hit.path  # noqa: E731
-    _mine_index(groups, "written-sv", "sv", reader, written, on_page)
+    _mine_index(groups, "written-sv", "sv", swequad, written, on_page)
 
 
 def _swequad_fit_pages(work: Path) -> Path:

@@ -190,26 +190,25 @@ def norm(text: str) -> str:
     return " ".join(re.findall(r"\w+", str(text).lower()))
 
 
-def answer_measures(reader, good: list[dict], bad: list[dict], k: int = 10, settings: dict | None = None) -> dict:
-    """Extractive answers end to end through ``api.query`` and ``api.answer`` as ``ragkit query --answer``
+def answer_measures(ix, good: list[dict], bad: list[dict], k: int = 10, settings: dict | None = None) -> dict:
+    """Extractive answers end to end through ``Index.query`` and ``Index.answer_for`` as ``ragkit query --answer``
     runs them (strategy auto, ``k`` passages): of the answerable questions (``good``) the share whose gold answer
     the answer holds (``contained``), whose gold answer stands in the first five passages (``ceiling``), that are
     answered (``answered``) and whose quote lies on the gold page (``page_right``, where pages are labelled); of
     the unanswerable ones (``bad``) the share abstained on (``abstain_absent``); the answers' characters
     (``chars``) and the answer step's milliseconds (``ms``). ``settings``: more QueryConfig fields (e.g.
-    ``query_encoder``). Uses only ``ragkit.api`` and ``QueryConfig``, so that an older checkout can be measured
-    with it."""
-    from ragkit import api
+    ``query_encoder``). ``ix``: an ``Index``, or scripts/harness.py's opener over an older checkout (its
+    ``query`` and ``answer_for``), so that an older checkout can be measured with it."""
     from ragkit.config import QueryConfig
 
     cfg = QueryConfig(k=k, answer=True, answer_mode="extract", **(settings or {}))
-    api.answer(api.query(reader, "warm up", cfg), cfg, reader=reader)
+    ix.answer_for(ix.query("warm up", cfg), cfg)
     counts = dict.fromkeys(("contained", "ceiling", "answered", "page_right", "absent"), 0)
     chars, ms = [], []
     for q in good + bad:
-        result = api.query(reader, q["query"], cfg)
+        result = ix.query(q["query"], cfg)
         t = time.perf_counter()
-        a = api.answer(result, cfg, reader=reader)
+        a = ix.answer_for(result, cfg).answer
         ms.append((time.perf_counter() - t) * 1000)
         if q in bad:
             counts["absent"] += a.abstained
@@ -237,10 +236,10 @@ def page_right(q: dict, a) -> bool:
     return any(path.endswith(q["doc"]) and pages and pages[0] <= last and pages[1] >= first for path, pages in spans)
 
 
-def answer_figures(reader, good: list[dict], bad: list[dict], k: int = 10) -> list[str]:
+def answer_figures(ix, good: list[dict], bad: list[dict], k: int = 10) -> list[str]:
     """``answer_measures`` as a table's cells: contained (n), ceiling, abstain answerable, abstain absent (n),
     answer characters p50, answer milliseconds p50 and p95."""
-    m = answer_measures(reader, good, bad, k)
+    m = answer_measures(ix, good, bad, k)
     ms = sorted(m["ms"])
     return [
         f"{m['contained']:.2f} ({m['n']})",

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ragkit import api
+import ragkit
 from ragkit.config import IndexConfig
 from tests.fakes import FakeEmbedder
 from tests.quality import REPO, SHARED_DATA  # noqa: F401 (the paths live with the quality gate)
@@ -86,12 +86,12 @@ def corpus(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def index_with(tmp_path: Path, fake: FakeEmbedder):
-    """Index folders with the fake embedder; returns (summary, reader)."""
+    """Index folders with the fake embedder; returns (summary, the open ``Index``)."""
 
     def run(*paths, full=False, cfg=None, name="idx"):
         idx = tmp_path / name
-        summary = api.index(list(paths), idx, cfg or IndexConfig(), full=full, embedder_factory=lambda c: fake)
-        return summary, api.open_index(idx, embedder=fake)
+        summary = ragkit.index(list(paths), idx, cfg=cfg or IndexConfig(), full=full, embedder_factory=lambda c: fake)
+        return summary, ragkit.open(idx, embedder=fake)
 
     return run
 

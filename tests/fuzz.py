@@ -90,8 +90,9 @@ def _run(strategy, check: Callable, examples: int, tally: Tally) -> Tally:
     return tally
 
 
-def fuzz_queries(examples: int, reader=None) -> Tally:
-    """The query syntax; with ``reader`` also the planner and a whole query (lexical, no model) over an index."""
+def fuzz_queries(examples: int, ix=None) -> Tally:
+    """The query syntax; with ``ix`` (a ``ragkit.Index``) also the planner and a whole query (lexical, no model)
+    over it."""
     from ragkit.config import QueryConfig
     from ragkit.retrieve.planner import plan_query
     from ragkit.retrieve.query_syntax import parse_query
@@ -99,10 +100,8 @@ def fuzz_queries(examples: int, reader=None) -> Tally:
     def check(text: str) -> None:
         parse_query(text)
         plan_query(text)
-        if reader is not None:
-            from ragkit import api
-
-            api.query(reader, text, QueryConfig(strategy="lexical", k=3, log=False, retry=False))
+        if ix is not None:
+            ix.query(text, QueryConfig(strategy="lexical", k=3, log=False, retry=False))
 
     return _run(query_text(), check, examples, Tally())
 

@@ -13,7 +13,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from ragkit import api, measure
+from ragkit import measure
 from ragkit.config import QueryConfig
 
 REPO = Path(__file__).resolve().parent.parent
@@ -79,10 +79,10 @@ def german_questions(held_out: bool = False) -> list[dict]:
     return _jsonl(GERMAN_HELD_OUT if held_out else GERMAN_QUESTIONS)
 
 
-def section_rank(reader, q: dict, k: int = 3) -> tuple[int | None, str]:
+def section_rank(ix, q: dict, k: int = 3) -> tuple[int | None, str]:
     """The rank of the first passage from the labelled section of the right law (None: not in the top
     ``k``), and the first passage's section."""
-    passages = api.query(reader, q["query"], QueryConfig(k=k)).passages
+    passages = ix.query(q["query"], QueryConfig(k=k)).passages
     expected = q["section"] if isinstance(q["section"], list) else [q["section"]]
     for p in passages:
         if p.section.split(" > ")[-1] in expected and _in_law(p.path, q["law"]):
@@ -96,14 +96,14 @@ def _in_law(path: str, law: str) -> bool:
     return any(part == law or part.startswith(f"{law}_") for part in Path(path).parts)
 
 
-def legal_misses(reader, queries: list[dict]) -> list[tuple[str, str]]:
+def legal_misses(ix, queries: list[dict]) -> list[tuple[str, str]]:
     """The queries naming a § / Art. whose cited section (in the right law) is not the first passage."""
-    return [(q["query"], top) for q in queries for rank, top in [section_rank(reader, q)] if rank != 1]
+    return [(q["query"], top) for q in queries for rank, top in [section_rank(ix, q)] if rank != 1]
 
 
-def german_hits(reader, questions: list[dict]) -> dict[str, float]:
+def german_hits(ix, questions: list[dict]) -> dict[str, float]:
     """Share of the questions whose section is the first passage (top-1) and among the first three (top-3)."""
-    ranks = [section_rank(reader, q)[0] for q in questions]
+    ranks = [section_rank(ix, q)[0] for q in questions]
     return {
         "top1": round(sum(r == 1 for r in ranks) / len(ranks), 4),
         "top3": round(sum(r is not None for r in ranks) / len(ranks), 4),
@@ -170,11 +170,11 @@ def is_cited_section(passage, ref: str) -> bool:
     return in_chapter and f"{number.replace(' ', '')}§" in parts
 
 
-def swedish_rank(reader, q: dict, k: int = 3) -> int | None:
+def swedish_rank(ix, q: dict, k: int = 3) -> int | None:
     """The rank of the first passage from the question's regulation that holds its answer: on its page(s)
     for an everyday question, in the cited paragraph for a reference question."""
     first, last = q["pages"]
-    for p in api.query(reader, q["query"], QueryConfig(k=k)).passages:
+    for p in ix.query(q["query"], QueryConfig(k=k)).passages:
         if not p.path.endswith(q["doc"]):
             continue
         if q["kind"] == "reference" and is_cited_section(p, q["ref"]):
@@ -184,12 +184,12 @@ def swedish_rank(reader, q: dict, k: int = 3) -> int | None:
     return None
 
 
-def swedish_hits(reader, questions: list[dict]) -> dict[str, float]:
+def swedish_hits(ix, questions: list[dict]) -> dict[str, float]:
     """Reference questions: the share whose cited paragraph is the first passage (``reference_top1``);
     everyday ones: the share whose page is the first passage's / among the first three's."""
     out = {}
     for kind, prefix in (("reference", "reference_"), ("everyday", "everyday_")):
-        ranks = [swedish_rank(reader, q) for q in questions if q["kind"] == kind]
+        ranks = [swedish_rank(ix, q) for q in questions if q["kind"] == kind]
         if ranks:
             out[prefix + "top1"] = round(sum(r == 1 for r in ranks) / len(ranks), 4)
             if kind == "everyday":
@@ -232,11 +232,11 @@ def norm(text: str) -> str:
     return " ".join(re.findall(r"\w+", str(text).lower()))
 
 
-def answer_eval(reader, good: list[dict], bad: list[dict], k: int = 10) -> dict[str, float]:
+def answer_eval(ix, good: list[dict], bad: list[dict], k: int = 10) -> dict[str, float]:
     """Extractive answers as ``ragkit query --answer`` gives them (tests/answer_sets.py ``answer_measures``):
     contained, ceiling, answered, page_right (Swedish), abstain_absent, and the median answer's characters
     (``chars_p50``)."""
-    m = _answer_sets().answer_measures(reader, good, bad, k)
+    m = _answer_sets().answer_measures(ix, good, bad, k)
     chars = sorted(m["chars"])
     return {key: v for key, v in m.items() if isinstance(v, float)} | {
         "chars_p50": chars[len(chars) // 2] if chars else 0
@@ -256,12 +256,12 @@ def plain_questions(corpus: str) -> list[dict]:
     return [r for r in rows if r["corpus"] == corpus]
 
 
-def plain_right(reader, questions: list[dict]) -> list[str]:
+def plain_right(ix, questions: list[dict]) -> list[str]:
     """The questions ``ragkit query --answer`` (extractive, no model) answers right: not abstained, its quotes
     holding the written answer."""
     right = []
     for q in questions:
-        result, _ = api.ask(reader, q["query"], QueryConfig(answer=True, answer_mode="extract", log=False))
+        result = ix.ask(q["query"], QueryConfig(answer=True, answer_mode="extract", log=False)).result
         answer = result.answer
         if answer is not None and not answer.abstained and norm(q["answer"]) in norm(answer.text):
             right.append(q["id"])

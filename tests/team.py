@@ -171,13 +171,13 @@ def build_index(root: Path, index_dir: Path) -> Path:
     """The corpus indexed into one index, each folder with its collection (bundled models, rules entities)."""
     from dataclasses import replace
 
-    from ragkit import api
+    import ragkit
     from ragkit.config import IndexConfig
 
     folders = write_corpus(root)
     for folder, collection in COLLECTIONS.items():
         cfg = IndexConfig() if collection is None else replace(IndexConfig(), collection=collection)
-        api.index([folders[folder]], index_dir, cfg)
+        ragkit.index([folders[folder]], index_dir, cfg=cfg)
     return index_dir
 
 

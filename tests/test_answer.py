@@ -118,7 +118,7 @@ runner = CliRunner()
 @pytest.fixture
 def indexed(corpus, tmp_path, monkeypatch):
     fake = FakeEmbedder()
-    monkeypatch.setattr("ragkit.api._default_embedder_factory", lambda cfg: fake)
+    monkeypatch.setattr("ragkit.library.writing._default_embedder_factory", lambda cfg: fake)
     monkeypatch.setattr("ragkit.store.reader.load_embedder", lambda spec, *a, **kw: fake)
     idx = str(tmp_path / "idx")
     assert runner.invoke(app, ["index", str(corpus), "--index", idx]).exit_code == 0
@@ -126,7 +126,8 @@ def indexed(corpus, tmp_path, monkeypatch):
 
 
 def _use(monkeypatch, gen):
-    monkeypatch.setattr("ragkit.api.load_generator", lambda spec=None, n_ctx=2048, keys=None: gen)
+    """The CLI loads the generate model itself: ``gen`` is the one it loads."""
+    monkeypatch.setattr("ragkit.library.answering.load_generator", lambda spec=None, n_ctx=2048, keys=None: gen)
 
 
 def test_cli_answer_streams_then_sources(indexed, monkeypatch):
@@ -200,8 +201,8 @@ def test_global_answer_maps_reports_then_reduces():
     assert "planets" not in reduce and a.text == "According to [1], overtime is capped."
 
 
-def test_api_answer_uses_map_reduce_for_global(tmp_path, index_with, monkeypatch):
-    from ragkit import api
+def test_api_answer_uses_map_reduce_for_global(tmp_path, index_with, fake):
+    import ragkit
     from ragkit.config import QueryConfig
     from tests.conftest import write
 
@@ -212,13 +213,16 @@ def test_api_answer_uses_map_reduce_for_global(tmp_path, index_with, monkeypatch
         "# Nirvana\n\nKurt Cobain, Dave Grohl and Krist Novoselic formed Nirvana in Aberdeen.\n\n"
         "Kurt Cobain wrote most songs of Nirvana in Aberdeen and Olympia.\n",
     )
-    _, reader = index_with(root)
-    r = api.query(reader, "main themes of the band", QueryConfig(strategy="global", k=2))
+    _, ix = index_with(root)
+    r = ix.query("main themes of the band", QueryConfig(strategy="global", k=2))
     assert any(i["type"] == "community" for i in r.context_items)
 
     gen = FakeGenerator("- Nirvana was formed in Aberdeen.")
-    _use(monkeypatch, gen)
-    a = api.answer(r, QueryConfig(answer=True, answer_mode="generate"))
+    answered = ragkit.open(ix.path, embedder=fake, generator=gen).answer_for(
+        r, QueryConfig(answer=True, answer_mode="generate")
+    )
+    assert answered.error is None
+    a = answered.answer
     reports = sum(i["type"] == "community" for i in r.context_items)
     assert a.llm_calls == len(gen.prompts) == reports + 1  # one map call per report, one reduce
     assert a.map_notes == reports  # every report gave a point

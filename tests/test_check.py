@@ -11,38 +11,38 @@ from ragkit.store import check as checker
 runner = CliRunner()
 
 
-def damaged(reader, change) -> list[str]:
-    path = reader.index_dir / "manifest.json"
+def damaged(ix, change) -> list[str]:
+    path = ix.path / "manifest.json"
     saved = path.read_text()
     manifest = json.loads(saved)
     change(manifest)
     path.write_text(json.dumps(manifest))
     try:
-        return [p.what for p in checker.check(reader.index_dir)[0]]
+        return [p.what for p in checker.check(ix.path)[0]]
     finally:
         path.write_text(saved)
 
 
 def test_check_passes_finds_and_repairs(corpus, index_with):
-    _, reader = index_with(corpus)
-    idx = str(reader.index_dir)
-    problems, facts = checker.check(reader.index_dir)
+    _, ix = index_with(corpus)
+    idx = str(ix.path)
+    problems, facts = checker.check(ix.path)
     assert problems == [] and facts["lance_rows"] == facts["chunks"] > 0
     r = runner.invoke(app, ["check", "--index", idx])
     assert r.exit_code == 0 and "ok" in r.output
 
-    (reader.graph_dir / "entities.npz").unlink()
+    (ix.reader.graph_dir / "entities.npz").unlink()
     r = runner.invoke(app, ["check", "--index", idx, "--json"])
     assert r.exit_code == 7
     out = json.loads(r.output.splitlines()[0])
     assert not out["ok"] and out["problems"][0]["derived"] and "entity graph" in out["problems"][0]["what"]
     r = runner.invoke(app, ["check", "--index", idx, "--repair"])
     assert r.exit_code == 0 and "repaired: the entity graph is missing" in r.output
-    assert checker.check(reader.index_dir)[0] == []
+    assert checker.check(ix.path)[0] == []
 
 
 def test_check_names_disagreements(corpus, index_with):
-    _, reader = index_with(corpus)
+    _, ix = index_with(corpus)
 
     def version(m):
         m["last_run"]["lance_version"] += 50
@@ -53,32 +53,31 @@ def test_check_names_disagreements(corpus, index_with):
     def count(m):
         m["counts"]["chunks"] += 1
 
-    assert any("does not open" in p for p in damaged(reader, version))
-    assert any("did not finish its commit" in p for p in damaged(reader, run))
-    assert any("the manifest says" in p for p in damaged(reader, count))
-    path = reader.index_dir / "manifest.json"
+    assert any("does not open" in p for p in damaged(ix, version))
+    assert any("did not finish its commit" in p for p in damaged(ix, run))
+    assert any("the manifest says" in p for p in damaged(ix, count))
+    path = ix.path / "manifest.json"
     saved = path.read_text()
     path.write_text(
         json.dumps({**json.loads(saved), "last_run": {**json.loads(saved)["last_run"], "lance_version": 999}})
     )
-    r = runner.invoke(app, ["check", "--index", str(reader.index_dir)])
+    r = runner.invoke(app, ["check", "--index", str(ix.path)])
     assert r.exit_code == 7 and "index PATH --full" in r.output
     path.write_text(saved)
 
 
-def test_a_second_writer_waits_or_exits_busy(corpus, tmp_path, fake, monkeypatch):
+def test_a_second_writer_waits_or_exits_busy(corpus, tmp_path, fake):
     """While another run holds an index, `ragkit index --no-wait` exits 9 at once; by default a run says it
     waits and goes on when the first is done. The lock is the kernel's (flock): it ends with its process."""
     import fcntl
     import threading
     import time
 
-    from ragkit import api
+    import ragkit
     from ragkit.events import Reporter
 
-    monkeypatch.setattr("ragkit.api._default_embedder_factory", lambda cfg: fake)
     idx = tmp_path / "idx"
-    api.index([corpus], idx)
+    ragkit.index([corpus], idx, embedder_factory=lambda c: fake)
     (corpus / "new.md").write_text("# New\n\nA new note about parking badges.\n")
     holder = open(idx / ".lock", "w")
     fcntl.flock(holder, fcntl.LOCK_EX)  # another indexing run holds the index
@@ -88,7 +87,11 @@ def test_a_second_writer_waits_or_exits_busy(corpus, tmp_path, fake, monkeypatch
         def warn(self, message: str) -> None:
             said.append(message)
 
-    second = threading.Thread(target=lambda: done.append(api.index([corpus], idx, reporter=Listening(), wait=True)))
+    second = threading.Thread(
+        target=lambda: done.append(
+            ragkit.index([corpus], idx, reporter=Listening(), wait=True, embedder_factory=lambda c: fake)
+        )
+    )
     try:
         r = runner.invoke(app, ["index", str(corpus), "--index", str(idx), "--no-wait"])
         assert r.exit_code == 9 and "being indexed by another process" in r.output

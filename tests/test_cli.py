@@ -18,7 +18,7 @@ runner = CliRunner()
 @pytest.fixture
 def fake_models(monkeypatch):
     fake = FakeEmbedder()
-    monkeypatch.setattr("ragkit.api._default_embedder_factory", lambda cfg: fake)
+    monkeypatch.setattr("ragkit.library.writing._default_embedder_factory", lambda cfg: fake)
     monkeypatch.setattr("ragkit.store.reader.load_embedder", lambda spec, *a, **kw: fake)
     return fake
 

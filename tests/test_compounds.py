@@ -4,7 +4,6 @@ import dataclasses
 
 import pytest
 
-from ragkit import api
 from ragkit.config import QueryConfig
 from ragkit.store import lance as lance_store
 from ragkit.text import compound_parts, split_compound
@@ -55,7 +54,8 @@ def test_bm25_finds_a_compound_by_its_parts_and_the_parts_by_a_compound(tmp_path
         "Nach Beendigung der täglichen Arbeitszeit muss eine ununterbrochene Nachtruhe gewährt werden, die "
         "Stunden zwischen dreiundzwanzig Uhr und sechs Uhr umfasst und für alle Beschäftigten gilt.\n",
     )
-    _, reader = index_with(root)
+    _, ix = index_with(root)
+    reader = ix.reader
     assert reader.manifest.fts_language == "German"
     for query in ("Pause", "Mittagspause", "mittagspause"):  # a part finds the compound; a compound's part
         hits = reader.chunks.fts_search(query, 5, None, compound_parts(query, "de", query=True))  # another
@@ -64,7 +64,7 @@ def test_bm25_finds_a_compound_by_its_parts_and_the_parts_by_a_compound(tmp_path
 
     assert not reader.chunks.ds.to_table(full_text_query=MatchQuery("Pause", "content")).num_rows  # no chunk
     # says "Pause": the parts found it
-    r = api.query(reader, "Wie lange ist die Mittagspause?", QueryConfig(strategy="lexical", k=1))
+    r = ix.query("Wie lange ist die Mittagspause?", QueryConfig(strategy="lexical", k=1))
     assert r.passages[0].section.endswith("§ 4 Unterbrechungen")
     if not rows:  # a chunk found in both fields scores the sum: "Arbeitszeit" in § 5's words, its parts in terms
         both = reader.chunks.fts_search("Arbeitszeit", 5, None, ["arbeit", "zeit"])
@@ -76,21 +76,22 @@ def test_bm25_finds_a_compound_by_its_parts_and_the_parts_by_a_compound(tmp_path
 
 
 def test_english_indexes_get_no_parts(tmp_path, index_with, corpus):
-    _, reader = index_with(corpus)
-    assert reader.chunks.compounds is None
-    assert set(reader.chunks.ds.to_table(columns=["terms"]).column("terms").to_pylist()) == {None}
+    _, ix = index_with(corpus)
+    assert ix.reader.chunks.compounds is None
+    assert set(ix.reader.chunks.ds.to_table(columns=["terms"]).column("terms").to_pylist()) == {None}
 
 
 def test_a_query_in_a_language_the_model_does_not_know_leans_on_bm25(tmp_path, index_with):
     root = tmp_path / "de"
     write(root, "a.md", "# Arbeitszeit\n\n" + GERMAN + "\n")
-    _, reader = index_with(root)
+    _, ix = index_with(root)
+    reader = ix.reader
     english = dataclasses.replace(reader.manifest.embedder, name="all-MiniLM-L6-v2")  # the bundled model: English
     reader.manifest = reader.manifest.replaced(embedder=english)
-    r = api.query(reader, "Wie lange muss die Pause sein?", QueryConfig(strategy="hybrid", k=1))
+    r = ix.query("Wie lange muss die Pause sein?", QueryConfig(strategy="hybrid", k=1))
     assert r.plan.fusion["alpha"] == QueryConfig().foreign_alpha
     assert any("does not know 'de'" in n for n in r.plan.planner_notes)
-    r = api.query(reader, "How long must the break be?", QueryConfig(strategy="hybrid", k=1))
+    r = ix.query("How long must the break be?", QueryConfig(strategy="hybrid", k=1))
     assert r.plan.fusion["alpha"] == QueryConfig().alpha
-    r = api.query(reader, "Wie lange muss die Pause sein?", QueryConfig(strategy="hybrid", k=1, foreign_alpha=None))
+    r = ix.query("Wie lange muss die Pause sein?", QueryConfig(strategy="hybrid", k=1, foreign_alpha=None))
     assert r.plan.fusion["alpha"] == QueryConfig().alpha

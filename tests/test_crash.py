@@ -12,7 +12,7 @@ import threading
 import time
 from pathlib import Path
 
-from ragkit import api
+import ragkit
 from ragkit.config import QueryConfig
 from ragkit.store import check as checker
 from ragkit.store.lance import ChunkTable
@@ -26,7 +26,7 @@ KILLED_RUN = """
 import importlib, os, signal, sys
 sys.path.insert(0, {repo!r})
 from tests.fakes import FakeEmbedder
-from ragkit import api
+import ragkit
 
 module, name, when = {module!r}, {name!r}, {when!r}
 owner = importlib.import_module(module)
@@ -42,7 +42,7 @@ def killed(*args, **kwargs):
     os.kill(os.getpid(), signal.SIGKILL)
 
 setattr(owner, attr, killed)
-api.index([{folder!r}], {index!r}, embedder_factory=lambda cfg: FakeEmbedder())
+ragkit.index([{folder!r}], {index!r}, embedder_factory=lambda cfg: FakeEmbedder())
 print("not killed")
 """
 
@@ -57,7 +57,7 @@ QUERIES = ["overtime limit per week", "rollback container image", "planning meet
 
 
 def chunk_ids(index_dir: Path, manifest: Manifest | None = None) -> set[str]:
-    run = (manifest or api.open_index(index_dir, embedder=FakeEmbedder()).manifest).last_run
+    run = (manifest or ragkit.open(index_dir, embedder=FakeEmbedder()).reader.manifest).last_run
     table = ChunkTable(index_dir / LANCE_DIR, run.lance_table, run.lance_version)
     return {r["id"] for r in table.rows("true", limit=1 << 20)}
 
@@ -74,15 +74,15 @@ def change(folder: Path, step: int) -> None:
 def top10(index_dir: Path) -> list[set[str]]:
     """The top 10 of each query, as sets: equal scores are ordered by where the rows lie, which differs
     between an index built run by run and one built at once (killed or not)."""
-    reader = api.open_index(index_dir, embedder=FakeEmbedder())
-    return [{h.chunk_id for h in api.query(reader, q, QueryConfig(k=10, strategy="hybrid")).hits[:10]} for q in QUERIES]
+    ix = ragkit.open(index_dir, embedder=FakeEmbedder())
+    return [{h.chunk_id for h in ix.query(q, QueryConfig(k=10, strategy="hybrid")).hits[:10]} for q in QUERIES]
 
 
 def test_a_run_killed_at_each_commit_step_leaves_a_whole_index(corpus, tmp_path):
     idx = tmp_path / "idx"
-    api.index([corpus], idx, embedder_factory=lambda cfg: FakeEmbedder())
+    ragkit.index([corpus], idx, embedder_factory=lambda cfg: FakeEmbedder())
     for step, (module, name, when) in enumerate(STEPS, start=1):
-        before = api.open_index(idx, embedder=FakeEmbedder()).manifest
+        before = ragkit.open(idx, embedder=FakeEmbedder()).reader.manifest
         ids_before = chunk_ids(idx, before)
         change(corpus, step)
         script = KILLED_RUN.format(
@@ -93,27 +93,27 @@ def test_a_run_killed_at_each_commit_step_leaves_a_whole_index(corpus, tmp_path)
 
         problems, facts = checker.check(idx)
         assert problems == [], (name, when, problems)
-        reader = api.open_index(idx, embedder=FakeEmbedder())
+        ix = ragkit.open(idx, embedder=FakeEmbedder())
         committed = name == "write_manifest" and when == "after"
-        assert reader.manifest.run_id == before.run_id + committed, (name, when)
-        live = chunk_ids(idx, reader.manifest)
+        assert ix.reader.manifest.run_id == before.run_id + committed, (name, when)
+        live = chunk_ids(idx, ix.reader.manifest)
         assert (live != ids_before) if committed else (live == ids_before)
         for q in QUERIES:
-            result = api.query(reader, q, QueryConfig(k=5, strategy="auto"))
-            assert result.run == reader.manifest.run_id
+            result = ix.query(q, QueryConfig(k=5, strategy="auto"))
+            assert result.run == ix.reader.manifest.run_id
             assert {c for p in result.passages for c in p.chunk_ids} <= live
         if not committed:
             assert facts["leftovers"] or name == "ChunkWriter.finish", (name, when)  # what the killed run wrote
 
-        summary = api.index([corpus], idx, embedder_factory=lambda cfg: FakeEmbedder())  # the next run
+        summary = ragkit.index([corpus], idx, embedder_factory=lambda cfg: FakeEmbedder())  # the next run
         assert summary.total_chunks > 0 and checker.check(idx) == ([], checker.check(idx)[1])
         assert checker.check(idx)[1]["leftovers"] == []
 
     clean = tmp_path / "clean"
-    api.index([corpus], clean, full=True, embedder_factory=lambda cfg: FakeEmbedder())
+    ragkit.index([corpus], clean, full=True, embedder_factory=lambda cfg: FakeEmbedder())
     assert chunk_ids(idx) == chunk_ids(clean)
-    a, b = api.open_index(idx, embedder=FakeEmbedder()), api.open_index(clean, embedder=FakeEmbedder())
-    assert a.manifest.counts == b.manifest.counts
+    a, b = ragkit.open(idx, embedder=FakeEmbedder()), ragkit.open(clean, embedder=FakeEmbedder())
+    assert a.reader.manifest.counts == b.reader.manifest.counts
     assert top10(idx) == top10(clean)
 
 
@@ -123,7 +123,7 @@ def test_repair_restores_a_lost_manifest_and_removes_leftovers(corpus, tmp_path)
     from ragkit.cli.app import app
 
     idx = tmp_path / "idx"
-    api.index([corpus], idx, embedder_factory=lambda cfg: FakeEmbedder())
+    ragkit.index([corpus], idx, embedder_factory=lambda cfg: FakeEmbedder())
     saved = (idx / "manifest.json").read_text()
     (idx / "store.99.duckdb").write_bytes(b"half a store")  # what a killed run left
     (idx / "graph.99").mkdir()
@@ -140,26 +140,25 @@ def test_repair_restores_a_lost_manifest_and_removes_leftovers(corpus, tmp_path)
     assert json.loads((idx / "manifest.json").read_text())["last_run"] == json.loads(saved)["last_run"]
     (idx / "manifest.json").unlink()
     assert runner.invoke(app, ["check", "--index", str(idx), "--repair"]).exit_code == 0
-    assert api.query(api.open_index(idx, embedder=FakeEmbedder()), "overtime", QueryConfig(k=3)).passages
+    assert ragkit.open(idx, embedder=FakeEmbedder()).query("overtime", QueryConfig(k=3)).passages
 
 
 def test_queries_while_runs_commit_answer_from_committed_runs(corpus, tmp_path):
     """A reader that follows the index answers every query while three runs commit (in another process),
     each answer from a committed run: its passages are that run's chunks."""
     idx = tmp_path / "idx"
-    api.index([corpus], idx, embedder_factory=lambda cfg: FakeEmbedder())
+    ragkit.index([corpus], idx, embedder_factory=lambda cfg: FakeEmbedder())
     runs = {1: chunk_ids(idx)}
     answers: list[tuple[int, set[str]]] = []
     failures: list[BaseException] = []
     stop = threading.Event()
 
     def ask() -> None:
-        reader = api.open_index(idx, embedder=FakeEmbedder())
+        ix = ragkit.open(idx, embedder=FakeEmbedder())
         n = 0
         while not stop.is_set():
             try:
-                result = api.query(
-                    reader,
+                result = ix.query(
                     QUERIES[n % len(QUERIES)],
                     QueryConfig(k=5, strategy=("hybrid", "auto", "hippo", "local")[n % 4]),
                 )
@@ -175,8 +174,8 @@ def test_queries_while_runs_commit_answer_from_committed_runs(corpus, tmp_path):
             change(corpus, step)
             script = (
                 f"import sys; sys.path.insert(0, {str(REPO)!r})\n"
-                "from tests.fakes import FakeEmbedder\nfrom ragkit import api\n"
-                f"api.index([{str(corpus)!r}], {str(idx)!r}, embedder_factory=lambda cfg: FakeEmbedder())"
+                "from tests.fakes import FakeEmbedder\nimport ragkit\n"
+                f"ragkit.index([{str(corpus)!r}], {str(idx)!r}, embedder_factory=lambda cfg: FakeEmbedder())"
             )
             subprocess.run([sys.executable, "-c", script], check=True, timeout=120)
             runs[step + 1] = chunk_ids(idx)

@@ -2,28 +2,27 @@
 
 import pytest
 
-from ragkit import api
 from ragkit.config import QueryConfig
 
 
 @pytest.fixture
-def reader(corpus, index_with):
+def ix(corpus, index_with):
     return index_with(corpus)[1]
 
 
-def test_missing_and_broken_folders_fall_back(reader, tmp_path):
-    r = api.query(reader, "overtime", QueryConfig(rerank="cross", rerank_model=str(tmp_path / "nope")))
+def test_missing_and_broken_folders_fall_back(ix, tmp_path):
+    r = ix.query("overtime", QueryConfig(rerank="cross", rerank_model=str(tmp_path / "nope")))
     assert r.plan.rerank["used"] == "features" and "not found" in r.plan.rerank["reason"]
     broken = tmp_path / "broken"
     broken.mkdir()
     (broken / "config.json").write_text("{not json")
-    r = api.query(reader, "overtime", QueryConfig(rerank="cross", rerank_model=str(broken)))
+    r = ix.query("overtime", QueryConfig(rerank="cross", rerank_model=str(broken)))
     assert r.plan.rerank["used"] == "features" and "cannot load" in r.plan.rerank["reason"]
     assert r.passages
 
 
 @pytest.mark.integration
-def test_tiny_cross_encoder_loads_and_scores(reader, tmp_path):
+def test_tiny_cross_encoder_loads_and_scores(ix, tmp_path):
     from transformers import BertConfig, BertForSequenceClassification, BertTokenizer
 
     words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "overtime", "rollback", "meeting", "is", "the", "a"]
@@ -41,7 +40,7 @@ def test_tiny_cross_encoder_loads_and_scores(reader, tmp_path):
         num_labels=1,
     )
     BertForSequenceClassification(cfg).save_pretrained(model_dir)
-    r = api.query(reader, "overtime", QueryConfig(rerank="cross", rerank_model=str(model_dir), k=3))
+    r = ix.query("overtime", QueryConfig(rerank="cross", rerank_model=str(model_dir), k=3))
     assert r.plan.rerank["used"] == "cross" and r.plan.rerank["reason"] is None
     scored = [h for h in r.hits if "cross_encoder" in h.features]
     assert scored and all(isinstance(h.features["cross_encoder"], float) for h in scored)

@@ -6,7 +6,6 @@ import json
 
 import pytest
 
-from ragkit import api
 from ragkit.answer import Citation
 from ragkit.answer.generated import Source
 from ragkit.config import QueryConfig
@@ -56,14 +55,14 @@ def test_pdf_index_query_and_json_pages(tmp_path, index_with):
     root = tmp_path / "docs"
     root.mkdir()
     write_pdf(handbook_spec(6), root / "handbuch.pdf")
-    summary, reader = index_with(root)
+    summary, ix = index_with(root)
     assert summary.new == 1 and summary.skipped == 0
-    with reader.duck() as store:
+    with ix.reader.duck() as store:
         doc = store.con.execute("SELECT title, metadata FROM documents").fetchone()
         sections = [s for (s,) in store.con.execute("SELECT breadcrumb FROM sections ORDER BY ord").fetchall()]
     assert doc[0] == "Mitarbeiterhandbuch Northwind" and json.loads(doc[1])["author"] == "Northwind Legal"
     assert "Mitarbeiterhandbuch Northwind > Kapitel 2: Arbeitszeit und Urlaub > Abschnitt 2.1 Überstunden" in sections
-    r = api.query(reader, "Abschnitt 2.1 Überstunden", QueryConfig(strategy="lexical", k=3))
+    r = ix.query("Abschnitt 2.1 Überstunden", QueryConfig(strategy="lexical", k=3))
     top = r.passages[0]
     assert top.section.endswith("Abschnitt 2.1 Überstunden") and top.pages == [4, 4]
     assert passage_dict(top)["pages"] == [4, 4] and top.location == " p. 4"
@@ -79,7 +78,7 @@ def test_unreadable_and_scanned_pdfs_are_skipped_and_counted(tmp_path, index_wit
     spec = handbook_spec(2)
     spec.pages.insert(1, Page(None, 1, []))  # an empty page between two with text: blank, not a scan
     write_pdf(spec, root / "teils.pdf")
-    summary, reader = index_with(root)
+    summary, ix = index_with(root)
     assert summary.new == 1 and summary.skipped == 3 and summary.pages_without_text == 2
     text = "\n".join(summary.warnings)
     assert "geheim.pdf: encrypted PDF" in text and "kaputt.pdf: not a readable PDF" in text
@@ -87,7 +86,7 @@ def test_unreadable_and_scanned_pdfs_are_skipped_and_counted(tmp_path, index_wit
     assert "teils.pdf" not in text
     meta = parse_pdf((root / "teils.pdf").read_bytes()).metadata
     assert meta["blank_pages"] == [2] and "pages_without_text" not in meta
-    pages = {p for p in api.query(reader, "Überstunden Arbeitszeit", QueryConfig(k=10)).passages for p in p.pages}
+    pages = {p for p in ix.query("Überstunden Arbeitszeit", QueryConfig(k=10)).passages for p in p.pages}
     assert pages <= {1, 3}  # the text of page 2 of teils.pdf is nowhere: it has none
 
 
@@ -109,11 +108,11 @@ def test_docx_headings_lists_tables_and_metadata(tmp_path, index_with):
     write_docx(root / "reise.docx")
     (root / "kaputt.docx").write_bytes(b"PK not a zip")
     (root / "alt.md").write_text("---\ndate: 2024-06-01\n---\n# Alte Regel\n\nHotel bis 90 Euro pro Nacht.\n")
-    summary, reader = index_with(root)
+    summary, ix = index_with(root)
     assert (
         summary.new == 2 and summary.skipped == 1 and "kaputt.docx: not a readable DOCX" in "\n".join(summary.warnings)
     )
-    hotel = api.query(reader, "Hotel 120 Euro pro Nacht", QueryConfig(strategy="lexical", k=1)).passages[0]
+    hotel = ix.query("Hotel 120 Euro pro Nacht", QueryConfig(strategy="lexical", k=1)).passages[0]
     assert hotel.section == "Reiserichtlinie > Erstattung" and hotel.pages is None and hotel.location.startswith(":8-")
     for filters, found in (
         ({"author": "Northwind HR"}, ["reise.docx"]),
@@ -121,7 +120,7 @@ def test_docx_headings_lists_tables_and_metadata(tmp_path, index_with):
         ({"date_from": "2025-01-01"}, ["reise.docx"]),
         ({"date_to": "2024-12-31"}, ["alt.md"]),
     ):
-        r = api.query(reader, "Hotel", QueryConfig(strategy="lexical", k=3, filters=filters))
+        r = ix.query("Hotel", QueryConfig(strategy="lexical", k=3, filters=filters))
         assert sorted({p.path.split("/")[-1] for p in r.passages}) == found, filters
 
 
@@ -153,7 +152,7 @@ def test_cli_shows_pdf_pages_and_counts_pages_without_text(tmp_path, monkeypatch
     from tests.fakes import FakeEmbedder
 
     fake = FakeEmbedder()
-    monkeypatch.setattr("ragkit.api._default_embedder_factory", lambda cfg: fake)
+    monkeypatch.setattr("ragkit.library.writing._default_embedder_factory", lambda cfg: fake)
     monkeypatch.setattr("ragkit.store.reader.load_embedder", lambda spec, *a, **kw: fake)
     root = tmp_path / "docs"
     root.mkdir()

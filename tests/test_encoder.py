@@ -136,15 +136,15 @@ def test_a_query_process_imports_no_torch(tmp_path):
     """Index the sample with the real model, then query it in a fresh process: no torch, transformers,
     sentence-transformers or lancedb is imported on the way, and queries of the (default) int8 index are
     encoded by the int8 graph that wrote its vectors."""
-    from ragkit import api
+    import ragkit
 
-    api.index([REPO / "ragkit" / "samples" / "handbook"], tmp_path / "idx")
+    ragkit.index([REPO / "ragkit" / "samples" / "handbook"], tmp_path / "idx")
     code = (
         "import sys, json\n"
-        "from ragkit import api\n"
-        f"r = api.query(api.open_index({str(tmp_path / 'idx')!r}), 'how are overtime hours limited?')\n"
+        "import ragkit\n"
+        f"r = ragkit.open({str(tmp_path / 'idx')!r}).query('how are overtime hours limited?')\n"
         "heavy = sorted(m for m in ('torch', 'transformers', 'sentence_transformers', 'lancedb') if m in sys.modules)\n"
-        f"reader = api.open_index({str(tmp_path / 'idx')!r})\n"
+        f"reader = ragkit.open({str(tmp_path / 'idx')!r}).reader\n"
         "row = reader.chunks.take([0])[0]\n"  # the query encoder is the one that wrote the chunk vectors
         "cos = float(reader.embedder.encode_query(row['content']) @ row['vector'])\n"
         "print(json.dumps({'heavy': heavy, 'top': r.passages[0].section, 'encoder': reader.embedder.encoder,\n"

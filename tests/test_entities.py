@@ -2,7 +2,6 @@
 
 import pytest
 
-from ragkit import api
 from ragkit.config import QueryConfig
 from ragkit.extract.entities import extract, normalize, query_entities
 from tests.conftest import write
@@ -90,12 +89,12 @@ def bridge(tmp_path):
 
 
 def test_ppr_finds_the_second_hop(bridge, index_with):
-    _, reader = index_with(bridge)
-    g = reader.entity_graph
+    _, ix = index_with(bridge)
+    g = ix.reader.entity_graph
     seeds = g.seeds(["kurt cobain"])
     assert seeds and g.stats()["entities"] > 5
     ranked = [cid for cid, _ in g.ppr(seeds, top=4)]
-    with reader.duck() as store:
+    with ix.reader.duck() as store:
         ext = dict(
             store.con.execute(
                 "SELECT c.id, d.external_id FROM chunks c JOIN documents d ON d.id = c.document_id"
@@ -105,8 +104,7 @@ def test_ppr_finds_the_second_hop(bridge, index_with):
     assert order[:2] == ["a", "b"]  # Cobain's own paragraph, then Nirvana's (reached through "nirvana")
     # vector_seeds 0: the fake embedder's bag-of-words "nearest entities" would be noise here; graph_weight 1.0:
     # only the walk counts (the fake embedder ranks Soundgarden's "rock band formed" above Nirvana's paragraph)
-    r = api.query(
-        reader,
+    r = ix.query(
         "When was the band of Kurt Cobain formed?",
         QueryConfig(strategy="hippo", k=2, rerank="none", settings={"hippo": {"vector_seeds": 0, "graph_weight": 1.0}}),
     )
@@ -123,7 +121,7 @@ def test_walk_equals_scikit_networks_pagerank(bridge, index_with):
 
     from ragkit.store.entity_graph import PPR_ITERATIONS, Walk
 
-    _, reader = index_with(bridge)
+    _, ix = index_with(bridge)
     rng = np.random.default_rng(7)
     a = sp.random(60, 60, density=0.05, random_state=7, format="csr")
     a = (a + a.T).tolil()
@@ -131,7 +129,7 @@ def test_walk_equals_scikit_networks_pagerank(bridge, index_with):
     a[5, :] = 0  # a node without edges
     a = a.tocsr()
     a.eliminate_zeros()
-    for adjacency in (reader.entity_graph.adjacency(), a):
+    for adjacency in (ix.reader.entity_graph.adjacency(), a):
         reset = np.zeros(adjacency.shape[0])
         reset[rng.choice(adjacency.shape[0], 3, replace=False)] = [2.0, 1.0, 0.5]
         for damping in (0.5, 0.85):
@@ -142,8 +140,8 @@ def test_walk_equals_scikit_networks_pagerank(bridge, index_with):
 
 
 def test_hippo_falls_back_to_hybrid(bridge, index_with):
-    _, reader = index_with(bridge)
-    r = api.query(reader, "zzz qqq", QueryConfig(strategy="hippo"))
+    _, ix = index_with(bridge)
+    r = ix.query("zzz qqq", QueryConfig(strategy="hippo"))
     assert "fallback" in r.plan.notes
 
 
@@ -152,14 +150,14 @@ def test_entities_follow_incremental_updates(bridge, index_with):
     (bridge / "corpus.jsonl").write_text(
         '{"_id": "c", "title": "Pearl Jam", "text": "Pearl Jam is a rock band formed in Seattle in 1990."}\n'
     )
-    _, reader = index_with(bridge)
-    with reader.duck() as store:
+    _, ix = index_with(bridge)
+    with ix.reader.duck() as store:
         orphans = store.con.execute(
             "SELECT count(*) FROM mentions WHERE chunk_id NOT IN (SELECT id FROM chunks)"
         ).fetchone()[0]
         ents = {r[0] for r in store.con.execute("SELECT DISTINCT entity FROM mentions").fetchall()}
     assert orphans == 0 and "kurt cobain" not in ents and "pearl jam" in ents
-    assert not reader.entity_graph.has_entity("kurt cobain")
+    assert not ix.reader.entity_graph.has_entity("kurt cobain")
 
 
 def test_show_entity_and_graph_stats_cli(bridge, tmp_path, monkeypatch):
@@ -171,7 +169,7 @@ def test_show_entity_and_graph_stats_cli(bridge, tmp_path, monkeypatch):
     from tests.fakes import FakeEmbedder
 
     fake = FakeEmbedder()
-    monkeypatch.setattr("ragkit.api._default_embedder_factory", lambda cfg: fake)
+    monkeypatch.setattr("ragkit.library.writing._default_embedder_factory", lambda cfg: fake)
     runner = CliRunner()
     idx = str(tmp_path / "idx")
     assert runner.invoke(app, ["index", str(bridge), "--index", idx]).exit_code == 0
@@ -209,8 +207,8 @@ def test_leiden_finds_known_clusters_and_reports():
 
 
 def test_communities_stored_and_follow_updates(bridge, index_with):
-    _, reader = index_with(bridge)
-    with reader.duck() as store:
+    _, ix = index_with(bridge)
+    with ix.reader.duck() as store:
         n = store.con.execute("SELECT count(*) FROM communities").fetchone()[0]
         members = store.con.execute(
             "SELECT count(*) FROM community_members m LEFT JOIN mentions x "
@@ -218,8 +216,8 @@ def test_communities_stored_and_follow_updates(bridge, index_with):
         ).fetchone()[0]
     assert n >= 1 and members == 0  # every member is a mentioned entity
     (bridge / "corpus.jsonl").write_text('{"_id": "c", "title": "Pearl Jam", "text": "Pearl Jam is a band."}\n')
-    _, reader = index_with(bridge)
-    with reader.duck() as store:
+    _, ix = index_with(bridge)
+    with ix.reader.duck() as store:
         orphans = store.con.execute(
             "SELECT count(*) FROM community_members m LEFT JOIN mentions x "
             "ON x.entity = m.entity WHERE x.entity IS NULL"
@@ -228,8 +226,8 @@ def test_communities_stored_and_follow_updates(bridge, index_with):
 
 
 def test_global_strategy_returns_reports_and_member_chunks(bridge, index_with):
-    _, reader = index_with(bridge)
-    r = api.query(reader, "rock bands from Seattle", QueryConfig(strategy="global", k=3))
+    _, ix = index_with(bridge)
+    r = ix.query("rock bands from Seattle", QueryConfig(strategy="global", k=3))
     assert r.passages and r.context_items and r.context_items[0]["type"] == "community"
     assert r.context_items[0]["report"].startswith("Community: ")
     from ragkit.render import result_dict
@@ -242,16 +240,15 @@ def test_global_falls_back_without_communities(tmp_path, index_with):
     from ragkit.config import IndexConfig
 
     write(tmp_path / "d", "a.md", "# A\n\nplain text without names\n")
-    _, reader = index_with(tmp_path / "d", cfg=IndexConfig(extract="none"))
-    r = api.query(reader, "plain text", QueryConfig(strategy="global"))
+    _, ix = index_with(tmp_path / "d", cfg=IndexConfig(extract="none"))
+    r = ix.query("plain text", QueryConfig(strategy="global"))
     assert "fallback" in r.plan.notes and r.passages
 
 
 def test_local_strategy_entities_relations_chunks(bridge, index_with):
-    _, reader = index_with(bridge)
+    _, ix = index_with(bridge)
     # graph_weight 1.0: only the graph's own chunk ranking counts (the fake embedder's lists would blur it)
-    r = api.query(
-        reader,
+    r = ix.query(
         "Where did Kurt Cobain's band come from?",
         QueryConfig(strategy="local", k=3, settings={"local": {"graph_weight": 1.0}}),
     )
@@ -262,8 +259,8 @@ def test_local_strategy_entities_relations_chunks(bridge, index_with):
     assert rel["description"]
     found = [p.path.split("#")[-1] for p in r.passages]
     assert set(found[:2]) == {"a", "b"}  # the second hop is reached through "nirvana"
-    g = reader.entity_graph
+    g = ix.reader.entity_graph
     scores, _ = g.neighbourhood({"kurt cobain": 1.0}, hops=1)
     scores2, _ = g.neighbourhood({"kurt cobain": 1.0}, hops=2)
     assert set(scores) <= set(scores2) and "nirvana" in scores
-    assert "fallback" in api.query(reader, "zzz qqq", QueryConfig(strategy="local")).plan.notes
+    assert "fallback" in ix.query("zzz qqq", QueryConfig(strategy="local")).plan.notes

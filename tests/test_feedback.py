@@ -11,7 +11,7 @@ import sys
 import numpy as np
 import pytest
 
-from ragkit import api
+import ragkit
 from ragkit.answer.records import Answer
 from ragkit.config import QueryConfig
 from ragkit.errors import BadQuery, Forbidden, UnknownId
@@ -38,66 +38,66 @@ QUESTIONS = [f"How many folders may the {w} desk hold?" for w in (
 
 
 @pytest.fixture
-def reader(tmp_path, index_with):
+def ix(tmp_path, index_with):
     root = tmp_path / "rules"
     for name, text in TOPICS.items():
         write(root, name, text)
     return index_with(root)[1]
 
 
-def reopen(reader):
-    return api.open_index(reader.index_dir, embedder=reader.embedder)
+def reopen(ix):
+    return ragkit.open(ix.path, embedder=ix.reader.embedder)
 
 
-def asked(reader, text: str, **cfg):
+def asked(ix, text: str, **cfg):
     cfg = QueryConfig(**{"k": 5, **cfg})
-    result = api.query(reader, text, cfg)
+    result = ix.query(text, cfg)
     if cfg.answer:
-        api.answer_into(result, cfg, reader=reader)
-    assert api.log_query(reader, result, cfg)
+        ix.answer_for(result, cfg)
+    assert ix.log(result, cfg)
     return result
 
 
-def test_every_result_has_a_query_id_and_its_passages_are_kept_by_path_section_and_content(reader):
-    result = asked(reader, QUESTIONS[3])
-    assert len(result.query_id) == 16 and result.query_id != asked(reader, QUESTIONS[3]).query_id
-    logged = Feedback(reader.index_dir).asked(result.query_id)
+def test_every_result_has_a_query_id_and_its_passages_are_kept_by_path_section_and_content(ix):
+    result = asked(ix, QUESTIONS[3])
+    assert len(result.query_id) == 16 and result.query_id != asked(ix, QUESTIONS[3]).query_id
+    logged = Feedback(ix.path).asked(result.query_id)
     assert logged["query"] == QUESTIONS[3] and logged["scope"] == "all"
     first = logged["passages"][0]
     assert {"rank", "path", "section", "hash", "collection", "section_id"} <= set(first)
     assert first["path"] == result.passages[0].path and len(first["hash"]) == 16
 
 
-def test_feedback_is_checked_before_it_is_kept(reader):
-    result = asked(reader, QUESTIONS[0])
-    event = api.feedback(reader.index_dir, result.query_id, 1, "good")
+def test_feedback_is_checked_before_it_is_kept(ix):
+    result = asked(ix, QUESTIONS[0])
+    event = ix.feedback(result.query_id, rank=1, grade="good")
     assert event["grade"] == 3 and event["target"] == "passage" and event["path"] == result.passages[0].path
     with pytest.raises(BadQuery, match="showed no answer"):  # asked without one
-        api.feedback(reader.index_dir, result.query_id, None, 0)
-    answered = asked(reader, QUESTIONS[0], answer=True, answer_mode="extract")
-    assert api.feedback(reader.index_dir, answered.query_id, None, 0)["target"] == "answer"
+        ix.feedback(result.query_id, rank=None, grade=0)
+    answered = asked(ix, QUESTIONS[0], answer=True, answer_mode="extract")
+    assert ix.feedback(answered.query_id, rank=None, grade=0)["target"] == "answer"
     with pytest.raises(UnknownId):
-        api.feedback(reader.index_dir, "0" * 16, 1, "good")
+        ix.feedback("0" * 16, rank=1, grade="good")
     with pytest.raises(BadQuery):
-        api.feedback(reader.index_dir, result.query_id, 99, "good")
+        ix.feedback(result.query_id, rank=99, grade="good")
     with pytest.raises(BadQuery):
-        api.feedback(reader.index_dir, result.query_id, 1, 7)
+        ix.feedback(result.query_id, rank=1, grade=7)
     with pytest.raises(Forbidden):  # a token rates only what it asked
-        api.feedback(reader.index_dir, result.query_id, 1, "good", token="team-a", readable=("default",))
-    kinds = [e["type"] for e in EventLog(reader.index_dir).read()]
+        ix.feedback(result.query_id, rank=1, grade="good", token="team-a", readable=("default",))
+    kinds = [e["type"] for e in EventLog(ix.path).read()]
     assert kinds == ["query", "feedback", "query", "feedback"]  # the refused ones left nothing
 
 
-def test_a_token_rates_only_its_own_queries_and_what_it_may_read(reader):
+def test_a_token_rates_only_its_own_queries_and_what_it_may_read(ix):
     cfg = QueryConfig(k=5, readable=("default",))
-    result = api.query(reader, QUESTIONS[1], cfg)
-    api.log_query(reader, result, cfg, token="team-a")
-    event = api.feedback(reader.index_dir, result.query_id, 1, "good", token="team-a", readable=("default",))
+    result = ix.query(QUESTIONS[1], cfg)
+    ix.log(result, cfg, token="team-a")
+    event = ix.feedback(result.query_id, rank=1, grade="good", token="team-a", readable=("default",))
     assert event["scope"] == scope_of(("default",)) == "collections:default" and event["token"] == "team-a"
     with pytest.raises(Forbidden):  # the passage's collection is not this token's
-        api.feedback(reader.index_dir, result.query_id, 1, "good", token="team-a", readable=("other",))
-    assert [j.id for j in Feedback(reader.index_dir).judged("collections:default")] == [result.query_id]
-    assert Feedback(reader.index_dir).judged("all") == []  # it trains its scope's model only
+        ix.feedback(result.query_id, rank=1, grade="good", token="team-a", readable=("other",))
+    assert [j.id for j in Feedback(ix.path).judged("collections:default")] == [result.query_id]
+    assert Feedback(ix.path).judged("all") == []  # it trains its scope's model only
 
 
 def _append(args):
@@ -114,20 +114,20 @@ def test_processes_appending_at_once_never_interleave_lines(tmp_path):
     assert len(events) == 200 and all(len(e["pad"]) == 3000 for e in events)
 
 
-def test_feedback_survives_reindexing_and_export_and_bulk_files_round_trip(reader, tmp_path, index_with):
-    result = asked(reader, QUESTIONS[2])
-    api.feedback(reader.index_dir, result.query_id, 1, "good")
+def test_feedback_survives_reindexing_and_export_and_bulk_files_round_trip(ix, tmp_path, index_with):
+    result = asked(ix, QUESTIONS[2])
+    ix.feedback(result.query_id, rank=1, grade="good")
     (tmp_path / "rules" / "topic23.md").write_text("# Rule 23\n\n## Scope\n\nChanged text about the yarrow desk.\n")
     index_with(tmp_path / "rules")  # a new run
-    assert [j.id for j in Feedback(reader.index_dir).judged()] == [result.query_id]
+    assert [j.id for j in Feedback(ix.path).judged()] == [result.query_id]
     out = tmp_path / "events.jsonl"
-    assert api.feedback_export(reader.index_dir, out) == 2
+    assert ix.export_feedback(out) == 2
     rows = tmp_path / "labels.jsonl"
     rows.write_text(json.dumps({"query_id": result.query_id, "rank": 2, "good": False}) + "\n")
-    assert api.feedback_file(reader.index_dir, rows) == 1
+    assert ix.feedback_file(rows) == 1
     rows.write_text(json.dumps({"query_id": result.query_id, "rank": 42}) + "\n")
     with pytest.raises(BadQuery, match="line 1"):
-        api.feedback_file(reader.index_dir, rows)
+        ix.feedback_file(rows)
 
 
 def _groups(n: int, flip: bool, seed: int) -> list[ranking.Group]:
@@ -180,22 +180,22 @@ def test_the_guard_refuses_a_held_out_gain_that_is_chance(seed):
     assert not outcome.adopted and "beyond chance" in outcome.reason and outcome.after["p"] >= 0.05
 
 
-def test_an_adopted_ranker_is_used_explained_shown_and_reset(reader):
-    before = [p.path for p in asked(reader, QUESTIONS[5]).passages]
+def test_an_adopted_ranker_is_used_explained_shown_and_reset(ix):
+    before = [p.path for p in asked(ix, QUESTIONS[5]).passages]
     groups = [g for g in _groups(40, False, 4)]
     outcome, model = ranking.fit_if_better("all", groups, None, min_queries=20)
     assert outcome.adopted
-    ranking.adopt(reader.index_dir, "all", model, outcome)
-    reader = reopen(reader)
-    result = api.query(reader, QUESTIONS[5], QueryConfig(k=5))
+    ranking.adopt(ix.path, "all", model, outcome)
+    ix = reopen(ix)
+    result = ix.query(QUESTIONS[5], QueryConfig(k=5))
     assert result.plan.rerank["learned"]["scope"] == "all" and result.plan.rerank["learned"]["version"] == 1
     assert "learned" in result.passages[0].features and "default" in result.passages[0].features
-    stats = api.stats(reader)["learned"]["scopes"]["all"]
+    stats = ix.stats()["learned"]["scopes"]["all"]
     assert stats["version"] == 1 and stats["queries"] == 40 and stats["after"]["top1"] >= stats["before"]["top1"]
-    assert api.unlearn(reader) == 1
-    reader = reopen(reader)
-    assert [p.path for p in api.query(reader, QUESTIONS[5], QueryConfig(k=5)).passages] == before
-    assert "learned" not in api.query(reader, QUESTIONS[5], QueryConfig(k=5)).plan.rerank
+    assert ix.unlearn() == 1
+    ix = reopen(ix)
+    assert [p.path for p in ix.query(QUESTIONS[5], QueryConfig(k=5)).passages] == before
+    assert "learned" not in ix.query(QUESTIONS[5], QueryConfig(k=5)).plan.rerank
 
 
 def test_a_ranker_file_from_another_version_or_of_other_features_is_refused(tmp_path):
@@ -233,30 +233,30 @@ def test_a_loud_user_moves_nobody_elses_results(tmp_path, index_with):
     root = tmp_path / "desks"
     for name, text in CAPACITY.items():
         write(root, name, text)
-    reader = index_with(root, name="desks")[1]
+    ix = index_with(root, name="desks")[1]
     for text in CAPACITY_QUESTIONS[1:]:
-        result = asked(reader, text, learned=False)
+        result = asked(ix, text, learned=False)
         limit = next(p for p in result.passages if p.section.endswith("Limit") and text.split()[6] in p.section)
         about = next(p for p in result.passages if p.section.endswith("About") and text.split()[6] in p.section)
-        api.feedback(reader.index_dir, result.query_id, limit.rank, "good")
-        api.feedback(reader.index_dir, result.query_id, about.rank, "bad")
+        ix.feedback(result.query_id, rank=limit.rank, grade="good")
+        ix.feedback(result.query_id, rank=about.rank, grade="bad")
 
     def learned_tops() -> dict[str, list[tuple[str, str]]]:
-        outcomes = api.learn(reopen(reader), min_queries=5)
+        outcomes = reopen(ix).learn(min_queries=5)
         assert outcomes and outcomes[0].adopted, outcomes and outcomes[0].reason  # a model in use: it is checked
-        fresh = reopen(reader)
-        tops = {t: api.query(fresh, t, QueryConfig(k=3, log=False)).passages for t in CAPACITY_QUESTIONS[1:]}
-        api.unlearn(fresh)
+        fresh = reopen(ix)
+        tops = {t: fresh.query(t, QueryConfig(k=3, log=False)).passages for t in CAPACITY_QUESTIONS[1:]}
+        fresh.unlearn()
         return {t: [(p.path, p.section) for p in top] for t, top in tops.items()}
 
     quiet = learned_tops()
-    loud = asked(reader, CAPACITY_QUESTIONS[0], learned=False)
+    loud = asked(ix, CAPACITY_QUESTIONS[0], learned=False)
     victim = loud.passages[-1]
     for _ in range(100):
-        api.feedback(reader.index_dir, loud.query_id, victim.rank, "good")
-    judged = Feedback(reader.index_dir).judged()
+        ix.feedback(loud.query_id, rank=victim.rank, grade="good")
+    judged = Feedback(ix.path).judged()
     assert sum(len(j.passages) for j in judged) >= 100 + 2 * (len(CAPACITY_QUESTIONS) - 1)
-    assert api.learn(reader, min_queries=5, dry_run=True)[0].queries == len(judged)  # the loud question counts once
+    assert ix.learn(min_queries=5, dry_run=True)[0].queries == len(judged)  # the loud question counts once
     noisy = learned_tops()
     assert all(quiet[t][0][1].endswith("Limit") for t in quiet)  # (what was learned: the good passage first)
     assert {t: top[0] for t, top in noisy.items()} == {t: top[0] for t, top in quiet.items()}
@@ -336,46 +336,48 @@ def test_a_scopes_learned_threshold_leaves_its_other_languages_to_the_index(tmp_
 NEAR_MISSES = [q.replace("desk", "cabinet") for q in QUESTIONS]  # the rules say nothing of cabinets
 
 
-def _rate_answers(reader, token=None, readable=None) -> None:
+def _rate_answers(ix, token=None, readable=None) -> None:
     """Each desk question's answer rated good, each cabinet question's (answered from a desk rule) bad."""
     cfg = QueryConfig(k=5, answer=True, answer_mode="extract", readable=readable)
     for text in QUESTIONS + NEAR_MISSES:
-        result = api.query(reader, text, cfg)
-        api.answer_into(result, cfg, reader=reader)
-        assert api.log_query(reader, result, cfg, token=token)
-        shown = Feedback(reader.index_dir).asked(result.query_id)["answer"]
+        result = ix.query(text, cfg)
+        ix.answer_for(result, cfg)
+        assert ix.log(result, cfg, token=token)
+        shown = Feedback(ix.path).asked(result.query_id)["answer"]
         assert shown["abstained"] is False and shown["confidence"] == result.answer.confidence
         grade = "good" if "desk" in text else "bad"
-        api.feedback(reader.index_dir, result.query_id, None, grade, token=token, readable=readable)
+        ix.feedback(result.query_id, rank=None, grade=grade, token=token, readable=readable)
 
 
-def _abstains(reader, text: str, readable=None) -> bool:
+def _abstains(ix, text: str, readable=None) -> bool:
     cfg = QueryConfig(k=5, answer=True, answer_mode="extract", readable=readable, log=False)
-    return api.answer(api.query(reader, text, cfg), cfg, reader=reader).abstained
+    answered = ix.answer_for(ix.query(text, cfg), cfg)
+    assert answered.error is None, answered.error
+    return answered.answer.abstained
 
 
-def test_rated_answers_teach_when_to_abstain(reader):
+def test_rated_answers_teach_when_to_abstain(ix):
     unrated = "How many folders may the amber drawer hold?"
-    assert not _abstains(reader, unrated) and not _abstains(reader, QUESTIONS[0])  # the shipped threshold
-    _rate_answers(reader)
-    outcomes = [o for o in api.learn(reader) if o.kind == "abstain"]
+    assert not _abstains(ix, unrated) and not _abstains(ix, QUESTIONS[0])  # the shipped threshold
+    _rate_answers(ix)
+    outcomes = [o for o in ix.learn() if o.kind == "abstain"]
     assert [(o.scope, o.adopted) for o in outcomes] == [("all · en", True)], outcomes
     assert outcomes[0].after["right"] > outcomes[0].before["right"]
-    reader = reopen(reader)
-    assert _abstains(reader, unrated) and not _abstains(reader, QUESTIONS[0])
-    assert api.learned(reader)["answers"]["all"]["en"]["threshold"] == outcomes[0].after["threshold"]
-    assert api.unlearn(reader) == 1
-    assert not _abstains(reopen(reader), unrated)
+    ix = reopen(ix)
+    assert _abstains(ix, unrated) and not _abstains(ix, QUESTIONS[0])
+    assert ix.learned()["answers"]["all"]["en"]["threshold"] == outcomes[0].after["threshold"]
+    assert ix.unlearn() == 1
+    assert not _abstains(reopen(ix), unrated)
 
 
-def test_a_tokens_rated_answers_change_only_its_own_scope(reader):
-    _rate_answers(reader, token="team-a", readable=("default",))
-    outcomes = [o for o in api.learn(reader) if o.kind == "abstain"]
+def test_a_tokens_rated_answers_change_only_its_own_scope(ix):
+    _rate_answers(ix, token="team-a", readable=("default",))
+    outcomes = [o for o in ix.learn() if o.kind == "abstain"]
     assert [(o.scope, o.adopted) for o in outcomes] == [("collections:default · en", True)], outcomes
-    reader = reopen(reader)
+    ix = reopen(ix)
     unrated = "How many folders may the amber drawer hold?"
-    assert _abstains(reader, unrated, readable=("default",))
-    assert not _abstains(reader, unrated)  # the index's own queries ("all") keep the shipped threshold
+    assert _abstains(ix, unrated, readable=("default",))
+    assert not _abstains(ix, unrated)  # the index's own queries ("all") keep the shipped threshold
 
 
 @pytest.mark.integration

@@ -10,7 +10,7 @@ import urllib.parse
 
 import pytest
 
-from ragkit import api
+import ragkit
 from ragkit.config import QueryConfig
 from ragkit.errors import BadQuery
 from tests import fuzz
@@ -84,18 +84,14 @@ def test_unusual_filters_are_answered_400_or_narrowed_never_500(team_server, pat
 def test_stray_and_empty_quotes_are_searched_as_words_not_lance_phrases(team_server, text):
     """Found by scripts/fuzz.py: a bare ``""`` reached Lance as a phrase query, which the index (no positions)
     cannot answer: a ValueError out of the store."""
-    from ragkit import api
-
-    reader = api.open_index(team_server.index)
-    api.query(reader, text, QueryConfig(strategy="lexical", k=3, log=False, retry=False))
-    api.query(reader, text, QueryConfig(strategy="hybrid", k=3, log=False, retry=False))
+    ix = ragkit.open(team_server.index)
+    ix.query(text, QueryConfig(strategy="lexical", k=3, log=False, retry=False))
+    ix.query(text, QueryConfig(strategy="hybrid", k=3, log=False, retry=False))
 
 
 @pytest.mark.integration
 def test_whole_lexical_queries_never_crash(team_server):
-    from ragkit import api
-
-    tally = fuzz.fuzz_queries(150, api.open_index(team_server.index))
+    tally = fuzz.fuzz_queries(150, ragkit.open(team_server.index))
     assert tally.cases == 150 and tally.failures == []
 
 
@@ -105,7 +101,6 @@ def test_collection_names_with_quotes_and_sql_words_are_values_not_sql(tmp_path)
     other, and a token of another collection reads none of it."""
     from dataclasses import replace
 
-    from ragkit import api
     from ragkit.config import IndexConfig
     from tests.conftest import write
 
@@ -114,21 +109,21 @@ def test_collection_names_with_quotes_and_sql_words_are_values_not_sql(tmp_path)
     write(root / "a", "pay.md", "# Pay\n\nThe Quillfeather bonus is paid in March.\n")
     write(root / "b", "other.md", "# Other\n\nThe Brassmoor bonus is paid in June.\n")
     idx = tmp_path / "idx"
-    api.index([root / "a"], idx, replace(IndexConfig(), collection=hostile))
-    api.index([root / "b"], idx, replace(IndexConfig(), collection="plain"))
-    reader = api.open_index(idx)
-    mine = api.query(reader, "When is the bonus paid?", QueryConfig(k=5, readable=(hostile,), log=False))
+    ragkit.index([root / "a"], idx, cfg=replace(IndexConfig(), collection=hostile))
+    ragkit.index([root / "b"], idx, cfg=replace(IndexConfig(), collection="plain"))
+    ix = ragkit.open(idx)
+    mine = ix.query("When is the bonus paid?", QueryConfig(k=5, readable=(hostile,), log=False))
     assert mine.passages and all(p.collection == hostile for p in mine.passages)
-    other = api.query(reader, "When is the bonus paid?", QueryConfig(k=5, readable=("plain",), log=False))
+    other = ix.query("When is the bonus paid?", QueryConfig(k=5, readable=("plain",), log=False))
     assert other.passages and "Quillfeather" not in json.dumps([p.text for p in other.passages])
-    filtered = api.query(reader, "bonus", QueryConfig(k=5, filters={"collection": hostile}, log=False))
+    filtered = ix.query("bonus", QueryConfig(k=5, filters={"collection": hostile}, log=False))
     assert {p.collection for p in filtered.passages} == {hostile}
-    assert api.stats(reader, (hostile,))["documents"] == 1 and api.documents(reader, {}, (hostile,))["total"] == 1
+    assert ix.stats((hostile,))["documents"] == 1 and ix.documents(readable=(hostile,))["total"] == 1
 
 
 def test_a_page_far_beyond_the_documents_is_a_bad_request_not_a_server_error(corpus, index_with):
-    _, reader = index_with(corpus)
+    _, ix = index_with(corpus)
     for limit, offset in ((50, 88814815595580952150016), (0, 0), (50, -1)):
         with pytest.raises(BadQuery):
-            api.documents(reader, {}, None, limit, offset)
-    assert api.documents(reader, {}, None, 50, 2**31 - 1)["documents"] == []
+            ix.documents(limit, offset)
+    assert ix.documents(50, 2**31 - 1)["documents"] == []

@@ -5,7 +5,7 @@ from dataclasses import replace
 
 import pytest
 
-from ragkit import api
+import ragkit
 from ragkit.config import QueryConfig
 from ragkit.extract.refs import find_links, slug
 from ragkit.legal import find_legal_refs, heading_key, law_keys
@@ -59,8 +59,8 @@ def test_html_links_become_references(tmp_path, index_with):
         '<h1>Home</h1><p>See <a href="faq.html#billing">billing</a> and <a href="https://x.org">web</a>.</p>',
     )
     write(tmp_path / "site", "faq.html", "<h1>FAQ</h1><h2>Billing</h2><p>Invoices are monthly.</p>")
-    _, reader = index_with(tmp_path / "site")
-    with reader.duck() as store:
+    _, ix = index_with(tmp_path / "site")
+    with ix.reader.duck() as store:
         refs = store.rows("SELECT r.target, s.heading FROM refs r JOIN sections s ON s.id = r.resolved_section_id")
     assert refs == [{"target": "faq.html#billing", "heading": "Billing"}]
 
@@ -148,10 +148,10 @@ def laws(tmp_path):
 def test_graph_structure_and_traversal(laws, index_with):
     from ragkit.config import IndexConfig
 
-    s, reader = index_with(laws, cfg=IndexConfig(chunk_tokens=60))
-    g = reader.graph
+    s, ix = index_with(laws, cfg=IndexConfig(chunk_tokens=60))
+    g = ix.reader.graph
     st = g.stats()
-    with reader.duck() as store:
+    with ix.reader.duck() as store:
         counts = store.counts()
     assert st["node_kinds"] == {
         "document": counts["documents"],
@@ -160,7 +160,7 @@ def test_graph_structure_and_traversal(laws, index_with):
     }
     assert set(st["edge_types"]) == {"parent_of", "child_of", "adjacent_to", "references", "supersedes"}
     # chunk → section → parent section → document
-    with reader.duck() as store:
+    with ix.reader.duck() as store:
         sec2 = store.rows("SELECT id FROM sections WHERE heading = '§ 2 Ruhezeit'")[0]["id"]
         overview = store.rows("SELECT id FROM sections WHERE heading = 'Overview'")[0]["id"]
         c1 = store.rows(
@@ -176,7 +176,7 @@ def test_graph_structure_and_traversal(laws, index_with):
     sub = g.get_subgraph(c1, depth=1)
     assert c1 in sub and g.get_section(c1) in sub and sub.g.vcount() < g.g.vcount()
     # versions: v2 supersedes v1
-    with reader.duck() as store:
+    with ix.reader.duck() as store:
         latest = dict(store.con.execute("SELECT path, is_latest FROM documents").fetchall())
     assert latest["laws/policy-v1.md"] is False and latest["laws/policy-v2.md"] is True
 
@@ -189,9 +189,9 @@ def test_graph_follows_incremental_updates(laws, index_with):
         "testg.md",
         "# Testgesetz (TestG)\n\n## § 1 Zweck\n\nNur noch die Ruhezeit nach § 2.\n\n## § 2 Ruhezeit\n\nElf Stunden.\n",
     )
-    _, reader = index_with(laws)
-    g = reader.graph
-    with reader.duck() as store:
+    _, ix = index_with(laws)
+    g = ix.reader.graph
+    with ix.reader.duck() as store:
         ids = {r["id"] for t in ("documents", "sections", "chunks") for r in store.rows(f"SELECT id FROM {t}")}
         dangling = store.con.execute(
             "SELECT count(*) FROM refs WHERE document_id NOT IN (SELECT id FROM documents)"
@@ -204,22 +204,21 @@ def test_graph_follows_incremental_updates(laws, index_with):
 
 
 def test_query_reference_puts_section_first(laws, index_with):
-    _, reader = index_with(laws)
-    r = api.query(reader, "§ 3 TestG", QueryConfig(k=3))
+    _, ix = index_with(laws)
+    r = ix.query("§ 3 TestG", QueryConfig(k=3))
     assert r.passages[0].section == "Testgesetz (TestG) > § 3 Ausnahmen"
     assert r.plan.references[0]["raw"] == "§ 3 TestG" and r.plan.references[0]["section_ids"]
     assert r.passages[0].features["reference_match"] == 1.0
-    r = api.query(reader, "was steht in § 2 TestG", QueryConfig(k=3, strategy="naive"))
+    r = ix.query("was steht in § 2 TestG", QueryConfig(k=3, strategy="naive"))
     assert r.passages[0].section == "Testgesetz (TestG) > § 2 Ruhezeit"
 
 
 def test_versions_latest_by_default(laws, index_with):
-    _, reader = index_with(laws)
-    paths = {p.path for p in api.query(reader, "breaks minutes", QueryConfig(k=5, strategy="lexical")).passages}
+    _, ix = index_with(laws)
+    paths = {p.path for p in ix.query("breaks minutes", QueryConfig(k=5, strategy="lexical")).passages}
     assert "laws/policy-v2.md" in paths and "laws/policy-v1.md" not in paths
     paths = {
-        p.path
-        for p in api.query(reader, "breaks minutes", QueryConfig(k=5, strategy="lexical", all_versions=True)).passages
+        p.path for p in ix.query("breaks minutes", QueryConfig(k=5, strategy="lexical", all_versions=True)).passages
     }
     assert {"laws/policy-v1.md", "laws/policy-v2.md"} <= paths
 
@@ -228,22 +227,22 @@ def test_version_of_flag(tmp_path, index_with, fake):
     write(tmp_path / "a", "old.md", "# Old\n\nzebra rules old\n")
     index_with(tmp_path / "a")
     write(tmp_path / "b", "new.md", "# New\n\nzebra rules new\n")
-    api.index(
+    ragkit.index(
         [tmp_path / "b"], tmp_path / "idx", version_of=str(tmp_path / "a" / "old.md"), embedder_factory=lambda c: fake
     )
-    reader = api.open_index(tmp_path / "idx", embedder=fake)
+    ix = ragkit.open(tmp_path / "idx", embedder=fake)
     cfg = QueryConfig(strategy="lexical")
-    assert [p.path for p in api.query(reader, "zebra rules", cfg).passages] == ["b/new.md"]
+    assert [p.path for p in ix.query("zebra rules", cfg).passages] == ["b/new.md"]
     cfg = replace(cfg, all_versions=True)
-    assert {p.path for p in api.query(reader, "zebra rules", cfg).passages} == {"a/old.md", "b/new.md"}
+    assert {p.path for p in ix.query("zebra rules", cfg).passages} == {"a/old.md", "b/new.md"}
 
 
 # ---------------------------------------------------------------- features
 
 
 def test_features_and_modes(laws, index_with):
-    _, reader = index_with(laws)
-    r = api.query(reader, "Ruhezeit Ausnahmen", QueryConfig(k=5, strategy="lexical"))
+    _, ix = index_with(laws)
+    r = ix.query("Ruhezeit Ausnahmen", QueryConfig(k=5, strategy="lexical"))
     feats = {h.chunk_id: h.features for h in r.hits}
     for f in feats.values():
         assert set(f) == set(DEFAULT_WEIGHTS["balanced"]) and all(0.0 <= v <= 1.0 for v in f.values())
@@ -255,17 +254,17 @@ def test_features_and_modes(laws, index_with):
         assert h.score == pytest.approx(sum(weights[name] * value for name, value in h.features.items()))
     assert [h.score for h in r.hits] == sorted((h.score for h in r.hits), reverse=True)
     assert max(f["section_match"] for f in feats.values()) == 0.5  # one of two words: "§ 2 Ruhezeit" or "§ 3 Ausnahmen"
-    none = api.query(reader, "Ruhezeit Ausnahmen", QueryConfig(k=5, strategy="lexical", rerank="none"))
+    none = ix.query("Ruhezeit Ausnahmen", QueryConfig(k=5, strategy="lexical", rerank="none"))
     assert none.hits[0].features == {} and none.plan.rerank["used"] == "none"
     for mode in ("precision", "recall"):
-        assert api.query(reader, "Ruhezeit", QueryConfig(mode=mode)).plan.weights == DEFAULT_WEIGHTS[mode]
+        assert ix.query("Ruhezeit", QueryConfig(mode=mode)).plan.weights == DEFAULT_WEIGHTS[mode]
 
 
 def test_feature_values_on_known_hits(laws, index_with):
     from ragkit.config import IndexConfig
 
-    _, reader = index_with(laws, cfg=IndexConfig(chunk_tokens=60))
-    with reader.duck() as store:
+    _, ix = index_with(laws, cfg=IndexConfig(chunk_tokens=60))
+    with ix.reader.duck() as store:
         rows = store.rows(
             "SELECT c.id, c.section_id, c.chunk_index, c.document_id FROM chunks c "
             "JOIN documents d ON d.id = c.document_id WHERE d.path LIKE '%guide.md' "
@@ -283,7 +282,7 @@ def test_feature_values_on_known_hits(laws, index_with):
     from ragkit.retrieve.planner import plan_query
 
     routing = set(plan_query("overview policy", {"policy", "notes"}).doc_type_routing)
-    f = compute(hits, FeatureContext("overview policy", reader.graph, doc_types=routing))
+    f = compute(hits, FeatureContext("overview policy", ix.reader.graph, doc_types=routing))
     a, b = hits[0].chunk_id, hits[-1].chunk_id
     assert len(hits) == 2
     assert f[a]["text_relevance"] == 1.0 and f[b]["text_relevance"] == 0.0
@@ -320,7 +319,7 @@ def test_trace_and_graph_cli(laws, tmp_path, monkeypatch):
     from tests.fakes import FakeEmbedder
 
     fake = FakeEmbedder()
-    monkeypatch.setattr("ragkit.api._default_embedder_factory", lambda cfg: fake)
+    monkeypatch.setattr("ragkit.library.writing._default_embedder_factory", lambda cfg: fake)
     monkeypatch.setattr("ragkit.store.reader.load_embedder", lambda spec, *a, **kw: fake)
     runner = CliRunner()
     idx = str(tmp_path / "idx")
@@ -352,7 +351,7 @@ def test_legal_reference_queries_hit_their_section(tmp_path, fake):
     the reference feature, not the embedding, has to do it; tests/test_quality.py runs the real model)."""
     from tests import quality
 
-    api.index([quality.GERMAN_LAWS], tmp_path / "laws", embedder_factory=lambda c: fake)
-    reader = api.open_index(tmp_path / "laws", embedder=fake)
+    ragkit.index([quality.GERMAN_LAWS], tmp_path / "laws", embedder_factory=lambda c: fake)
+    ix = ragkit.open(tmp_path / "laws", embedder=fake)
     queries = quality.legal_queries()
-    assert len(queries) == 24 and quality.legal_misses(reader, queries) == []
+    assert len(queries) == 24 and quality.legal_misses(ix, queries) == []

@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pytest
 
-from ragkit import api
+import ragkit
 from ragkit.config import IndexConfig, QueryConfig
 from ragkit.embed import PROBES
 from ragkit.errors import BadQuery
@@ -41,8 +41,8 @@ Ostrich eggs weigh more than a kilogram each and are guarded by both parents in 
 """
 
 
-def _tree(reader):
-    with reader.duck() as store:
+def _tree(ix):
+    with ix.reader.duck() as store:
         return store.rows(
             "SELECT id, level, document_id, section_id, parent_id, title, text, chunk_ids, method "
             "FROM summaries ORDER BY id"
@@ -58,9 +58,9 @@ def guide(tmp_path):
 
 
 def test_tree_has_a_node_wherever_it_covers_several_chunks(guide, index_with):
-    summary, reader = index_with(guide, cfg=CFG)
-    nodes = _tree(reader)
-    with reader.duck() as store:
+    summary, ix = index_with(guide, cfg=CFG)
+    nodes = _tree(ix)
+    with ix.reader.duck() as store:
         chunks = store.rows(
             "SELECT c.id, c.document_id, s.breadcrumb FROM chunks c JOIN sections s "
             "ON s.id = c.section_id ORDER BY c.chunk_index"
@@ -89,8 +89,8 @@ def test_tree_has_a_node_wherever_it_covers_several_chunks(guide, index_with):
 
 
 def test_tree_is_kept_incrementally(guide, index_with):
-    _, reader = index_with(guide, cfg=CFG)
-    before = {n["id"]: n for n in _tree(reader)}
+    _, ix = index_with(guide, cfg=CFG)
+    before = {n["id"]: n for n in _tree(ix)}
     write(
         guide,
         "second.md",
@@ -98,17 +98,17 @@ def test_tree_is_kept_incrementally(guide, index_with):
         "lionesses do most of the hunting for the group.\n\nCubs stay with the pride for "
         "about two years before the young males are driven out to find a pride.\n",
     )
-    summary, reader = index_with(guide, cfg=CFG)
-    after = {n["id"]: n for n in _tree(reader)}
+    summary, ix = index_with(guide, cfg=CFG)
+    after = {n["id"]: n for n in _tree(ix)}
     assert summary.tree["nodes"] == 1 and set(before) < set(after)  # only the new document was summarised
     assert all(after[i] == before[i] for i in before)
     (guide / "guide.md").unlink()
-    _, reader = index_with(guide, cfg=CFG)
-    assert [n["title"] for n in _tree(reader)] == ["Lions"]  # a removed document takes its nodes along
-    _, reader = index_with(guide, cfg=IndexConfig(chunk_tokens=40, chunk_min_tokens=5, tree=False))
+    _, ix = index_with(guide, cfg=CFG)
+    assert [n["title"] for n in _tree(ix)] == ["Lions"]  # a removed document takes its nodes along
+    _, ix = index_with(guide, cfg=IndexConfig(chunk_tokens=40, chunk_min_tokens=5, tree=False))
     write(guide, "third.md", "# Hyenas\n\nHyenas laugh.\n\nThey also hunt.\n")
-    _, reader = index_with(guide, cfg=IndexConfig(chunk_tokens=40, chunk_min_tokens=5, tree=False))
-    assert _tree(reader) == []
+    _, ix = index_with(guide, cfg=IndexConfig(chunk_tokens=40, chunk_min_tokens=5, tree=False))
+    assert _tree(ix) == []
 
 
 def test_centroid_sentences_pick_central_sentences_once_in_order():
@@ -188,10 +188,9 @@ def test_hierarchical_strategy_modes_context_scope_and_fallback(guide, tmp_path,
         "office, which keeps the records of every herd and every nest since the park "
         "was founded.\n",
     )
-    _, reader = index_with(guide, cfg=CFG)
+    _, ix = index_with(guide, cfg=CFG)
     for mode in ("tree", "collapsed"):
-        r = api.query(
-            reader,
+        r = ix.query(
             "how fast do ostriches run",
             QueryConfig(strategy="hierarchical", k=3).tuned(hierarchical={"mode": mode}),
         )
@@ -199,18 +198,16 @@ def test_hierarchical_strategy_modes_context_scope_and_fallback(guide, tmp_path,
         assert r.context_items and r.context_items[0]["type"] == "summary"
         assert "Ostriches" in r.passages[0].section
         assert len({c for p in r.passages for c in p.chunk_ids}) == sum(len(p.chunk_ids) for p in r.passages)
-    scoped = api.query(reader, "ostriches zebras", QueryConfig(strategy="hierarchical", filters={"doc_type": "policy"}))
+    scoped = ix.query("ostriches zebras", QueryConfig(strategy="hierarchical", filters={"doc_type": "policy"}))
     assert {i["title"] for i in scoped.context_items} == {"Ranger Policy"}  # its document node, no other
     assert scoped.passages and all(p.path.endswith("policy.md") for p in scoped.passages)
     with pytest.raises(BadQuery):
-        api.query(
-            reader, "ostriches", QueryConfig(strategy="hierarchical", settings={"hierarchical": {"mode": "sideways"}})
-        )
+        ix.query("ostriches", QueryConfig(strategy="hierarchical", settings={"hierarchical": {"mode": "sideways"}}))
     flat = tmp_path / "flat"
     write(flat, "a.txt", "Zebras graze.\n")
     write(flat, "b.txt", "Ostriches run.\n")
-    _, flat_reader = index_with(flat, name="flat")
-    r = api.query(flat_reader, "ostriches", QueryConfig(strategy="hierarchical"))
+    _, flat_ix = index_with(flat, name="flat")
+    r = flat_ix.query("ostriches", QueryConfig(strategy="hierarchical"))
     assert r.plan.notes["fallback"].startswith("no summary-tree node") and r.passages
 
 
@@ -256,23 +253,23 @@ def test_expansion_terms_are_embedded_on_first_use_once(tmp_path, index_with, fa
             f"# Doc {i}\n\nOvertime rules {i}: compensation and workload apply to shift "
             f"{'workers' if i % 2 else 'staff'} in zone{i}.\n",
         )
-    summary, reader = index_with(root)
-    cache = reader.index_dir / "cache" / "terms.npz"
+    summary, ix = index_with(root)
+    cache = ix.path / "cache" / "terms.npz"
     # indexing embeds chunks (and the probe texts the manifest records), no words
     assert fake.encoded == summary.chunks + len(PROBES) and not cache.exists()
-    terms = reader.term_vectors
+    terms = ix.reader.term_vectors
     assert {"overtime", "compensation", "workload", "workers", "staff"} <= set(terms.terms)
     assert not any(len(t) < 4 for t in terms.terms) and terms.embedded == len(terms.terms) and cache.exists()
     before = fake.encoded
-    again = api.open_index(reader.index_dir, embedder=fake).term_vectors
+    again = ragkit.open(ix.path, embedder=fake).reader.term_vectors
     assert fake.encoded == before and again.terms == terms.terms  # the cache of this run
     write(root, "d0.md", "# Doc 0\n\nOvertime rules: compensation applies to zebras, zebras and zebras.\n")
     write(root, "d1.md", "# Doc 1\n\nZebras rest.\n")
     write(root, "d2.md", "# Doc 2\n\nZebras rest too.\n")
-    _, reader = index_with(root)
-    assert reader.term_vectors.embedded == 1  # only the new word ("zebras")
-    summary, reader = index_with(root, cfg=IndexConfig(expand=True), name="eager")
-    assert (reader.index_dir / "cache" / "terms.npz").exists() and "term_vectors" in summary.seconds
+    _, ix = index_with(root)
+    assert ix.reader.term_vectors.embedded == 1  # only the new word ("zebras")
+    summary, ix = index_with(root, cfg=IndexConfig(expand=True), name="eager")
+    assert (ix.path / "cache" / "terms.npz").exists() and "term_vectors" in summary.seconds
 
 
 def test_expansion_fuses_a_bm25_run_of_the_related_terms(tmp_path):
@@ -284,9 +281,9 @@ def test_expansion_fuses_a_bm25_run_of_the_related_terms(tmp_path):
         write(root, f"o{i}.md", f"# Overtime {i}\n\nOvertime in team {i} needs approval.\n")
         write(root, f"r{i}.md", f"# Pay {i}\n\nRemuneration in branch {i} is paid monthly.\n")
         write(root, f"f{i}.md", f"# Garden {i}\n\nTomatoes in greenhouse {i} ripen slowly.\n")
-    api.index([root], tmp_path / "idx", embedder_factory=lambda c: fake)
-    reader = api.open_index(tmp_path / "idx", embedder=fake)
-    r = api.query(reader, "overtime", QueryConfig(strategy="hybrid", expand=True, k=8))
+    ragkit.index([root], tmp_path / "idx", embedder_factory=lambda c: fake)
+    ix = ragkit.open(tmp_path / "idx", embedder=fake)
+    r = ix.query("overtime", QueryConfig(strategy="hybrid", expand=True, k=8))
     assert r.plan.related_terms == [{"term": "remuneration", "similarity": 1.0}]
     assert "related_lexical" in r.timings_ms
     fused = [h for h in r.hits if "related0" in h.ranks]
@@ -295,7 +292,7 @@ def test_expansion_fuses_a_bm25_run_of_the_related_terms(tmp_path):
                          for h in fused)  # fmt: skip
     assert all("dense" in h.ranks for h in fused if "original" in h.ranks and h.ranks["original"] <= 3)
     assert {h.path.split("/")[-1][0] for h in fused} == {"o", "r"}  # BM25 of "overtime remuneration"
-    plain = api.query(reader, "overtime", QueryConfig(strategy="hybrid", k=8))
+    plain = ix.query("overtime", QueryConfig(strategy="hybrid", k=8))
     assert plain.plan.related_terms == [] and not any("related0" in h.ranks for h in plain.hits)
 
 
@@ -304,15 +301,15 @@ def test_llm_summaries_replace_extractive_ones_in_the_tree(guide, tmp_path, fake
     writer = FakeGenerator(
         lambda p: " Zebras graze in herds; their stripes confuse flies." if "Title: Field Guide > Zebras" in p else ""
     )
-    api.index(
+    ragkit.index(
         [guide],
         tmp_path / "idx",
-        IndexConfig(chunk_tokens=40, chunk_min_tokens=5, summaries="llm"),
+        cfg=IndexConfig(chunk_tokens=40, chunk_min_tokens=5, summaries="llm"),
         embedder_factory=lambda c: fake,
         generator_factory=lambda c: writer,
     )
-    reader = api.open_index(tmp_path / "idx", embedder=fake)
-    nodes = {n["title"]: n for n in _tree(reader)}
+    ix = ragkit.open(tmp_path / "idx", embedder=fake)
+    nodes = {n["title"]: n for n in _tree(ix)}
     zebras = nodes["Field Guide > Zebras"]
     assert zebras["method"] == "llm" and zebras["text"] == "Zebras graze in herds; their stripes confuse flies."
     assert nodes["Field Guide"]["method"] == "extractive" and nodes["Field Guide"]["text"]

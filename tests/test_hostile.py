@@ -5,7 +5,6 @@ import base64
 import os
 import random
 
-from ragkit import api
 from ragkit.config import IndexConfig, QueryConfig
 from ragkit.text import PROSE_MIN, word_share
 
@@ -40,7 +39,7 @@ def folder(tmp_path):
 
 def test_odd_files_are_skipped_with_reasons_or_indexed(tmp_path, index_with):
     root = folder(tmp_path)
-    summary, reader = index_with(root, cfg=IndexConfig(max_file_size_mb=1.0))
+    summary, ix = index_with(root, cfg=IndexConfig(max_file_size_mb=1.0))
     warnings = "\n".join(summary.warnings)
     for name, reason in (
         ("blob.txt", "not prose: 0%"),
@@ -59,8 +58,8 @@ def test_odd_files_are_skipped_with_reasons_or_indexed(tmp_path, index_with):
     assert summary.skipped == 10 and summary.new == 5  # policy, latin1, broken, front, deep
     found = {
         p.path.split("/")[-1]: p
-        for p in api.query(
-            reader, "Überstunden parking badge unclosed paragraph sauna overtime", QueryConfig(strategy="lexical", k=10)
+        for p in ix.query(
+            "Überstunden parking badge unclosed paragraph sauna overtime", QueryConfig(strategy="lexical", k=10)
         ).passages
     }
     assert {"policy.md", "latin1.txt", "broken.html", "front.md", "deep.md"} <= set(found)
@@ -95,7 +94,7 @@ def test_unreadable_files_are_skipped_and_nothing_else_is_lost(tmp_path, index_w
     secret.write_text("# Secret\n\nNot for the index.\n")
     secret.chmod(0)
     try:
-        summary, reader = index_with(root)
+        summary, ix = index_with(root)
     finally:
         secret.chmod(0o644)
     assert summary.new == 1 and summary.skipped == 1
@@ -124,10 +123,10 @@ def test_files_deleted_or_changed_while_the_run_reads(tmp_path, index_with, monk
         return files
 
     monkeypatch.setattr(pipeline, "discover", racing)
-    summary, reader = index_with(root)
+    summary, ix = index_with(root)
     assert any("gone.md: deleted while the run read the folder" in w for w in summary.warnings)
     assert summary.removed == 1 and summary.changed == 1 and summary.total_documents == 2
-    texts = [p.text for p in api.query(reader, "parking badges sauna", QueryConfig(k=5)).passages]
+    texts = [p.text for p in ix.query("parking badges sauna", QueryConfig(k=5)).passages]
     assert any("red, as of this very moment" in t for t in texts) and not any("sauna" in t for t in texts)
     monkeypatch.setattr(pipeline, "discover", found)
     again, _ = index_with(root)

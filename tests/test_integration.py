@@ -9,7 +9,7 @@ import sys
 import pexpect
 import pytest
 
-from ragkit import api
+from ragkit import library
 from ragkit.config import QueryConfig
 from ragkit.ingest.discover import discover, stable_id
 from ragkit.ingest.parse import parse_markdown
@@ -23,32 +23,32 @@ pytestmark = pytest.mark.integration
 @pytest.fixture(scope="module")
 def sample_index(tmp_path_factory):
     idx = tmp_path_factory.mktemp("real") / "idx"
-    summary = api.index([SAMPLES], idx)
-    return summary, api.open_index(idx)
+    summary = library.index([SAMPLES], idx)
+    return summary, library.open(idx)
 
 
 def test_expected_passage_first(sample_index):
-    summary, reader = sample_index
+    summary, ix = sample_index
     assert summary.new == 5 and summary.skipped == 0
     for strategy in ("naive", "lexical", "hybrid"):
-        r = api.query(reader, "how are overtime hours limited?", QueryConfig(strategy=strategy, k=3))
+        r = ix.query("how are overtime hours limited?", QueryConfig(strategy=strategy, k=3))
         top = r.passages[0]
         assert top.path.endswith("policies/working-time.md"), strategy
         assert top.section == "Working Time Policy > Overtime > Limits on overtime", strategy
         assert "10 hours per week" in top.text
-    r = api.query(reader, "what happens when a release breaks production", QueryConfig(k=3))
+    r = ix.query("what happens when a release breaks production", QueryConfig(k=3))
     assert {p.path.split("/")[-1] for p in r.passages[:2]} == {"deployment.rst", "incident-response.html"}
     assert "Deployment Guide > Release process > Rollbacks" in [p.section for p in r.passages]
 
 
 def test_real_embedder_properties(sample_index):
-    _, reader = sample_index
-    emb = reader.embedder
+    _, ix = sample_index
+    emb = ix.reader.embedder
     assert emb.dimension == 384 and emb.max_tokens == 256
     v = emb.encode(["overtime limits", "rest periods"])
     assert v.shape == (2, 384)
     assert abs(float((v[0] ** 2).sum()) - 1.0) < 1e-4
-    with reader.duck() as store:
+    with ix.reader.duck() as store:
         n = store.con.execute("SELECT max(token_count) FROM chunks").fetchone()[0]
     assert n <= 240
 
@@ -100,11 +100,11 @@ def _default_sigint() -> None:
 def test_interactive_session_in_a_pseudo_terminal(sample_index):
     """The real session on a terminal: warm queries, commands, quoted and written answers, Ctrl-C cancels the
     written answer, Ctrl-D leaves."""
-    _, reader = sample_index
+    _, ix = sample_index
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "NO_COLOR": "1", "COLUMNS": "200", "TERM": "dumb"}
     child = pexpect.spawn(
         sys.executable,
-        ["-m", "ragkit", "query", "--index", str(reader.index_dir), "--temperature", "0"],
+        ["-m", "ragkit", "query", "--index", str(ix.path), "--temperature", "0"],
         env=env,
         encoding="utf-8",
         timeout=120,
@@ -149,4 +149,4 @@ def test_interactive_session_in_a_pseudo_terminal(sample_index):
     finally:
         child.close()
     assert child.exitstatus == 0
-    assert "how are overtime hours limited?" in (reader.index_dir / ".query_history").read_text()
+    assert "how are overtime hours limited?" in (ix.path / ".query_history").read_text()

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from ragkit import api
+import ragkit
 from ragkit.config import IndexConfig, QueryConfig
 from tests.conftest import write
 
@@ -18,8 +18,8 @@ def test_alias_declared_in_one_document_merges_mentions_in_another(tmp_path, ind
     root = tmp_path / "d"
     write(root, "a.md", "# Health\n\nThe World Health Organization (WHO) coordinates vaccine programmes.\n")
     write(root, "b.md", "# Travel\n\nTravellers should read what WHO advises about Malaria before a trip.\n")
-    _, reader = index_with(root)
-    with reader.duck() as store:
+    _, ix = index_with(root)
+    with ix.reader.duck() as store:
         info = store.knowledge.entity("WHO")
         assert info["entity"] == "world health organization" and "who" in info["aliases"]
         assert {s["path"].split("/")[-1] for s in info["sources"]} == {"a.md", "b.md"}
@@ -28,10 +28,10 @@ def test_alias_declared_in_one_document_merges_mentions_in_another(tmp_path, ind
         assert "coordinates vaccine" in row["description"] and row["type"] == "organisation"
         pair = store.knowledge.relation_rows([("malaria", "world health organization")])
         assert pair and "advises" in pair[0]["description"]
-    assert reader.entity_graph.seeds(["who"])  # a query naming the alias finds the entity
+    assert ix.reader.entity_graph.seeds(["who"])  # a query naming the alias finds the entity
     (root / "a.md").unlink()  # the declaration is gone: WHO is its own entity again
-    _, reader = index_with(root)
-    with reader.duck() as store:
+    _, ix = index_with(root)
+    with ix.reader.duck() as store:
         assert store.knowledge.entity("WHO")["entity"] == "who"
         assert not store.knowledge.entity_rows(["world health organization"])
         orphans = store.con.execute(
@@ -52,12 +52,12 @@ def test_knowledge_vectors_are_derived_from_chunk_vectors_not_stored(tmp_path, i
             ("b", "Nirvana", "Nirvana was formed in Aberdeen in 1987 by Kurt Cobain."),
         ),
     )
-    _, reader = index_with(root)
+    _, ix = index_with(root)
     import lancedb
     import numpy as np
 
-    assert set(lancedb.connect(str(reader.index_dir / "lance")).list_tables().tables) == {"chunks"}
-    with reader.duck() as store:
+    assert set(lancedb.connect(str(ix.path / "lance")).list_tables().tables) == {"chunks"}
+    with ix.reader.duck() as store:
         columns = {
             t: {r[1] for r in store.con.execute(f"PRAGMA table_info('{t}')").fetchall()}
             for t in ("entities", "relations", "communities")
@@ -69,15 +69,15 @@ def test_knowledge_vectors_are_derived_from_chunk_vectors_not_stored(tmp_path, i
             ).fetchall()
         ]
     assert not any("vector" in c or "description" in c for c in columns.values())
-    ids, mat = reader.chunks.all_vectors()
+    ids, mat = ix.reader.chunks.all_vectors()
     mean = mat[[ids.index(c) for c in chunk_ids]].mean(axis=0)
-    rows, vectors = reader.knowledge.matrix("entities")
+    rows, vectors = ix.reader.knowledge.matrix("entities")
     got = vectors[[r["key"] for r in rows].index("nirvana")]
     assert np.allclose(got, mean / np.linalg.norm(mean), atol=1e-6)  # the mean of the chunks that mention it
-    found = reader.knowledge.search("entities", mean, 3)
+    found = ix.reader.knowledge.search("entities", mean, 3)
     assert found[0]["key"] == "nirvana" and found[0]["chunk_ids"] == chunk_ids and len(chunk_ids) == 2
     assert found[0]["similarity"] > 0.999 and "Nirvana was formed in Aberdeen" in found[0]["description"]
-    rel = reader.knowledge.search("relations", fake.encode_query("Nirvana Aberdeen"), 50)
+    rel = ix.reader.knowledge.search("relations", fake.encode_query("Nirvana Aberdeen"), 50)
     pair = next(r for r in rel if {r["a"], r["b"]} == {"aberdeen", "nirvana"})
     assert pair["description"] == "Nirvana was formed in Aberdeen in 1987 by Kurt Cobain."
 
@@ -112,32 +112,32 @@ def two_collections(tmp_path, index_with):
         ),
     )
     index_with(astro, cfg=IndexConfig(collection="astro"))
-    _, reader = index_with(chem, cfg=IndexConfig(collection="chem"))
-    return reader
+    _, ix = index_with(chem, cfg=IndexConfig(collection="chem"))
+    return ix
 
 
 @pytest.mark.parametrize("strategy", ["local", "light", "global", "hippo"])
 def test_scoping_keeps_other_collections_text_out(two_collections, strategy):
-    reader = two_collections
-    with reader.duck() as store:
+    ix = two_collections
+    with ix.reader.duck() as store:
         rows = {r["collection"]: r for r in store.knowledge.entity_rows(["mercury"])}
     assert set(rows) == {"astro", "chem"} and "planet" in rows["astro"]["description"]
     assert "metal" in rows["chem"]["description"] and "planet" not in rows["chem"]["description"]
     cfg = QueryConfig(strategy=strategy, k=5, filters={"collection": "chem"})
-    r = api.query(reader, "What is Mercury used for, says NASA?", cfg)
+    r = ix.query("What is Mercury used for, says NASA?", cfg)
     assert r.passages and {p.collection for p in r.passages} == {"chem"}
     blob = json.dumps(r.context_items)
     for word in ("planet", "NASA sent", "Venus", "orbits"):
         assert word not in blob, (strategy, word)
     assert all(i["collection"] == "chem" for i in r.context_items)
     assert bool(r.context_items) == (strategy != "hippo")  # hippo ranks chunks and adds no context items
-    unscoped = api.query(reader, "What is Mercury, the planet NASA studied?", QueryConfig(strategy=strategy, k=5))
+    unscoped = ix.query("What is Mercury, the planet NASA studied?", QueryConfig(strategy=strategy, k=5))
     assert {p.collection for p in unscoped.passages} == {"astro", "chem"}
 
 
 def test_doc_filter_hides_descriptions_from_excluded_documents(two_collections):
     cfg = QueryConfig(strategy="local", k=5, filters={"collection": "chem", "title": "Thermometer"})
-    r = api.query(two_collections, "Thermo Labs and Mercury", cfg)
+    r = two_collections.query("Thermo Labs and Mercury", cfg)
     assert {p.path.split("#")[-1] for p in r.passages} == {"m2"}
     assert "toxic" not in json.dumps(r.context_items)  # m1's sentence is outside the filter
 
@@ -154,15 +154,15 @@ def test_communities_recomputed_only_where_documents_changed(tmp_path, index_wit
     ]
     write(root, "band.jsonl", jsonl(*band))
     write(root, "space.jsonl", jsonl(*space))
-    _, reader = index_with(root)
-    with reader.duck() as store:
+    _, ix = index_with(root)
+    with ix.reader.duck() as store:
         before = dict(store.con.execute("SELECT id, title FROM communities").fetchall())
         first = store.last_run()["summary"]["knowledge"]
     assert len(before) >= 2 and first["communities"] == len(before)
     band[1] = ("b", "Nirvana", "Nirvana with Kurt Cobain and Dave Grohl recorded Bleach for Sub Pop Records.")
     write(root, "band.jsonl", jsonl(*band))
-    _, reader = index_with(root)
-    with reader.duck() as store:
+    _, ix = index_with(root)
+    with ix.reader.duck() as store:
         after = dict(store.con.execute("SELECT id, title FROM communities").fetchall())
         second = store.last_run()["summary"]["knowledge"]
         space_ids = {
@@ -188,17 +188,15 @@ def test_light_returns_entities_relations_and_chunks(tmp_path, index_with):
             ("c", "Pearl Jam", "Pearl Jam is a rock band formed in Seattle in 1990."),
         ),
     )
-    _, reader = index_with(root)
-    r = api.query(
-        reader, "Nirvana Aberdeen", QueryConfig(strategy="light", k=3, settings={"light": {"graph_weight": 1.0}})
-    )
+    _, ix = index_with(root)
+    r = ix.query("Nirvana Aberdeen", QueryConfig(strategy="light", k=3, settings={"light": {"graph_weight": 1.0}}))
     kinds = {i["type"] for i in r.context_items}
     assert kinds == {"entity", "relation"} and r.passages
     assert {p.path.split("#")[-1] for p in r.passages[:2]} == {"a", "b"}
     assert all(i["description"] for i in r.context_items if i["type"] == "relation")
     write(tmp_path / "plain", "a.md", "# A\n\nplain text without names\n")
     _, plain = index_with(tmp_path / "plain", cfg=IndexConfig(extract="none"), name="plain")
-    assert "fallback" in api.query(plain, "plain text", QueryConfig(strategy="light")).plan.notes
+    assert "fallback" in plain.query("plain text", QueryConfig(strategy="light")).plan.notes
 
 
 def test_memory_rows_equal_the_stores(two_collections):
@@ -206,7 +204,7 @@ def test_memory_rows_equal_the_stores(two_collections):
     entity rows with descriptions, relation rows, community reports and the chunks of communities."""
     from ragkit.store.knowledge.rows import KnowledgeMemory, StoreRows
 
-    reader = two_collections
+    reader = two_collections.reader
     with reader.duck() as store:
         keys = [r[0] for r in store.con.execute("SELECT DISTINCT entity FROM mentions ORDER BY 1").fetchall()]
         pairs = [tuple(r) for r in store.con.execute("SELECT DISTINCT a, b FROM cooc ORDER BY 1, 2").fetchall()]
@@ -233,10 +231,10 @@ def test_memory_rows_equal_the_stores(two_collections):
 def test_a_reader_keeps_knowledge_rows_in_memory_from_its_second_query(two_collections):
     from ragkit.store.knowledge.rows import KnowledgeMemory, StoreRows
 
-    reader = api.open_index(two_collections.index_dir, embedder=two_collections.embedder)
-    first = api.query(reader, "Which labs used Mercury in thermometers?", QueryConfig(strategy="local"))
-    assert isinstance(reader.knowledge_rows(), StoreRows)
-    second = api.query(reader, "Which labs used Mercury in thermometers?", QueryConfig(strategy="local"))
-    assert isinstance(reader.knowledge_rows(), KnowledgeMemory)
+    ix = ragkit.open(two_collections.path, embedder=two_collections.reader.embedder)
+    first = ix.query("Which labs used Mercury in thermometers?", QueryConfig(strategy="local"))
+    assert isinstance(ix.reader.knowledge_rows(), StoreRows)
+    second = ix.query("Which labs used Mercury in thermometers?", QueryConfig(strategy="local"))
+    assert isinstance(ix.reader.knowledge_rows(), KnowledgeMemory)
     assert [p.chunk_ids for p in first.passages] == [p.chunk_ids for p in second.passages]
     assert first.context_items == second.context_items

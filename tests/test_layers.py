@@ -3,11 +3,11 @@
 ragkit's packages stand in layers; a module imports only from its own layer or the layers below, and never
 round in a circle:
 
-    cli → serve → library | measure → api | contents → config → retrieve | ingest | learn → store
+    cli → serve → measure → library → contents → config → retrieve | ingest | learn → store
         → extract | embed | rerank | assemble | answer | generate | legal | render | evaluate
         → records | errors | text | events | validate | cache
 
-The CLI reaches the library through ``api`` (and reads settings through ``config``): it imports nothing from
+The CLI reaches the library through ``Index`` (ragkit.library) (and reads settings through ``config``): it imports nothing from
 the stages or the store. Internal imports sit at module top; the few that are made inside a function are
 listed in ``LAZY`` with their reason (a heavy library behind them, or the CLI's start-up budget).
 Imports under ``if TYPE_CHECKING:`` name types only: they must point down too, but do not count as a circle.
@@ -29,8 +29,9 @@ PACKAGE = REPO / "ragkit"
 LAYERS = [  # top to bottom; a name covers the module and everything below it
     ["ragkit.cli", "ragkit.__main__"],
     ["ragkit.serve"],
-    ["ragkit.library", "ragkit.measure"],
-    ["ragkit.api", "ragkit.contents"],
+    ["ragkit.measure"],
+    ["ragkit.library"],
+    ["ragkit.contents"],
     ["ragkit.config"],
     ["ragkit.retrieve", "ragkit.ingest", "ragkit.learn"],
     ["ragkit.store"],
@@ -64,7 +65,6 @@ LAYERS = [  # top to bottom; a name covers the module and everything below it
 
 CLI_MAY_IMPORT = (
     "ragkit.cli",
-    "ragkit.api",
     "ragkit.measure",
     "ragkit.library",
     "ragkit.config",
@@ -80,7 +80,7 @@ CLI_MAY_IMPORT = (
 LAZY = {
     # a CLI command loads the library when it runs: `ragkit --help` stays under 0.3 s
     **{
-        (f"ragkit.cli.{cmd}", "ragkit.api"): "start-up"
+        (f"ragkit.cli.{cmd}", "ragkit.library"): "start-up"
         for cmd in (
             "index_cmd",
             "query_cmd",
@@ -89,8 +89,6 @@ LAZY = {
             "graph_cmd",
             "show_cmd",
             "learn_cmd",
-            "session",
-            "output",
         )
     },
     ("ragkit.cli", "ragkit.cli.app"): "start-up: `query --json` through a running server skips typer and rich",
@@ -103,8 +101,8 @@ LAZY = {
     ("ragkit.cli.models_cmd", "ragkit.measure"): "start-up",
     ("ragkit.cli.stats_cmd", "ragkit.config"): "start-up",
     ("ragkit", "ragkit.library"): "the front door (FRONT_DOOR): `import ragkit` stays light",
+    ("ragkit", "ragkit.measure"): "the front door (FRONT_DOOR): `ragkit.evaluate`",
     ("ragkit.cli.eval_cmd", "ragkit.measure"): "start-up",
-    ("ragkit.cli.learn_cmd", "ragkit.config"): "start-up",
     ("ragkit.cli.models_cmd", "ragkit.serve.models_http"): "FastAPI and uvicorn (0.5 s)",
     ("ragkit.extras", "ragkit.errors"): "scripts/llm_build_flags.py runs extras.py before ragkit is installed",
 }
@@ -180,7 +178,7 @@ def layer_of(module: str) -> int:
 
 # the package's front door: ``ragkit.open()`` and its kin load the library on first use (ragkit/__init__.py's
 # ``__getattr__``), the one import allowed to point up
-FRONT_DOOR = {("ragkit", "ragkit.library")}
+FRONT_DOOR = {("ragkit", "ragkit.library"), ("ragkit", "ragkit.measure")}
 
 
 def upward(found: list[Import]) -> list[str]:
@@ -258,7 +256,7 @@ def test_internal_imports_sit_at_module_top():
 
 
 @pytest.mark.parametrize(
-    "source, target", [("ragkit.store.duck", "ragkit.retrieve.pipeline"), ("ragkit.records", "ragkit.api")]
+    "source, target", [("ragkit.store.duck", "ragkit.retrieve.pipeline"), ("ragkit.records", "ragkit.library")]
 )
 def test_an_upward_import_fails(source, target):
     """The rule has teeth: an import of a higher layer is reported, wherever it is written."""
@@ -272,3 +270,33 @@ def test_a_circle_fails():
         Import("ragkit.records", "ragkit.text", 1, False, False),
     ]
     assert ["ragkit.records", "ragkit.text"] in cycles(added)
+
+
+LIBRARY_PARTS = ("asking", "answering", "writing", "learning", "engine")
+
+
+def _outside_imports_of_library_parts() -> list[str]:
+    """Imports of the library's private modules (``ragkit.library.asking`` …) from outside ``ragkit/library``,
+    in the package, the scripts and the tests: every caller goes through ``Index`` (``ragkit.library``)."""
+    wrong = []
+    for folder in ("ragkit", "scripts", "tests"):
+        for path in sorted((REPO / folder).rglob("*.py")):
+            if path.is_relative_to(PACKAGE / "library"):
+                continue
+            for node in ast.walk(ast.parse(path.read_text())):
+                names = []
+                if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                    names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+                elif isinstance(node, ast.Import):
+                    names = [a.name for a in node.names]
+                if any(n == "ragkit.api" or n.startswith("ragkit.api.") for n in names) or any(
+                    n in {f"ragkit.library.{p}" for p in LIBRARY_PARTS} for n in names
+                ):
+                    wrong.append(f"{path.relative_to(REPO)}:{node.lineno}")
+    return wrong
+
+
+def test_callers_go_through_index():
+    """The CLI, the server, MCP, ``measure``, the scripts and the tests import ``ragkit.library`` (``Index``,
+    ``open``, ``index``), never its private parts: there is no second way in (issue 64)."""
+    assert _outside_imports_of_library_parts() == []

@@ -6,7 +6,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from ragkit import api
+import ragkit
 from ragkit.cli.app import app
 from ragkit.config import IndexConfig, QueryConfig
 from ragkit.extract.entities import extract
@@ -95,8 +95,8 @@ def mixed(tmp_path):
 
 
 def test_a_mixed_folder_gets_each_documents_rules(mixed, index_with):
-    _, reader = index_with(mixed)
-    with reader.duck() as store:
+    _, ix = index_with(mixed)
+    with ix.reader.duck() as store:
         lang = dict(store.con.execute("SELECT path, language FROM documents").fetchall())
         ents = {r[0] for r in store.con.execute("SELECT DISTINCT entity FROM mentions").fetchall()}
     assert {p.rsplit("/", 1)[-1]: v for p, v in lang.items()} == {"urlaub.md": "de", "film.md": "en"}
@@ -119,8 +119,8 @@ def test_relations_are_capped_per_entity_in_the_store(tmp_path, index_with):
     )
     root = tmp_path / "hub"
     write(root, "hub.md", "# Meetings\n\n" + text + "\n")
-    _, reader = index_with(root)
-    with reader.duck() as store:
+    _, ix = index_with(root)
+    with ix.reader.duck() as store:
         one = lambda sql: store.con.execute(sql).fetchone()[0]  # noqa: E731
         hub_pair = "a = 'maria lopez' AND b = 'victor stone'"
         assert one(f"SELECT count(*) FROM pairs WHERE {hub_pair}") == 1  # extraction saw the pair ...
@@ -159,13 +159,13 @@ def test_no_model_runs_inside_a_transaction(mixed, tmp_path):
     )
     cfg = IndexConfig(summaries="llm", expand=True)
     for _ in range(2):  # a first run and an incremental one
-        summary = api.index(
-            [mixed], tmp_path / "idx", cfg, embedder_factory=lambda c: emb, generator_factory=lambda c: gen
+        summary = ragkit.index(
+            [mixed], tmp_path / "idx", cfg=cfg, embedder_factory=lambda c: emb, generator_factory=lambda c: gen
         )
         write(mixed, "neu.md", "# Neu\n\nDer Bundestag beschließt das Gesetz nach Art. 77 GG.\n")
     assert {"encode", "complete"} <= set(calls) and summary.written  # the guard saw the models run
     assert (tmp_path / "idx" / "cache" / "terms.npz").exists()  # expand = true: built after the commit
-    with api.open_index(tmp_path / "idx", embedder=emb).duck() as store:
+    with ragkit.open(tmp_path / "idx", embedder=emb).reader.duck() as store:
         assert store.con.execute("SELECT count(*) FROM communities WHERE written IS NOT NULL").fetchone()[0] > 0
 
 
@@ -177,8 +177,8 @@ def test_the_guard_catches_a_call_inside_a_transaction(tmp_path):
 
 
 def test_stats_show_bytes_per_component_and_the_ratio_to_the_source(corpus, index_with, fake):
-    _, reader = index_with(corpus)
-    st = api.stats(reader)
+    _, ix = index_with(corpus)
+    st = ix.stats()
     assert st["source_bytes"] == sum(p.stat().st_size for p in corpus.rglob("*") if p.is_file())
     assert st["size_ratio"] == round(st["size_bytes"] / st["source_bytes"], 2) > 0
     assert {
@@ -193,9 +193,9 @@ def test_stats_show_bytes_per_component_and_the_ratio_to_the_source(corpus, inde
         "graphs",
     } <= set(st["bytes"]) and all(n >= 0 for n in st["bytes"].values())
     assert sum(st["bytes"].values()) <= st["size_bytes"] * 1.05
-    result = CliRunner().invoke(app, ["stats", "--index", str(reader.index_dir), "--json"])
+    result = CliRunner().invoke(app, ["stats", "--index", str(ix.path), "--json"])
     assert result.exit_code == 0 and json.loads(result.stdout)["size_ratio"] == st["size_ratio"]
-    text = CliRunner(env={"COLUMNS": "200"}).invoke(app, ["stats", "--index", str(reader.index_dir)]).stdout
+    text = CliRunner(env={"COLUMNS": "200"}).invoke(app, ["stats", "--index", str(ix.path)]).stdout
     assert "× the source" in text and "vectors" in text
 
 
@@ -208,29 +208,29 @@ def test_bm25_language_follows_the_text_and_stays_with_the_index(tmp_path, mixed
         "# Kündigung\n\nDie Kündigung des Arbeitsverhältnisses bedarf der Schriftform; "
         "die elektronische Form ist ausgeschlossen.\n",
     )
-    _, reader = index_with(root, name="de")
-    assert reader.manifest.fts_language == "German"
-    hits = reader.chunks.fts_search("Kündigungen", 5, None)  # German stemming: plural finds singular
+    _, ix = index_with(root, name="de")
+    assert ix.reader.manifest.fts_language == "German"
+    hits = ix.reader.chunks.fts_search("Kündigungen", 5, None)  # German stemming: plural finds singular
     assert hits, "German stemming found no Kündigung"
-    _, reader = index_with(corpus, name="en")
-    assert reader.manifest.fts_language == "English"
+    _, ix = index_with(corpus, name="en")
+    assert ix.reader.manifest.fts_language == "English"
     write(root, "c.md", "# Notes\n\nThe meeting moved to Tuesday and the agenda stays the same as before.\n")
-    _, reader = index_with(root, name="de")
-    assert reader.manifest.fts_language == "German"  # an update keeps the index's language
-    _, reader = index_with(root, name="sv", cfg=IndexConfig(fts_language="English"))
-    assert reader.manifest.fts_language == "English"  # as configured
+    _, ix = index_with(root, name="de")
+    assert ix.reader.manifest.fts_language == "German"  # an update keeps the index's language
+    _, ix = index_with(root, name="sv", cfg=IndexConfig(fts_language="English"))
+    assert ix.reader.manifest.fts_language == "English"  # as configured
 
 
 def test_an_index_in_an_older_format_is_rebuilt(corpus, index_with):
-    _, reader = index_with(corpus)
-    manifest = reader.index_dir / "manifest.json"
+    _, ix = index_with(corpus)
+    manifest = ix.path / "manifest.json"
     data = json.loads(manifest.read_text())
     data["format_version"] = FORMAT_VERSION - 1
     manifest.write_text(json.dumps(data))
     with pytest.raises(Exception, match="index format"):
-        api.open_index(reader.index_dir)
-    summary, reader = index_with(corpus)
-    assert summary.new == 3 and reader.manifest.format_version == FORMAT_VERSION
+        ragkit.open(ix.path)
+    summary, ix = index_with(corpus)
+    assert summary.new == 3 and ix.reader.manifest.format_version == FORMAT_VERSION
     assert any("rebuilding" in w for w in summary.warnings)
 
 
@@ -238,11 +238,11 @@ def test_vocabulary_vectors_of_another_embedder_are_not_reused(tmp_path, index_w
     root = tmp_path / "v"
     for i in range(4):
         write(root, f"d{i}.md", f"# Doc {i}\n\nOvertime compensation rules for shift workers, part {i}.\n")
-    _, reader = index_with(root)
-    assert reader.term_vectors.embedded > 0
+    _, ix = index_with(root)
+    assert ix.reader.term_vectors.embedded > 0
     other = FakeEmbedder(dim=32, fingerprint="other-0002")
-    summary = api.index([root], tmp_path / "idx", IndexConfig(), full=True, embedder_factory=lambda c: other)
-    again = api.open_index(tmp_path / "idx", embedder=other).term_vectors
+    summary = ragkit.index([root], tmp_path / "idx", cfg=IndexConfig(), full=True, embedder_factory=lambda c: other)
+    again = ragkit.open(tmp_path / "idx", embedder=other).reader.term_vectors
     assert again.embedded == len(again.terms) and again.matrix.shape[1] == 32  # all re-embedded, new dimension
     assert summary.new == 4
 
@@ -255,10 +255,10 @@ def test_a_configured_bm25_language_rebuilds_the_full_text_index(tmp_path, index
         "# Kündigung\n\nDie Kündigung des Arbeitsverhältnisses bedarf der Schriftform; "
         "die elektronische Form ist ausgeschlossen. " + GERMAN + "\n",
     )
-    _, reader = index_with(root, cfg=IndexConfig(fts_language="English"))
-    assert not reader.chunks.fts_search("Kündigungen", 5, None)  # English stemming: no match for the plural
-    summary, reader = index_with(root, cfg=IndexConfig(fts_language="German"))  # no file changed
-    assert reader.manifest.fts_language == "German" and reader.chunks.fts_search("Kündigungen", 5, None)
+    _, ix = index_with(root, cfg=IndexConfig(fts_language="English"))
+    assert not ix.reader.chunks.fts_search("Kündigungen", 5, None)  # English stemming: no match for the plural
+    summary, ix = index_with(root, cfg=IndexConfig(fts_language="German"))  # no file changed
+    assert ix.reader.manifest.fts_language == "German" and ix.reader.chunks.fts_search("Kündigungen", 5, None)
     assert summary.unchanged == 1 and summary.new == 0
 
 
@@ -268,8 +268,8 @@ def test_a_relation_quotes_the_sentence_of_its_source_chunk(tmp_path, index_with
     root = tmp_path / "r"
     write(root, "a.md", "# A\n\nKurt Cobain, who grew up in a small town, later played with Dave Grohl.\n")
     write(root, "b.md", "# B\n\nKurt Cobain met Dave Grohl.\n")
-    _, reader = index_with(root)
-    with reader.duck() as store:
+    _, ix = index_with(root)
+    with ix.reader.duck() as store:
         rows = store.rows(
             "SELECT r.source_chunk, r.sent_start, r.sent_end, c.text FROM relations r "
             "JOIN chunks c ON c.id = r.source_chunk WHERE r.a = 'dave grohl' AND r.b = 'kurt cobain'"
@@ -290,22 +290,22 @@ def test_german_questions_are_routed_with_the_german_name_rules(tmp_path, index_
         "Arbeitgeber im Sinne dieses Gesetzes sind natürliche und juristische Personen. " + GERMAN + "\n",
     )
     write(root, "film.md", "# Sinister\n\nScott Derrickson directed Sinister for Blumhouse Productions.\n")
-    _, reader = index_with(root)
-    assert reader.entity_graph.has_entity("arbeitgeber")
-    r = api.query(reader, "Darf mein Arbeitgeber meine Daten speichern?", QueryConfig(retry=False))
+    _, ix = index_with(root)
+    assert ix.reader.entity_graph.has_entity("arbeitgeber")
+    r = ix.query("Darf mein Arbeitgeber meine Daten speichern?", QueryConfig(retry=False))
     assert r.plan.language == "de" and r.plan.entities == [] and r.plan.strategy == "hybrid"
-    r = api.query(reader, "Which studio did Scott Derrickson work for?", QueryConfig(retry=False))
+    r = ix.query("Which studio did Scott Derrickson work for?", QueryConfig(retry=False))
     assert r.plan.entities == ["scott derrickson"] and r.plan.strategy == "hippo"
     # a fresh reader routes the same from the store, not loading the entity graph for a query that needs none
-    fresh = api.open_index(reader.index_dir, embedder=reader.embedder)
-    r = api.query(fresh, "Darf mein Arbeitgeber meine Daten speichern?", QueryConfig(retry=False))
+    fresh = ragkit.open(ix.path, embedder=ix.reader.embedder)
+    r = fresh.query("Darf mein Arbeitgeber meine Daten speichern?", QueryConfig(retry=False))
     assert r.plan.entities == [] and r.plan.strategy == "hybrid"
-    assert "entity_graph" not in fresh.__dict__
+    assert "entity_graph" not in fresh.reader.__dict__
     names = {"scott derrickson", "sinister", "arbeitgeber", "nobody known"}
-    assert fresh.scopes.known_entities(names) == ["arbeitgeber", "scott derrickson", "sinister"]
-    assert fresh.entity_graph.has_entity("sinister")  # loaded: the graph answers, alike
-    assert fresh.scopes.known_entities(names) == ["arbeitgeber", "scott derrickson", "sinister"]
-    r = api.query(fresh, "Which studio did Scott Derrickson work for?", QueryConfig(retry=False))
+    assert fresh.reader.scopes.known_entities(names) == ["arbeitgeber", "scott derrickson", "sinister"]
+    assert fresh.reader.entity_graph.has_entity("sinister")  # loaded: the graph answers, alike
+    assert fresh.reader.scopes.known_entities(names) == ["arbeitgeber", "scott derrickson", "sinister"]
+    r = fresh.query("Which studio did Scott Derrickson work for?", QueryConfig(retry=False))
     assert r.plan.entities == ["scott derrickson"] and r.plan.strategy == "hippo"
 
 
@@ -317,7 +317,7 @@ def test_a_query_opens_the_store_once_and_lets_it_go(mixed, index_with, monkeypa
     import ragkit.store.reader as reader_mod
     import ragkit.store.sealed as sealed
 
-    _, reader = index_with(mixed)
+    _, ix = index_with(mixed)
     opened = []
 
     class Counting(duck.DuckStore):
@@ -328,10 +328,10 @@ def test_a_query_opens_the_store_once_and_lets_it_go(mixed, index_with, monkeypa
     monkeypatch.setattr(reader_mod, "DuckStore", Counting)
     for strategy in ("local", "global", "light"):
         opened.clear()
-        r = api.query(reader, "Scott Derrickson Blumhouse Productions", QueryConfig(strategy=strategy))
+        r = ix.query("Scott Derrickson Blumhouse Productions", QueryConfig(strategy=strategy))
         assert r.passages and len(opened) <= 1, (strategy, len(opened))
-    base = sealed._READERS[str(reader.store_path.parent.resolve())]
+    base = sealed._READERS[str(ix.reader.store_path.parent.resolve())]
     attached = {row[0] for row in base.execute("SELECT database_name FROM duckdb_databases()").fetchall()}
     assert attached <= {"memory", "system", "temp"}, attached
-    with DuckStore(reader.store_path, read_only=False) as store:  # the file is free to write
+    with DuckStore(ix.reader.store_path, read_only=False) as store:  # the file is free to write
         assert store.value("SELECT count(*) FROM documents") == 2

@@ -4,7 +4,6 @@ DOCX, HTML, plain text), and Swedish references resolved section-first."""
 
 import pytest
 
-from ragkit import api
 from ragkit.config import QueryConfig
 from ragkit.ingest.parse import parse_html, parse_text
 from ragkit.ingest.pdf import _dehyphenate, parse_pdf
@@ -212,9 +211,9 @@ def test_a_swedish_reference_finds_its_paragraph_first(tmp_path, index_with):
     root.mkdir()
     write_regulation_pdf(root / "AFS-2099-1.pdf")
     write_regulation_pdf(root / "AFS-2099-2.pdf", header="AFS 2099:2")
-    _, reader = index_with(root)
+    _, ix = index_with(root)
     for question in ("Vad säger 2 a § i 2 kap. AFS 2099:1?", "Vad säger AFS 2099:1 2:2 a om luften?"):
-        result = api.query(reader, question, QueryConfig(k=3, strategy="hybrid"))
+        result = ix.query(question, QueryConfig(k=3, strategy="hybrid"))
         first = result.passages[0]
         assert first.path.endswith("AFS-2099-1.pdf") and first.section.endswith("2 kap. Buller och ventilation > 2 a §")
         assert result.plan.references and result.plan.references[0]["section_ids"]

@@ -103,3 +103,33 @@ print(ix.query("overtime", k=2, strategy="lexical").strategy, len(ix.query("over
     assert lines[1].startswith("BadQuery say good=True")
     assert lines[2].startswith("BadQuery unknown index setting: chunk_size")
     assert lines[3] == "lexical 2"
+
+
+def test_an_answer_that_cannot_be_written_says_why_and_keeps_its_passages(handbook, tmp_path):
+    """``ix.answer()`` returns one typed result: the passages stand, ``.error`` is the typed error (a generate
+    model that is not there), and ``.text`` raises it; the same call with the quoting answer has its text."""
+    work, _ = handbook
+    code = f"""
+import ragkit
+from ragkit.errors import ModelUnavailable
+with ragkit.open("handbook") as ix:
+    failed = ix.answer("how are overtime hours limited?", answer_mode="generate", model="{tmp_path / "gone.gguf"}")
+    print(type(failed.error).__name__, failed.answer is None, len(failed.passages) > 0)
+    try:
+        failed.text
+    except ModelUnavailable as exc:
+        print("raised", type(exc).__name__)
+    print(ix.answer("how are overtime hours limited?").text)
+print(ix.closed)
+try:
+    ix.query("overtime")
+except Exception as exc:
+    print(type(exc).__name__)
+"""
+    done = run(code, work)
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = done.stdout.splitlines()
+    assert lines[0] == "ModelUnavailable True True"
+    assert lines[1] == "raised ModelUnavailable"
+    assert "10 hours per week" in lines[2]
+    assert lines[3:] == ["True", "BadQuery"]

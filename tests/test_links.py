@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from ragkit import api
+import ragkit
 from ragkit.config import QueryConfig
 from ragkit.records import Hit
 from ragkit.retrieve.links import TitleIndex, fuse, title_key
@@ -99,16 +99,16 @@ def test_the_first_passage_brings_the_document_it_names_right_after_it(tmp_path)
     ]
     (docs / "corpus.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     fake = FakeEmbedder()
-    api.index([docs], tmp_path / "idx", embedder_factory=lambda cfg: fake)
-    reader = api.open_index(tmp_path / "idx", embedder=fake)
+    ragkit.index([docs], tmp_path / "idx", embedder_factory=lambda cfg: fake)
+    ix = ragkit.open(tmp_path / "idx", embedder=fake)
     q = "Which position did the actress who played Corliss Archer in Kiss and Tell hold?"
     cfg = QueryConfig(strategy="lexical", k=5, syntax=False)
-    hits, plan, _ = api.retrieve(reader, q, cfg)
+    hits, plan, _ = ix.retrieve(q, cfg)
     ids = [h.external_id for h in hits]
     assert ids[:2] == ["kiss", "temple"], ids  # the query names "Kiss and Tell", whose passage names "Shirley Temple"
     assert plan.notes["links"]["passage_links"] == ["Shirley Temple"]
-    without, _, _ = api.retrieve(reader, q, QueryConfig(strategy="lexical", k=5, syntax=False, links=False))
+    without, _, _ = ix.retrieve(q, QueryConfig(strategy="lexical", k=5, syntax=False, links=False))
     assert "temple" not in [h.external_id for h in without][:2]
     # a passage naming more than a few titles (a list, a table of contents) links nothing
-    toc, plan, _ = api.retrieve(reader, "Index of films", cfg)
+    toc, plan, _ = ix.retrieve("Index of films", cfg)
     assert toc[0].external_id == "toc" and "passage_links" not in plan.notes.get("links", {})

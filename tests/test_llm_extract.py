@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from ragkit import api
+import ragkit
 from ragkit.config import IndexConfig
 from ragkit.errors import Cancelled
 from ragkit.extract.llm import LlmStats, parse_output, rows_from_output
@@ -75,10 +75,10 @@ def docs(tmp_path):
 def test_llm_extraction_in_a_run_counts_invalid_output(docs, tmp_path, fake):
     gen = FakeGenerator({"Marie Curie": CURIE})
     asked = []
-    summary = api.index(
+    summary = ragkit.index(
         [docs],
         tmp_path / "idx",
-        IndexConfig(extract="llm"),
+        cfg=IndexConfig(extract="llm"),
         embedder_factory=lambda c: fake,
         generator_factory=lambda c: gen,
         confirm=lambda m: asked.append(m) or True,
@@ -87,34 +87,34 @@ def test_llm_extraction_in_a_run_counts_invalid_output(docs, tmp_path, fake):
     assert summary.extract == {"chunks": 2, "invalid": 1, "salvaged": 0, "dropped_entities": 1}
     assert any("no valid JSON" in w for w in summary.warnings)
     assert len(gen.prompts) == 2  # the timed sample is not extracted twice
-    reader = api.open_index(tmp_path / "idx", embedder=fake)
-    with reader.duck() as store:
+    ix = ragkit.open(tmp_path / "idx", embedder=fake)
+    with ix.reader.duck() as store:
         assert store.knowledge.entity("Marie Curie")["relations"][0]["other"] == "sorbonne"
 
 
 def test_declined_llm_extraction_writes_nothing(docs, tmp_path, fake):
-    api.index([docs], tmp_path / "idx", IndexConfig(), embedder_factory=lambda c: fake)
+    ragkit.index([docs], tmp_path / "idx", cfg=IndexConfig(), embedder_factory=lambda c: fake)
     write(docs, "new.md", "# New\n\nMarie Curie again.\n")
     with pytest.raises(Cancelled):
-        api.index(
+        ragkit.index(
             [docs],
             tmp_path / "idx",
-            IndexConfig(extract="llm"),
+            cfg=IndexConfig(extract="llm"),
             embedder_factory=lambda c: fake,
             generator_factory=lambda c: FakeGenerator({}),
             confirm=lambda m: False,
         )
-    assert api.open_index(tmp_path / "idx", embedder=fake).manifest.counts.documents == 2
+    assert ragkit.open(tmp_path / "idx", embedder=fake).reader.manifest.counts.documents == 2
 
 
 def test_llm_summaries_are_written_above_the_extractive_report(tmp_path, fake):
     root = tmp_path / "d"
     write(root, "a.md", "# Band\n\nKurt Cobain, Dave Grohl and Krist Novoselic formed Nirvana in Aberdeen.\n")
 
-    api.index(
+    ragkit.index(
         [root],
         tmp_path / "idx",
-        IndexConfig(summaries="llm"),
+        cfg=IndexConfig(summaries="llm"),
         embedder_factory=lambda c: fake,
         generator_factory=lambda c: FakeGenerator(
             lambda p: " Three musicians who formed a band." if "Summary:" in p else "no"
@@ -122,7 +122,7 @@ def test_llm_summaries_are_written_above_the_extractive_report(tmp_path, fake):
     )
     from ragkit.store.knowledge.sql import community_reports
 
-    with api.open_index(tmp_path / "idx", embedder=fake).duck() as store:
+    with ragkit.open(tmp_path / "idx", embedder=fake).reader.duck() as store:
         rows = community_reports(store, store.rows("SELECT * FROM communities"))
     assert rows and all(r["report"].startswith("Three musicians who formed a band.\n\nCommunity: ") for r in rows)
 

@@ -16,7 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ragkit import api, measure
+import ragkit
+from ragkit import measure
 from ragkit.config import IndexConfig, QueryConfig
 from ragkit.embed import BUNDLED, load_embedder
 from ragkit.embed.http_encoder import HttpEmbedder
@@ -136,13 +137,13 @@ def test_a_gguf_file_embeds_and_reranks_in_process(gguf, corpus, tmp_path):
     vecs = emb.encode(["Overtime is paid at 125%.", "Die Kantine öffnet um zwölf."])
     assert vecs.shape == (2, emb.dimension) and np.allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-4)
     assert any("mean-pooled" in n for n in emb.notes)  # the bundled GGUF has no pooling type
-    api.index([corpus], tmp_path / "idx", IndexConfig())  # the bundled model, then another: --full re-embeds
+    ragkit.index([corpus], tmp_path / "idx", cfg=IndexConfig())  # the bundled model, then another: --full re-embeds
     with pytest.raises(EmbedderMismatch):
-        api.index([corpus], tmp_path / "idx", IndexConfig(embed_model=str(gguf)))
-    summary = api.index([corpus], tmp_path / "idx", IndexConfig(embed_model=str(gguf)), full=True)
-    reader = api.open_index(tmp_path / "idx")
-    assert reader.manifest.embedder.kind == "gguf" and len(reader.manifest.embedder.probe) == 3
-    assert summary.chunks and api.query(reader, "rollback container image", QueryConfig(k=2)).passages
+        ragkit.index([corpus], tmp_path / "idx", cfg=IndexConfig(embed_model=str(gguf)))
+    summary = ragkit.index([corpus], tmp_path / "idx", cfg=IndexConfig(embed_model=str(gguf)), full=True)
+    ix = ragkit.open(tmp_path / "idx")
+    assert ix.reader.manifest.embedder.kind == "gguf" and len(ix.reader.manifest.embedder.probe) == 3
+    assert summary.chunks and ix.query("rollback container image", QueryConfig(k=2)).passages
     ranker = load_reranker(str(gguf))
     assert isinstance(ranker, GgufReranker) and ranker.mode == "yes/no"  # a language model: asked yes or no
     scores = ranker.score("How is overtime paid?", ["Overtime is paid at 125% of the hourly rate.", "Lunch at noon."])
@@ -159,7 +160,7 @@ def test_a_served_gguf_embeds_indexes_and_answers(llama, corpus, tmp_path):
     emb = load_embedder(spec)
     assert emb.dimension == 640 and any("one vector per token" in n for n in emb.notes)  # pooled by ragkit
     idx = tmp_path / "idx"
-    api.index([corpus], idx, IndexConfig(embed_model=spec))
+    ragkit.index([corpus], idx, cfg=IndexConfig(embed_model=spec))
     done = _ragkit("query", "--json", "rollback container image", "--index", str(idx), "-k", "2", "-s", "naive")
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)  # (the stand-in's vectors rank nothing well: the plumbing is what is tested)
@@ -168,8 +169,9 @@ def test_a_served_gguf_embeds_indexes_and_answers(llama, corpus, tmp_path):
     for _piece in load_generator(spec).stream("Write one sentence about overtime pay.", max_tokens=24, temperature=0):
         arrivals.append(time.perf_counter() - t)
     assert len(arrivals) > 3 and arrivals[0] < arrivals[-1]  # streamed: the first piece before the last
-    result = api.query(api.open_index(idx), "How is overtime limited?", QueryConfig(k=2))
-    assert api.answer_into(result, QueryConfig(model=spec, max_tokens=24)) is None
+    ix = ragkit.open(idx)
+    result = ix.query("How is overtime limited?", QueryConfig(k=2))
+    assert ix.answer_for(result, QueryConfig(model=spec, max_tokens=24)).error is None
     assert result.answer.model == "gemma" and result.answer.sources == [1, 2]  # its text: the stand-in's
 
 
@@ -222,16 +224,16 @@ def test_a_key_comes_from_its_variable_and_is_never_written(gguf, corpus, tmp_pa
 def test_a_server_killed_mid_run_commits_nothing(gguf, corpus, tmp_path):
     with llama_server(gguf, "gemma", tmp_path / "dying.log") as server:
         idx, spec = tmp_path / "idx", server.spec("gemma")
-        api.index([corpus], idx, IndexConfig(embed_model=spec))
+        ragkit.index([corpus], idx, cfg=IndexConfig(embed_model=spec))
         before = json.loads((idx / "manifest.json").read_text())
         for n in range(120):  # enough chunks that the kill lands while they are embedded
             write(corpus, f"more/note{n}.md", f"# Note {n}\n\nParking badge number {n} is at the front desk.\n")
         threading.Timer(2.0, server.kill).start()
         with pytest.raises(ModelUnavailable, match="cannot reach the model server"):
-            api.index([corpus], idx, IndexConfig(embed_model=spec))
+            ragkit.index([corpus], idx, cfg=IndexConfig(embed_model=spec))
     assert json.loads((idx / "manifest.json").read_text()) == before  # the committed run stands
-    reader = api.open_index(idx)
-    assert api.query(reader, "rollback container", QueryConfig(strategy="lexical", k=1)).passages  # no model needed
+    ix = ragkit.open(idx)
+    assert ix.query("rollback container", QueryConfig(strategy="lexical", k=1)).passages  # no model needed
 
 
 # ---------------------------------------------------------------- ragkit models serve
@@ -243,19 +245,19 @@ def test_the_rerank_api_of_a_real_server(cross_folder, corpus, index_with, tmp_p
         local = load_reranker(str(cross_folder))
         docs = ["Overtime is paid at 125%.", "Rollbacks redeploy the previous image.", "Lunch is at noon."]
         assert np.allclose(remote.score("overtime pay", docs), local.score("overtime pay", docs), atol=1e-4)
-        _, reader = index_with(corpus)
-        r = api.query(reader, "overtime", QueryConfig(rerank="cross", rerank_model=server.spec("mini-cross"), k=3))
+        _, ix = index_with(corpus)
+        r = ix.query("overtime", QueryConfig(rerank="cross", rerank_model=server.spec("mini-cross"), k=3))
         assert r.plan.rerank["used"] == "cross" and "cross_encoder" in r.timings_ms
         server.kill()
-        r = api.query(reader, "overtime", QueryConfig(rerank="cross", rerank_model=server.spec("mini-cross"), k=3))
+        r = ix.query("overtime", QueryConfig(rerank="cross", rerank_model=server.spec("mini-cross"), k=3))
         assert r.plan.rerank["used"] == "features" and "cannot reach" in r.plan.rerank["reason"] and r.passages
 
 
 def test_a_query_keeps_its_passages_when_the_generator_server_is_gone(llama, corpus, index_with, tmp_path):
-    _, reader = index_with(corpus)
+    _, ix = index_with(corpus)
     gone = f"http://127.0.0.1:{free_port()}/v1#gemma"  # a port nobody listens on
-    result = api.query(reader, "overtime", QueryConfig(k=2))
-    failed = api.answer_into(result, QueryConfig(model=gone))
+    result = ix.query("overtime", QueryConfig(k=2))
+    failed = ix.answer_for(result, QueryConfig(model=gone)).error
     assert isinstance(failed, ModelUnavailable) and result.passages and "cannot reach" in result.answer_error
 
 
@@ -269,17 +271,17 @@ def test_another_model_under_the_same_name_is_refused(corpus, tmp_path):
     idx, port = tmp_path / "idx", free_port()
     with ragkit_models(tmp_path / "mini.log", embed=BUNDLED, port=port) as server:
         spec = server.spec("all-MiniLM-L6-v2")
-        api.index([corpus], idx, IndexConfig(embed_model=spec))
+        ragkit.index([corpus], idx, cfg=IndexConfig(embed_model=spec))
         served = load_embedder(spec).encode(["rollback container image"])[0]
         local = load_embedder(BUNDLED, encoder="onnx-int8").encode(["rollback container image"])[0]
         assert float(served @ local) > 0.999  # the same model, over HTTP
     with ragkit_models(tmp_path / "impostor.log", embed=str(impostor), port=port) as server:
         assert server.spec("all-MiniLM-L6-v2") == spec
         with pytest.raises(EmbedderMismatch, match="no longer answers as the model"):
-            api.query(api.open_index(idx), "overtime", QueryConfig(k=1))
+            ragkit.open(idx).query("overtime", QueryConfig(k=1))
         write(corpus, "notes/new.md", "# New\n\nA new note.\n")
         with pytest.raises(EmbedderMismatch, match="no longer answers as the model"):
-            api.index([corpus], idx, IndexConfig(embed_model=spec))
+            ragkit.index([corpus], idx, cfg=IndexConfig(embed_model=spec))
 
 
 def test_models_command_and_eval_compare_models(llama, gguf, tmp_path):

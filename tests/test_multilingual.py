@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ragkit import api
+import ragkit
 from ragkit.config import IndexConfig, QueryConfig, load_config
 from ragkit.embed import BUNDLED, MULTILINGUAL, load_embedder, model_for, prompts
 from ragkit.errors import EmbedderMismatch
@@ -145,30 +145,30 @@ def test_e5_counts_a_texts_own_tokens_and_gives_unit_vectors():
 def test_a_german_folder_is_indexed_with_the_multilingual_model(tmp_path):
     laws = _folder(tmp_path / "laws", GERMAN)
     idx = tmp_path / "idx"
-    api.index([laws], idx)  # the default model: auto
+    ragkit.index([laws], idx)  # the default model: auto
     manifest = json.loads((idx / "manifest.json").read_text())
     assert manifest["embedder"]["name"] == "multilingual-e5-small"
     assert manifest["index_config"]["embed_model"] == MULTILINGUAL
-    reader = api.open_index(idx)
+    ix = ragkit.open(idx)
     # no word of the question is in Art 8 ("Demo", "genehmigen" vs "versammeln", "Erlaubnis")
-    res = api.query(reader, "Muss ich eine Demo vorher genehmigen lassen?", QueryConfig(k=3))
+    res = ix.query("Muss ich eine Demo vorher genehmigen lassen?", QueryConfig(k=3))
     assert res.passages[0].section.endswith("Art 8"), [p.section for p in res.passages]
     notes = res.plan.planner_notes
     assert not any("does not know" in n for n in notes)
     assert "dense weight 0.8: multilingual-e5-small's own" in notes
-    plain = api.query(reader, "Muss ich eine Demo vorher genehmigen lassen?", QueryConfig(k=3, model_alpha=False))
+    plain = ix.query("Muss ich eine Demo vorher genehmigen lassen?", QueryConfig(k=3, model_alpha=False))
     assert not any("own" in n for n in plain.plan.planner_notes)
     # an incremental run keeps the model; another one named explicitly is refused
     write(laws, "urlaub.md", GERMAN["urlaub.md"] + "\nDer Urlaub ist zusammenhängend zu gewähren.\n")
-    summary = api.index([laws], idx)
+    summary = ragkit.index([laws], idx)
     assert summary.changed == 1
     with pytest.raises(EmbedderMismatch):
-        api.index([laws], idx, IndexConfig(embed_model=BUNDLED))
+        ragkit.index([laws], idx, cfg=IndexConfig(embed_model=BUNDLED))
 
 
 def test_an_english_folder_keeps_the_minilm(tmp_path):
     idx = tmp_path / "idx"
-    api.index([_folder(tmp_path / "docs", ENGLISH)], idx)
+    ragkit.index([_folder(tmp_path / "docs", ENGLISH)], idx)
     manifest = json.loads((idx / "manifest.json").read_text())
     assert manifest["embedder"]["name"] == "all-MiniLM-L6-v2"
     assert manifest["index_config"]["embed_model"] == BUNDLED
@@ -177,12 +177,12 @@ def test_an_english_folder_keeps_the_minilm(tmp_path):
 def test_the_multilingual_models_own_weight_is_for_german_and_swedish_documents(tmp_path):
     # English documents given multilingual-e5-small explicitly keep alpha (scifact: 0.732 at 0.5, 0.708 at 0.8)
     english, german = tmp_path / "en", tmp_path / "de"
-    api.index([_folder(tmp_path / "docs", ENGLISH)], english, IndexConfig(embed_model=MULTILINGUAL))
-    api.index([_folder(tmp_path / "laws", GERMAN)], german, IndexConfig(embed_model=MULTILINGUAL))
+    ragkit.index([_folder(tmp_path / "docs", ENGLISH)], english, cfg=IndexConfig(embed_model=MULTILINGUAL))
+    ragkit.index([_folder(tmp_path / "laws", GERMAN)], german, cfg=IndexConfig(embed_model=MULTILINGUAL))
     for idx, question, alpha in (
         (english, "How many hours of overtime may I work?", 0.5),
         (german, "Wie viele Überstunden darf ich machen?", 0.8),
     ):
-        plan = api.query(api.open_index(idx), question, QueryConfig(strategy="hybrid", k=3)).plan
+        plan = ragkit.open(idx).query(question, QueryConfig(strategy="hybrid", k=3)).plan
         assert plan.fusion["alpha"] == alpha, plan
         assert any("own" in n for n in plan.planner_notes) == (alpha == 0.8)

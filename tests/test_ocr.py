@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from ragkit import api
 from ragkit.config import IndexConfig, QueryConfig
 from ragkit.ingest import ocr
 from ragkit.ingest.ocr import (
@@ -233,20 +232,20 @@ def test_a_scanned_law_is_read_with_its_pages_confidence_and_paragraph_signs(sca
 @needs_ocr
 def test_a_scan_is_indexed_searched_marked_and_never_read_twice(scans, tmp_path, index_with, monkeypatch):
     monkeypatch.setattr(ocr, "cache_root", lambda: tmp_path / "cache")
-    summary, reader = index_with(scans)
+    summary, ix = index_with(scans)
     assert summary.pages_ocr == 2 and summary.pages_without_text == 0 and summary.new == 1
-    result = api.query(reader, "Ruhepausen 30 Minuten", QueryConfig(k=3, strategy="lexical", log=False))
+    result = ix.query("Ruhepausen 30 Minuten", QueryConfig(k=3, strategy="lexical", log=False))
     top = result.passages[0]
     assert top.pages == [2, 2] and top.ocr is not None and 60 <= top.ocr <= 100
     from ragkit.render import result_dict
 
     shown = result_dict(result)["passages"][0]
     assert shown["ocr"] == {"confidence": top.ocr}
-    png = api.page_image(reader, top.document_id, 2, mark="Ruhepausen von mindestens 30 Minuten")
+    png = ix.page_image(top.document_id, 2, mark="Ruhepausen von mindestens 30 Minuten")
     from PIL import Image
 
     marked = Image.open(io.BytesIO(png)).convert("RGB")
-    plain = Image.open(io.BytesIO(api.page_image(reader, top.document_id, 2))).convert("RGB")
+    plain = Image.open(io.BytesIO(ix.page_image(top.document_id, 2))).convert("RGB")
 
     def yellow(im) -> int:
         import numpy as np
@@ -294,11 +293,11 @@ def test_without_an_engine_or_with_no_ocr_the_run_goes_on_and_says_once_how_to_r
     scans, tmp_path, index_with, monkeypatch
 ):
     (tmp_path / "notes.md").write_text("# Notizen\n\nDie Ruhepausen stehen in § 4 des Arbeitszeitgesetzes.\n")
-    summary, reader = index_with(scans, tmp_path / "notes.md", cfg=IndexConfig(ocr=False))
+    summary, ix = index_with(scans, tmp_path / "notes.md", cfg=IndexConfig(ocr=False))
     assert summary.pages_without_text == 2 and summary.pages_ocr == 0
     said = [w for w in summary.warnings if "scanned page" in w]
     assert len(said) == 1 and "2 scanned page(s) in 1 file(s) were not read" in said[0] and "--no-ocr" in said[0]
-    assert api.stats(reader)["ocr"] == {"pages_read": 0, "pages_unread": 2, "unread_files": ["docs/arbzg-scan.pdf"]}
+    assert ix.stats()["ocr"] == {"pages_read": 0, "pages_unread": 2, "unread_files": ["docs/arbzg-scan.pdf"]}
     if ocr.available() is None:  # the file is read again by the next run: an engine may be here now
         again, _ = index_with(scans, tmp_path / "notes.md")
         assert again.pages_ocr == 2 and again.changed == 1 and again.unchanged == 1

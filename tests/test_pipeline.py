@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from ragkit import api
+import ragkit
 from ragkit.config import IndexConfig, QueryConfig
 from ragkit.errors import BadInput, EmbedderMismatch
 from ragkit.events import Collecting
@@ -14,19 +14,19 @@ from tests.conftest import write
 from tests.fakes import FakeEmbedder
 
 
-def paths_of(reader, q, **kw):
-    return [p.path for p in api.query(reader, q, QueryConfig(**kw)).passages]
+def paths_of(ix, q, **kw):
+    return [p.path for p in ix.query(q, QueryConfig(**kw)).passages]
 
 
 def test_first_run_counts_and_tables(corpus, index_with):
-    s, reader = index_with(corpus)
+    s, ix = index_with(corpus)
     assert (s.new, s.changed, s.unchanged, s.removed, s.skipped) == (3, 0, 0, 0, 0)
     assert s.total_documents == 3 and s.total_chunks == s.chunks > 3
-    with reader.duck() as store:
+    with ix.reader.duck() as store:
         assert store.counts()["documents"] == 3
         assert store.doc_types() == {"policy": 1, "technical": 1, "notes": 1}
-    assert reader.chunks.count() == s.total_chunks
-    assert (reader.index_dir / "manifest.json").is_file()
+    assert ix.reader.chunks.count() == s.total_chunks
+    assert (ix.path / "manifest.json").is_file()
 
 
 def test_second_run_touches_only_what_changed(corpus, index_with, fake):
@@ -39,14 +39,14 @@ def test_second_run_touches_only_what_changed(corpus, index_with, fake):
     (corpus / "notes/meeting.txt").write_text("Meeting notes\n\nThe planning meeting is now on Friday.\n")
     write(corpus, "notes/new.md", "# New\n\nA brand new zebra document.\n")
     (corpus / "tech/deploy.rst").unlink()
-    s, reader = index_with(corpus)
+    s, ix = index_with(corpus)
     assert (s.new, s.changed, s.unchanged, s.removed) == (1, 1, 1, 1)
     assert s.total_documents == 3
-    assert "docs/notes/new.md" in paths_of(reader, "zebra", strategy="lexical")
-    assert not any("deploy" in p for p in paths_of(reader, "rollback container image", strategy="lexical"))
-    hits = api.query(reader, "planning meeting", QueryConfig(strategy="lexical")).passages
+    assert "docs/notes/new.md" in paths_of(ix, "zebra", strategy="lexical")
+    assert not any("deploy" in p for p in paths_of(ix, "rollback container image", strategy="lexical"))
+    hits = ix.query("planning meeting", QueryConfig(strategy="lexical")).passages
     assert "Friday" in hits[0].text and "Tuesday" not in " ".join(p.text for p in hits)
-    with reader.duck() as store:
+    with ix.reader.duck() as store:
         orphans = store.con.execute(
             "SELECT count(*) FROM chunks WHERE document_id NOT IN (SELECT id FROM documents)"
         ).fetchone()[0]
@@ -64,8 +64,8 @@ def test_touched_but_identical_file_is_unchanged(corpus, index_with, fake):
 
 def test_full_rebuild(corpus, index_with):
     index_with(corpus)
-    s, reader = index_with(corpus, full=True)
-    assert s.new == 3 and s.total_documents == 3 and reader.chunks.count() == s.total_chunks
+    s, ix = index_with(corpus, full=True)
+    assert s.new == 3 and s.total_documents == 3 and ix.reader.chunks.count() == s.total_chunks
 
 
 def test_missing_path_and_empty_folder(tmp_path, index_with):
@@ -80,7 +80,7 @@ def test_binary_and_undecodable_files_are_skipped(corpus, tmp_path, fake):
     (corpus / "blob.txt").write_bytes(b"\x00\x01\x02binary\x00")
     (corpus / "bad.md").write_bytes(b"\x81\x8d\x8f\x90\x9d bad")
     rep = Collecting()
-    s = api.index([corpus], tmp_path / "i", IndexConfig(), reporter=rep, embedder_factory=lambda c: fake)
+    s = ragkit.index([corpus], tmp_path / "i", cfg=IndexConfig(), reporter=rep, embedder_factory=lambda c: fake)
     assert s.skipped == 2 and s.new == 3
     assert any("blob.txt" in w and "binary" in w for w in rep.warnings)
     assert any("bad.md" in w for w in rep.warnings)
@@ -90,7 +90,7 @@ def test_only_binary_files_is_an_error(tmp_path, fake):
     (tmp_path / "d").mkdir()
     (tmp_path / "d" / "x.txt").write_bytes(b"\x00\x00")
     with pytest.raises(BadInput, match="nothing indexable"):
-        api.index([tmp_path / "d"], tmp_path / "i", embedder_factory=lambda c: fake)
+        ragkit.index([tmp_path / "d"], tmp_path / "i", embedder_factory=lambda c: fake)
 
 
 def test_hidden_and_globs(corpus, index_with):
@@ -103,8 +103,8 @@ def test_hidden_and_globs(corpus, index_with):
 
 
 def test_failed_run_leaves_previous_index_queryable(corpus, index_with, fake, monkeypatch):
-    _, reader = index_with(corpus)
-    before = paths_of(reader, "overtime limited", strategy="lexical")
+    _, ix = index_with(corpus)
+    before = paths_of(ix, "overtime limited", strategy="lexical")
     write(corpus, "notes/extra.md", "# Extra\n\nOvertime is unlimited for zebras.\n")
 
     def boom(*a, **k):
@@ -115,50 +115,53 @@ def test_failed_run_leaves_previous_index_queryable(corpus, index_with, fake, mo
     with pytest.raises(KeyboardInterrupt):
         index_with(corpus)
     monkeypatch.undo()
-    reader = api.open_index(reader.index_dir, embedder=fake)
-    assert paths_of(reader, "overtime limited", strategy="lexical") == before
-    assert not paths_of(reader, "zebras", strategy="lexical")
+    ix = ragkit.open(ix.path, embedder=fake)
+    assert paths_of(ix, "overtime limited", strategy="lexical") == before
+    assert not paths_of(ix, "zebras", strategy="lexical")
     # the next run recovers and picks the new file up
-    s, reader = index_with(corpus)
-    assert s.new == 1 and paths_of(reader, "zebras", strategy="lexical") == ["docs/notes/extra.md"]
-    assert reader.chunks.count() == s.total_chunks
+    s, ix = index_with(corpus)
+    assert s.new == 1 and paths_of(ix, "zebras", strategy="lexical") == ["docs/notes/extra.md"]
+    assert ix.reader.chunks.count() == s.total_chunks
 
 
 def test_embedder_mismatch(corpus, index_with, tmp_path):
     index_with(corpus)
     other = FakeEmbedder(fingerprint="other")
     with pytest.raises(EmbedderMismatch):
-        api.open_index(tmp_path / "idx", embedder=other)
+        ragkit.open(tmp_path / "idx", embedder=other)
     with pytest.raises(EmbedderMismatch):
-        api.index(
-            [corpus], tmp_path / "idx", IndexConfig(embed_model="/some/other/model"), embedder_factory=lambda c: other
+        ragkit.index(
+            [corpus],
+            tmp_path / "idx",
+            cfg=IndexConfig(embed_model="/some/other/model"),
+            embedder_factory=lambda c: other,
         )
 
 
 def test_doc_type_and_collection_flags(corpus, index_with):
-    s, reader = index_with(corpus, cfg=IndexConfig(doc_type="contract", collection="acme"))
-    with reader.duck() as store:
+    s, ix = index_with(corpus, cfg=IndexConfig(doc_type="contract", collection="acme"))
+    with ix.reader.duck() as store:
         # front matter wins over the flag; the others take the flag
         assert store.doc_types() == {"contract": 2, "policy": 1}
         assert store.collections() == {"acme": 3}
 
 
 def test_interrupt_while_embedding_writes_nothing(corpus, index_with, fake, monkeypatch):
-    _, reader = index_with(corpus)
-    version = reader.manifest.last_run.lance_version
+    _, ix = index_with(corpus)
+    version = ix.reader.manifest.last_run.lance_version
     write(corpus, "notes/extra.md", "# Extra\n\nSomething new.\n")
     monkeypatch.setattr(fake, "encode", lambda *a, **k: (_ for _ in ()).throw(KeyboardInterrupt()))
     with pytest.raises(KeyboardInterrupt):
         index_with(corpus)
     monkeypatch.undo()
-    reader = api.open_index(reader.index_dir, embedder=fake)
-    assert reader.manifest.last_run.lance_version == version
-    assert reader.chunks.version == version
+    ix = ragkit.open(ix.path, embedder=fake)
+    assert ix.reader.manifest.last_run.lance_version == version
+    assert ix.reader.chunks.version == version
 
 
 def test_file_that_turns_binary_loses_its_old_chunks(corpus, index_with):
     index_with(corpus)
     (corpus / "notes/meeting.txt").write_bytes(b"\x00\x00binary now")
-    s, reader = index_with(corpus)
+    s, ix = index_with(corpus)
     assert s.skipped == 1 and s.total_documents == 2
-    assert not paths_of(reader, "planning meeting Tuesday", strategy="lexical")
+    assert not paths_of(ix, "planning meeting Tuesday", strategy="lexical")

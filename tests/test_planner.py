@@ -2,7 +2,6 @@
 
 import pytest
 
-from ragkit import api
 from ragkit.config import QueryConfig
 from ragkit.errors import BadQuery
 from ragkit.retrieve.planner import plan_query
@@ -103,16 +102,16 @@ def dated(tmp_path):
 
 
 def test_constraints_filter_retrieval_and_show_in_the_plan(dated, index_with):
-    _, reader = index_with(dated)
-    r = api.query(reader, "overtime since 2020", QueryConfig())
+    _, ix = index_with(dated)
+    r = ix.query("overtime since 2020", QueryConfig())
     assert [p.path.split("/")[-1] for p in r.passages] == ["new.md"]
     assert r.plan.constraints["date_from"] == "2020-01-01" and r.plan.strategy == "hybrid"
     assert r.plan.reason.startswith("auto: ")
-    r = api.query(reader, "overtime doc_type:policy", QueryConfig())
+    r = ix.query("overtime doc_type:policy", QueryConfig())
     assert [p.path.split("/")[-1] for p in r.passages] == ["old.md"]
-    r = api.query(reader, "overtime since 2030", QueryConfig())  # nothing is that new: ignored, said so
+    r = ix.query("overtime since 2030", QueryConfig())  # nothing is that new: ignored, said so
     assert len(r.passages) == 2 and "date constraint ignored" in r.plan.planner_notes[0]
-    r = api.query(reader, "which rule limits overtime?", QueryConfig(strategy="hybrid"))
+    r = ix.query("which rule limits overtime?", QueryConfig(strategy="hybrid"))
     assert r.plan.doc_type_routing == ["policy"] and len(r.plan.expanded_queries) == 2
     assert r.plan.reason == "chosen by --strategy"
     from ragkit.render import result_dict
@@ -182,11 +181,11 @@ def test_query_language_of_short_questions():
 
 
 def test_query_plan_shows_spelling_corrections(dated, index_with):
-    _, reader = index_with(dated)
-    r = api.query(reader, "Overtimme capped", QueryConfig())
+    _, ix = index_with(dated)
+    r = ix.query("Overtimme capped", QueryConfig())
     assert r.plan.corrections == [{"from": "Overtimme", "to": "overtime"}]
     assert r.plan.query_text == "overtime capped" and r.passages[0].path.endswith("new.md")
-    assert api.query(reader, "Overtimme capped", QueryConfig(spelling=False)).plan.corrections == []
+    assert ix.query("Overtimme capped", QueryConfig(spelling=False)).plan.corrections == []
 
 
 def test_decomposition_of_comparisons_and_multiple_questions():
@@ -222,12 +221,12 @@ def test_sub_queries_are_retrieved_and_fused(tmp_path, index_with):
         )
         + "\n",
     )
-    _, reader = index_with(root)
+    _, ix = index_with(root)
     q = "Were Scott Derrickson and Ed Wood of the same nationality?"
-    r = api.query(reader, q, QueryConfig(strategy="hybrid", k=3, decompose=True))
+    r = ix.query(q, QueryConfig(strategy="hybrid", k=3, decompose=True))
     assert len(r.plan.sub_queries) == 2 and any(k.startswith("sub_query_") for k in r.timings_ms)
     assert {p.path.split("#")[-1] for p in r.passages[:2]} == {"a", "b"}
-    off = api.query(reader, q, QueryConfig(strategy="hybrid", k=3))  # off by default: planned, not retrieved
+    off = ix.query(q, QueryConfig(strategy="hybrid", k=3))  # off by default: planned, not retrieved
     assert off.plan.sub_queries and not any(k.startswith("sub_query_") for k in off.timings_ms)
 
 
@@ -266,19 +265,19 @@ def test_retry_decision_and_record(dated, index_with):
     assert corrective.fallback_strategy("naive", True) == "hybrid"  # BM25 adds the words; the dense list is reused
     assert corrective.fallback_strategy("hybrid", False) == "lexical"
     assert corrective.fallback_strategy("hippo", True) == "hybrid"
-    _, reader = index_with(dated)
-    calls = []
+    _, ix = index_with(dated)
+    calls, chunks = [], ix.reader.chunks
     for name in ("vector_search", "fts_search"):  # count the searches (the instance attribute shadows the method)
-        setattr(reader.chunks, name, lambda *a, _f=getattr(reader.chunks, name), _n=name: calls.append(_n) or _f(*a))
-    r = api.query(reader, "zebra giraffe", QueryConfig(strategy="hybrid"))
+        setattr(chunks, name, lambda *a, _f=getattr(chunks, name), _n=name: calls.append(_n) or _f(*a))
+    r = ix.query("zebra giraffe", QueryConfig(strategy="hybrid"))
     assert sorted(calls) == ["fts_search", "vector_search"]  # the retry reused the first run's two lists
     retry = r.plan.retry
     assert retry["retried"] and retry["reason"] == "top results cover 0% of the query's words"
     assert retry["strategy"] == "hippo" and retry["mode"] == "recall" and "retry" in r.timings_ms
     assert retry["retry_check"]["coverage"] == 0.0 and retry["kept"] == "first"  # no better: the first is kept
-    r = api.query(reader, "overtime capped", QueryConfig(strategy="hybrid"))
+    r = ix.query("overtime capped", QueryConfig(strategy="hybrid"))
     assert r.plan.retry == {"check": r.plan.retry["check"], "retried": False, "reason": None}
-    assert api.query(reader, "zebra giraffe", QueryConfig(strategy="hybrid", retry=False)).plan.retry is None
+    assert ix.query("zebra giraffe", QueryConfig(strategy="hybrid", retry=False)).plan.retry is None
 
 
 def test_llm_planner_output_is_checked_before_use():
@@ -314,14 +313,14 @@ def test_llm_planner_adds_rewrite_and_sub_queries_and_falls_back_to_rules(monkey
         )
         + "\n",
     )
-    _, reader = index_with(root)
+    _, ix = index_with(root)
     q = "derrickson wood nationality"
     gen = FakeGenerator(
         "What nationality were Scott Derrickson and Ed Wood?\nSub-questions:\n"
         "- What nationality was Scott Derrickson?\n- What nationality was Ed Wood?"
     )
     monkeypatch.setattr(ragkit.retrieve.router, "load_generator", lambda spec=None, n_ctx=2048, keys=None: gen)
-    r = api.query(reader, q, QueryConfig(strategy="hybrid", planner="llm", decompose=True))
+    r = ix.query(q, QueryConfig(strategy="hybrid", planner="llm", decompose=True))
     assert r.plan.planner == "llm" and r.plan.rewritten.startswith("What nationality were")
     assert r.plan.rewritten in r.plan.expanded_queries and len(r.plan.sub_queries) == 2
     assert any(k.startswith("sub_query_") for k in r.timings_ms)  # with --decompose the sub-questions are retrieved
@@ -330,10 +329,10 @@ def test_llm_planner_adds_rewrite_and_sub_queries_and_falls_back_to_rules(monkey
         monkeypatch.setattr(
             ragkit.retrieve.router, "load_generator", lambda spec=None, n_ctx=2048, keys=None, g=broken: g
         )
-        r = api.query(reader, q, QueryConfig(strategy="hybrid", planner="llm"))
+        r = ix.query(q, QueryConfig(strategy="hybrid", planner="llm"))
         assert r.plan.planner == "rules" and "rule plan used" in r.plan.planner_notes[-1] and r.passages
     with pytest.raises(BadQuery):
-        api.query(reader, q, QueryConfig(planner="oracle"))
+        ix.query(q, QueryConfig(planner="oracle"))
 
 
 def test_llm_planner_with_the_bundled_model(tmp_path, index_with, monkeypatch):
@@ -342,9 +341,9 @@ def test_llm_planner_with_the_bundled_model(tmp_path, index_with, monkeypatch):
     monkeypatch.setattr("ragkit.generate._CACHE", {})
     root = tmp_path / "d"
     write(root, "a.md", "# Overtime\n\nOvertime is limited to ten hours per week.\n")
-    _, reader = index_with(root)
+    _, ix = index_with(root)
     q = "overtime limit per week for remote workers"
-    r = api.query(reader, q, QueryConfig(planner="llm"))
+    r = ix.query(q, QueryConfig(planner="llm"))
     rewritten = r.plan.rewritten
     assert r.plan.planner == "llm" and r.plan.planner_notes == [] and r.passages
     assert rewritten and "\n" not in rewritten and rewritten != q and r.plan.expanded_queries == [rewritten]

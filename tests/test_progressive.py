@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from ragkit import api
+import ragkit
 from ragkit.config import IndexConfig, QueryConfig
 from ragkit.ingest import fill
 from tests.fakes import FakeEmbedder
@@ -40,34 +40,34 @@ def test_a_progressive_index_fills_in_batch_by_batch_and_ends_as_a_plain_one(tmp
     monkeypatch.setattr(fill, "BATCH", 10)
     idx, plain = tmp_path / "progressive", tmp_path / "plain"
     cfg = IndexConfig(progressive=True, embed_model="bundled:all-MiniLM-L6-v2")
-    summary = api.index([corpus], idx, cfg, embedder_factory=factory, max_fill_batches=2)
+    summary = ragkit.index([corpus], idx, cfg=cfg, embedder_factory=factory, max_fill_batches=2)
     chunks = summary.total_chunks
     assert summary.fill["batches"] == 2 and summary.fill["filled"] == 20 and not summary.fill["switched"]
     m = manifest(idx)
     assert m["embedder"]["name"] == "fast" and m["fill"]["name"] == "full" and m["fill"]["filled"] == 20
 
-    reader = api.open_index(idx, embedder=FAST, full_embedder=FULL)
-    stats = api.stats(reader)
+    ix = ragkit.open(idx, embedder=FAST, full_embedder=FULL)
+    stats = ix.stats()
     assert stats["fill"] == {"model": "full", "filled": 20, "total": chunks, "share": 20 / chunks}
-    result = api.query(reader, "Ruhepause Minuten", QueryConfig(k=5, strategy="naive"))
+    result = ix.query("Ruhepause Minuten", QueryConfig(k=5, strategy="naive"))
     assert result.passages  # both tiers searched: the filled chunks with the full model, the rest with the fast
 
-    done = api.index([corpus], idx, cfg, embedder_factory=factory)  # nothing changed: the fill goes on
+    done = ragkit.index([corpus], idx, cfg=cfg, embedder_factory=factory)  # nothing changed: the fill goes on
     assert done.fill["switched"] and done.fill["filled"] == chunks
     m = manifest(idx)
     assert "fill" not in m and m["embedder"]["name"] == "full" and m["index_config"]["embed_model"]
     assert not (idx / "lance" / "fill.lance").exists()
 
-    api.index([corpus], plain, IndexConfig(embed_model="bundled:all-MiniLM-L6-v2"), embedder_factory=factory)
-    a, b = api.open_index(idx, embedder=FULL), api.open_index(plain, embedder=FULL)
-    ids_a, vec_a = a.chunks.all_vectors()
-    ids_b, vec_b = b.chunks.all_vectors()
+    ragkit.index([corpus], plain, cfg=IndexConfig(embed_model="bundled:all-MiniLM-L6-v2"), embedder_factory=factory)
+    a, b = ragkit.open(idx, embedder=FULL), ragkit.open(plain, embedder=FULL)
+    ids_a, vec_a = a.reader.chunks.all_vectors()
+    ids_b, vec_b = b.reader.chunks.all_vectors()
     order = np.argsort(ids_a), np.argsort(ids_b)
     assert sorted(ids_a) == sorted(ids_b)
     assert np.allclose(vec_a[order[0]], vec_b[order[1]])
     for q in ("Ruhepause Minuten", "Arbeitszeit Zweck Gesetz 7"):
-        got = [p.chunk_ids for p in api.query(a, q, QueryConfig(k=5)).passages]
-        assert got == [p.chunk_ids for p in api.query(b, q, QueryConfig(k=5)).passages]
+        got = [p.chunk_ids for p in a.query(q, QueryConfig(k=5)).passages]
+        assert got == [p.chunk_ids for p in b.query(q, QueryConfig(k=5)).passages]
 
 
 def test_paths_given_first_are_filled_first(tmp_path, corpus, monkeypatch):
@@ -76,13 +76,13 @@ def test_paths_given_first_are_filled_first(tmp_path, corpus, monkeypatch):
     with (corpus / "law11.md").open("a") as fh:
         fh.write("\n## § 3 Binnenschifffahrt\n\nSonderregeln für Matrosen auf Binnenschiffen und Fähren.\n")
     cfg = IndexConfig(progressive=True, embed_model="bundled:all-MiniLM-L6-v2")
-    api.index([corpus], idx, cfg, embedder_factory=factory, max_fill_batches=1, fill_first=["*law11.md"])
-    reader = api.open_index(idx, embedder=FAST, full_embedder=FULL)
-    filled = reader.fill.ids()
-    paths = {r["id"]: r["path"] for r in reader.chunks.ds.to_table(columns=["id", "path"]).to_pylist()}
+    ragkit.index([corpus], idx, cfg=cfg, embedder_factory=factory, max_fill_batches=1, fill_first=["*law11.md"])
+    ix = ragkit.open(idx, embedder=FAST, full_embedder=FULL)
+    filled = ix.reader.fill.ids()
+    paths = {r["id"]: r["path"] for r in ix.reader.chunks.ds.to_table(columns=["id", "path"]).to_pylist()}
     law11 = {i for i, path in paths.items() if path.endswith("law11.md")}
     assert law11 and law11 <= filled and len(filled) == 4  # its chunks in the first batch of four
-    top = api.query(reader, "Matrosen auf Binnenschiffen", QueryConfig(k=3, strategy="naive"))
+    top = ix.query("Matrosen auf Binnenschiffen", QueryConfig(k=3, strategy="naive"))
     assert top.passages[0].path.endswith("law11.md")  # its full vector, merged with the others' fast ones
 
 
@@ -90,14 +90,14 @@ def test_a_run_between_batches_is_filled_too(tmp_path, corpus, monkeypatch):
     monkeypatch.setattr(fill, "BATCH", 10)
     idx = tmp_path / "idx"
     cfg = IndexConfig(progressive=True, embed_model="bundled:all-MiniLM-L6-v2")
-    api.index([corpus], idx, cfg, embedder_factory=factory, max_fill_batches=1)
+    ragkit.index([corpus], idx, cfg=cfg, embedder_factory=factory, max_fill_batches=1)
     (corpus / "law3.md").write_text("# Gesetz 3\n\n## § 1 Neu\n\nGeändert: Urlaub von dreißig Tagen.\n")
     (corpus / "law4.md").unlink()
-    summary = api.index([corpus], idx, cfg, embedder_factory=factory)
+    summary = ragkit.index([corpus], idx, cfg=cfg, embedder_factory=factory)
     assert summary.fill["switched"]
-    reader = api.open_index(idx, embedder=FULL)
+    ix = ragkit.open(idx, embedder=FULL)
     assert manifest(idx)["embedder"]["fingerprint"] == "full-0001"
-    top = api.query(reader, "Urlaub dreißig Tage", QueryConfig(k=3, strategy="naive")).passages[0]
+    top = ix.query("Urlaub dreißig Tage", QueryConfig(k=3, strategy="naive")).passages[0]
     assert top.path.endswith("law3.md")
 
 
@@ -105,20 +105,18 @@ def test_a_run_between_batches_is_filled_too(tmp_path, corpus, monkeypatch):
 def test_parsing_on_every_core_gives_the_same_index(tmp_path):
     """Many files are parsed and chunked in worker processes (each with its own tokenizer): the index equals
     the one parsed in process, chunk for chunk."""
-    from ragkit.ingest.pipeline import run_index
-
     root = tmp_path / "docs"
     root.mkdir()
     for n in range(140):
         (root / f"note{n:03}.md").write_text(f"# Note {n}\n\nOvertime rule {n}: at most {n % 12} hours a week.\n")
     cfg = IndexConfig(embed_model="bundled:all-MiniLM-L6-v2")
-    pooled = api.index([root], tmp_path / "pooled", cfg, parse_workers=2)  # the default model factory
-    serial = run_index([root], tmp_path / "serial", cfg, api._default_embedder_factory, parse_workers=1)
+    pooled = ragkit.index([root], tmp_path / "pooled", cfg=cfg, parse_workers=2)  # the default model factory
+    serial = ragkit.index([root], tmp_path / "serial", cfg=cfg, parse_workers=1)  # parsed in process
     assert pooled.total_chunks == serial.total_chunks == 140
 
     def rows(name):
-        reader = api.open_index(tmp_path / name)
-        data = reader.chunks.ds.to_table(columns=["id", "content", "line_start", "line_end"]).to_pylist()
+        ix = ragkit.open(tmp_path / name)
+        data = ix.reader.chunks.ds.to_table(columns=["id", "content", "line_start", "line_end"]).to_pylist()
         return sorted(data, key=lambda r: r["id"])
 
     assert rows("pooled") == rows("serial")

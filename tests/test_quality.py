@@ -7,7 +7,7 @@ all 100 hotpotqa questions, and the extractive answers on every set's answerable
 
 import pytest
 
-from ragkit import api
+import ragkit
 from ragkit.config import IndexConfig, QueryConfig
 from ragkit.embed import BUNDLED
 from ragkit.retrieve.strategies import STRATEGIES
@@ -31,17 +31,17 @@ def hotpotqa_results(hotpotqa_index):
 
 
 @pytest.fixture(scope="session")
-def laws_reader(tmp_path_factory):
+def laws_index(tmp_path_factory):
     idx = tmp_path_factory.mktemp("quality") / "laws"
-    api.index([quality.GERMAN_LAWS], idx)
-    return api.open_index(idx)
+    ragkit.index([quality.GERMAN_LAWS], idx)
+    return ragkit.open(idx)
 
 
 @pytest.fixture(scope="session")
-def swedish_reader(tmp_path_factory):
+def swedish_index(tmp_path_factory):
     idx = tmp_path_factory.mktemp("quality") / "swedish"
-    api.index([quality.SWEDISH_REGULATIONS], idx)
-    return api.open_index(idx)
+    ragkit.index([quality.SWEDISH_REGULATIONS], idx)
+    return ragkit.open(idx)
 
 
 def failures(checks: list[quality.Check]) -> str:
@@ -77,9 +77,9 @@ def test_the_gate_fails_when_hybrid_loses_a_part(hotpotqa_results, hotpotqa_inde
 
 
 @needs_shared("german-laws")
-def test_legal_reference_queries_find_their_section_first(laws_reader):
+def test_legal_reference_queries_find_their_section_first(laws_index):
     queries = quality.legal_queries()
-    misses = quality.legal_misses(laws_reader, queries)
+    misses = quality.legal_misses(laws_index, queries)
     assert len(queries) == 24 and len(queries) - len(misses) >= FLOORS["legal"]["top1_hits"], f"not first: {misses}"
 
 
@@ -88,16 +88,16 @@ def test_the_german_floor_fails_with_the_english_model(tmp_path_factory):
     """The German floors have teeth: the laws embedded with the English MiniLM (the model before issue 18's
     second stop) fall below them."""
     idx = tmp_path_factory.mktemp("quality") / "laws-minilm"
-    api.index([quality.GERMAN_LAWS], idx, IndexConfig(embed_model=BUNDLED))
-    hits = quality.german_hits(api.open_index(idx), quality.german_questions())
+    ragkit.index([quality.GERMAN_LAWS], idx, cfg=IndexConfig(embed_model=BUNDLED))
+    hits = quality.german_hits(ragkit.open(idx), quality.german_questions())
     assert hits["top1"] < FLOORS["german"]["top1"] - FLOORS["tolerance"], hits
 
 
 @needs_shared("german-laws")
 @pytest.mark.parametrize("held_out", [False, True], ids=["labelled", "held out"])
-def test_german_questions_find_their_section(laws_reader, held_out):
+def test_german_questions_find_their_section(laws_index, held_out):
     questions = quality.german_questions(held_out)
-    hits = quality.german_hits(laws_reader, questions)
+    hits = quality.german_hits(laws_index, questions)
     key = "held_out_" if held_out else ""
     floor = FLOORS["german"]
     assert len(questions) >= 30
@@ -106,17 +106,17 @@ def test_german_questions_find_their_section(laws_reader, held_out):
 
 
 @pytest.fixture(scope="session")
-def reading_reader(tmp_path_factory):
+def reading_index(tmp_path_factory):
     """An index of a reading-comprehension set's documents (xquad-de's paragraphs, SweQUAD-MC's pages)."""
-    readers = {}
+    opened = {}
 
     def open_set(name):
-        if name not in readers:
+        if name not in opened:
             work = tmp_path_factory.mktemp(f"quality-{name}")
             aset = quality.answer_set(name, work)
-            api.index([aset.source], work / "index")
-            readers[name] = api.open_index(work / "index")
-        return readers[name]
+            ragkit.index([aset.source], work / "index")
+            opened[name] = ragkit.open(work / "index")
+        return opened[name]
 
     return open_set
 
@@ -137,14 +137,14 @@ def test_answers_quote_the_gold_answer_and_abstain_when_the_documents_are_silent
     abstained on (and the quote's page, Swedish), and answers short (median characters at most the floor's)."""
     if name == "hotpotqa":
         request.getfixturevalue("hotpotqa_results")  # builds the index
-        reader = api.open_index(request.getfixturevalue("hotpotqa_index"))
+        ix = ragkit.open(request.getfixturevalue("hotpotqa_index"))
     elif name in ("german", "swedish"):
-        reader = request.getfixturevalue("laws_reader" if name == "german" else "swedish_reader")
+        ix = request.getfixturevalue("laws_index" if name == "german" else "swedish_index")
     else:
-        reader = request.getfixturevalue("reading_reader")(name)
+        ix = request.getfixturevalue("reading_index")(name)
     good, bad = quality.answer_questions(name)
     assert len(good) >= 30 and (name in ("xquad", "swequad") or len(bad) >= 10)
-    measured = quality.answer_eval(reader, good, bad)
+    measured = quality.answer_eval(ix, good, bad)
     floors = dict(FLOORS["answers"][name])
     longest = floors.pop("chars_p50_max", None)
     checks = quality.answer_checks(measured, floors, name, FLOORS["tolerance"])
@@ -153,10 +153,10 @@ def test_answers_quote_the_gold_answer_and_abstain_when_the_documents_are_silent
 
 
 @pytest.fixture(scope="session")
-def sample_reader(tmp_path_factory):
+def sample_index(tmp_path_factory):
     idx = tmp_path_factory.mktemp("quality") / "sample"
-    api.index([SAMPLES], idx)
-    return api.open_index(idx)
+    ragkit.index([SAMPLES], idx)
+    return ragkit.open(idx)
 
 
 @pytest.mark.parametrize(
@@ -170,7 +170,7 @@ def sample_reader(tmp_path_factory):
 def test_plain_questions_get_their_answer(corpus, request):
     """Everyday questions written from the documents (tests/data/plain_questions.jsonl) are answered with a quote
     holding their answer, not abstained on (issue 63); held at the floors of ``[plain]``."""
-    fixture = {"sample": "sample_reader", "german-laws": "laws_reader", "swedish": "swedish_reader"}[corpus]
+    fixture = {"sample": "sample_index", "german-laws": "laws_index", "swedish": "swedish_index"}[corpus]
     questions = quality.plain_questions(corpus)
     assert len(questions) >= 8
     right = quality.plain_right(request.getfixturevalue(fixture), questions)
@@ -181,14 +181,14 @@ def test_plain_questions_get_their_answer(corpus, request):
 
 
 @needs_shared("swedish-regulations")
-def test_swedish_questions_find_their_paragraph_and_page(swedish_reader):
+def test_swedish_questions_find_their_paragraph_and_page(swedish_index):
     """Reference questions ("Vad säger 2 kap. 16 § SSMFS 2025:1?") get the cited paragraph first; everyday ones
     the gold page first or among the first three (issue 34)."""
     questions = quality.swedish_questions()
     assert (
         sum(q["kind"] == "reference" for q in questions) >= 15 and sum(q["kind"] == "everyday" for q in questions) >= 25
     )
-    hits = quality.swedish_hits(swedish_reader, questions)
+    hits = quality.swedish_hits(swedish_index, questions)
     floor = FLOORS["swedish"]
     low = {k: (hits[k], v) for k, v in floor.items() if hits[k] < v - FLOORS["tolerance"]}
     assert not low, f"Swedish questions below the floor in tests/data/quality_floors.toml (measured, recorded): {low}"

@@ -2,70 +2,74 @@
 
 import pytest
 
-from ragkit import api
 from ragkit.config import QueryConfig
 from ragkit.errors import BadQuery
 from ragkit.render import SCHEMA, result_dict
 
 
 @pytest.fixture
-def reader(corpus, index_with):
+def ix(corpus, index_with):
     return index_with(corpus)[1]
 
 
-def top(reader, q, **kw):
-    return api.query(reader, q, QueryConfig(**kw)).passages
+@pytest.fixture
+def reader(ix):
+    return ix.reader
+
+
+def top(ix, q, **kw):
+    return ix.query(q, QueryConfig(**kw)).passages
 
 
 @pytest.mark.parametrize("strategy", ["naive", "lexical", "hybrid"])
-def test_each_strategy_finds_the_section(reader, strategy):
-    ps = top(reader, "rollback previous container image", strategy=strategy, k=3)
+def test_each_strategy_finds_the_section(ix, strategy):
+    ps = top(ix, "rollback previous container image", strategy=strategy, k=3)
     assert ps[0].section == "Deployment > Rollbacks"
     assert ps[0].path == "docs/tech/deploy.rst"
     assert [p.rank for p in ps] == list(range(1, len(ps) + 1))
 
 
-def test_hybrid_records_both_ranks(reader):
-    r = api.query(reader, "overtime limited", QueryConfig(k=3))
+def test_hybrid_records_both_ranks(ix):
+    r = ix.query("overtime limited", QueryConfig(k=3))
     assert set(r.hits[0].ranks) == {"dense", "lexical"}
     assert r.plan.fusion["method"] == "convex" and r.plan.fusion["alpha"] == QueryConfig().alpha
-    r = api.query(reader, "overtime limited", QueryConfig(k=3, fusion="rrf"))
+    r = ix.query("overtime limited", QueryConfig(k=3, fusion="rrf"))
     assert r.plan.fusion["method"] == "weighted_rrf" and r.plan.fusion["k"] == 60
     assert {"plan", "embed_query", "dense", "lexical", "fusion", "assemble", "total"} <= set(r.timings_ms)
 
 
-def test_phrase_must_appear_and_minus_must_not(reader):
-    ps = top(reader, '"hourly rate" overtime', strategy="hybrid")
+def test_phrase_must_appear_and_minus_must_not(ix):
+    ps = top(ix, '"hourly rate" overtime', strategy="hybrid")
     assert ps and all("hourly rate" in p.text for p in ps)
-    ps = top(reader, "overtime -limited", strategy="hybrid")
+    ps = top(ix, "overtime -limited", strategy="hybrid")
     assert ps and all("limited" not in p.text.lower() for p in ps)
 
 
-def test_filters(reader):
-    assert {p.path for p in top(reader, "overtime meeting rollback", filters={"doc_type": "policy"})} == {
+def test_filters(ix):
+    assert {p.path for p in top(ix, "overtime meeting rollback", filters={"doc_type": "policy"})} == {
         "docs/policies/overtime.md"
     }
-    assert {p.path for p in top(reader, "overtime meeting rollback", filters={"path": "*/tech/*"})} == {
+    assert {p.path for p in top(ix, "overtime meeting rollback", filters={"path": "*/tech/*"})} == {
         "docs/tech/deploy.rst"
     }
-    assert {p.path for p in top(reader, "overtime meeting rollback", filters={"owner": "hr"})} == {
+    assert {p.path for p in top(ix, "overtime meeting rollback", filters={"owner": "hr"})} == {
         "docs/policies/overtime.md"
     }
-    assert {p.path for p in top(reader, "overtime meeting", filters={"tags": "pay"})} == {"docs/policies/overtime.md"}
-    assert top(reader, "overtime", filters={"owner": "nobody"}) == []
+    assert {p.path for p in top(ix, "overtime meeting", filters={"tags": "pay"})} == {"docs/policies/overtime.md"}
+    assert top(ix, "overtime", filters={"owner": "nobody"}) == []
 
 
-def test_bad_queries(reader):
+def test_bad_queries(ix):
     with pytest.raises(BadQuery):
-        top(reader, "   ")
+        top(ix, "   ")
     with pytest.raises(BadQuery):
-        top(reader, "x", strategy="nope")
+        top(ix, "x", strategy="nope")
     with pytest.raises(BadQuery):
-        top(reader, "x", alpha=2.0)
+        top(ix, "x", alpha=2.0)
 
 
-def test_json_schema(reader):
-    d = result_dict(api.query(reader, "overtime", QueryConfig(k=2)))
+def test_json_schema(ix):
+    d = result_dict(ix.query("overtime", QueryConfig(k=2)))
     assert d["schema"] == SCHEMA == "ragkit.query/1"
     assert set(d) >= {"query", "strategy", "plan", "passages", "timings_ms"}
     p = d["passages"][0]
@@ -116,7 +120,7 @@ def test_ann_path_above_the_exact_limit(reader, monkeypatch):
 
 
 @pytest.mark.parametrize("where", [{}, {"doc_type": "policy"}])
-def test_large_table_fuses_ids_then_reads_the_kept_rows(reader, monkeypatch, where):
+def test_large_table_fuses_ids_then_reads_the_kept_rows(ix, monkeypatch, where):
     """Above ``EXACT_MAX_ROWS`` hybrid fuses ids and scores (``SearchContext.text_rankings``) and reads only
     the rows it keeps: the same passages, scores and fields as the rows read with every hit."""
     import ragkit.store.lance as lance_store
@@ -124,9 +128,9 @@ def test_large_table_fuses_ids_then_reads_the_kept_rows(reader, monkeypatch, whe
 
     cfg = QueryConfig(strategy="hybrid", k=4, retry=False, filters=where)
     monkeypatch.setattr(lance_store, "EXACT_MAX_ROWS", 0)
-    lean = api.query(reader, "how is overtime compensated", cfg)
+    lean = ix.query("how is overtime compensated", cfg)
     monkeypatch.setattr(SearchContext, "text_rankings", lambda self, n: (self.dense(n), self.lexical(n)))
-    full = api.query(reader, "how is overtime compensated", cfg)
+    full = ix.query("how is overtime compensated", cfg)
     assert lean.passages and [p.text for p in lean.passages] == [p.text for p in full.passages]
     assert [round(p.score, 6) for p in lean.passages] == [round(p.score, 6) for p in full.passages]
     assert [(h.path, h.line_start, h.section_id, h.ranks) for h in lean.hits] == [
@@ -141,9 +145,10 @@ def test_a_table_with_a_vector_index_gets_scalar_indexes(index_with, corpus):
     from ragkit.config import IndexConfig
     from ragkit.store.lance import SCALAR_INDEXED
 
-    _, reader = index_with(corpus, cfg=IndexConfig(vector_index_min_rows=1))
+    _, ix = index_with(corpus, cfg=IndexConfig(vector_index_min_rows=1))
+    reader = ix.reader
     indexed = {tuple(i.field_names): i.index_type for i in reader.chunks.ds.describe_indices()}
     assert not reader.chunks.exact() and all(indexed.get((c,)) == "BTree" for c in SCALAR_INDEXED), indexed
-    r = api.query(reader, "how is overtime compensated", QueryConfig(strategy="hybrid", k=3, retry=False))
+    r = ix.query("how is overtime compensated", QueryConfig(strategy="hybrid", k=3, retry=False))
     assert r.passages and all(h.text and h.section_id for h in r.hits) and "rows" in r.timings_ms
     assert reader.titles() == reader.chunks.titles() and len(reader.titles()) > 1  # from the store, alike

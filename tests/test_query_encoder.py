@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ragkit import api
+import ragkit
 from ragkit.config import IndexConfig, QueryConfig
 from ragkit.embed import BUNDLED, tuned
 from ragkit.errors import BadQuery
@@ -38,12 +38,12 @@ def german(tmp_path_factory):
     root = tmp_path_factory.mktemp("qe")
     for name, text in GERMAN.items():
         write(root / "laws", name, text)
-    api.index([root / "laws"], root / "idx")
+    ragkit.index([root / "laws"], root / "idx")
     return root / "idx"
 
 
 def _vectors(index: Path) -> np.ndarray:
-    _, _, mat = api.open_index(index).chunks.matrix()
+    _, _, mat = ragkit.open(index).reader.chunks.matrix()
     return np.asarray(mat)
 
 
@@ -64,7 +64,8 @@ def test_the_shipped_graph_is_small_and_its_card_says_what_it_learned_from():
 def test_an_e5_index_takes_ragkits_questions_without_a_rebuild(german):
     before = (german / "manifest.json").read_bytes()
     vectors = _vectors(german)
-    reader = api.open_index(german)
+    ix = ragkit.open(german)
+    reader = ix.reader
     ours = reader.query_embedder("ragkit", "de")
     theirs = reader.query_embedder("original", "de")
     assert ours is not theirs and theirs is reader.embedder
@@ -77,14 +78,14 @@ def test_an_e5_index_takes_ragkits_questions_without_a_rebuild(german):
     assert np.array_equal(
         ours.encode(["Alle Deutschen haben das Recht."]), theirs.encode(["Alle Deutschen haben das Recht."])
     )
-    res = api.query(reader, question, QueryConfig(k=3, query_encoder="ragkit"))
+    res = ix.query(question, QueryConfig(k=3, query_encoder="ragkit"))
     assert res.passages[0].section.endswith("Art 8"), [p.section for p in res.passages]
     assert (german / "manifest.json").read_bytes() == before
     assert np.array_equal(_vectors(german), vectors)
 
 
 def test_auto_reads_the_card_for_the_questions_language(german):
-    reader = api.open_index(german)
+    reader = ragkit.open(german).reader
     for language in ("de", "sv", "en"):
         chosen = reader.query_embedder("auto", language)
         assert (chosen is not reader.embedder) == tuned.on_by_default(language), language
@@ -92,8 +93,8 @@ def test_auto_reads_the_card_for_the_questions_language(german):
 
 
 def test_a_minilm_index_keeps_its_own_questions_and_refuses_ragkits(tmp_path):
-    api.index([SAMPLES], tmp_path / "idx")
-    reader = api.open_index(tmp_path / "idx")
+    ragkit.index([SAMPLES], tmp_path / "idx")
+    reader = ragkit.open(tmp_path / "idx").reader
     assert reader.manifest.embedder.spec == BUNDLED
     assert reader.query_embedder("auto", "de") is reader.embedder
     with pytest.raises(BadQuery, match="multilingual-e5-small"):
@@ -140,8 +141,8 @@ def test_models_shows_the_question_side(german, tmp_path):
 def test_a_swedish_index_answers_with_either_side(tmp_path):
     for name, text in SWEDISH.items():
         write(tmp_path / "docs", name, text)
-    api.index([tmp_path / "docs"], tmp_path / "idx", IndexConfig())
-    reader = api.open_index(tmp_path / "idx")
+    ragkit.index([tmp_path / "docs"], tmp_path / "idx", cfg=IndexConfig())
+    ix = ragkit.open(tmp_path / "idx")
     for choice in ("original", "ragkit"):
-        res = api.query(reader, "Hur många semesterdagar får jag?", QueryConfig(k=2, query_encoder=choice))
+        res = ix.query("Hur många semesterdagar får jag?", QueryConfig(k=2, query_encoder=choice))
         assert res.passages[0].section.endswith("4 § Semesterns längd"), choice

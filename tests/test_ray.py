@@ -8,7 +8,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from ragkit import api
+import ragkit
 from ragkit.config import IndexConfig, QueryConfig, resolve_index_dir
 from ragkit.embed import MULTILINGUAL
 from ragkit.store.lance import ChunkTable
@@ -25,7 +25,7 @@ def vectors(index_dir) -> dict[str, np.ndarray]:
 
 
 def table(index) -> ChunkTable:
-    run = api.open_index(index).manifest.last_run
+    run = ragkit.open(index).reader.manifest.last_run
     return ChunkTable(lance_location(resolve_index_dir(str(index))), run.lance_table, run.lance_version)
 
 
@@ -41,7 +41,7 @@ def same_index(a, b) -> None:
     assert va.keys() == vb.keys() and max(float(np.abs(va[k] - vb[k]).max()) for k in va) < 1e-5
     counts = []
     for d in (a, b):
-        with DuckStore(store_path(resolve_index_dir(str(d)), api.open_index(d).manifest), read_only=True) as store:
+        with DuckStore(store_path(resolve_index_dir(str(d)), ragkit.open(d).reader.manifest), read_only=True) as store:
             counts.append(
                 {
                     t: store.con.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
@@ -63,19 +63,19 @@ def test_ray_pipeline_equals_the_local_one(corpus, tmp_path, monkeypatch):
         "acht Stunden nicht überschreiten.\n",
     )
     (corpus / "blob.txt").write_text("QUFBQUFB" * 3000)  # skipped on both paths, for the same reason
-    local = api.index([corpus], tmp_path / "local", IndexConfig())
-    on_ray = api.index([corpus], tmp_path / "ray", IndexConfig(engine="ray", ray_workers=2))
+    local = ragkit.index([corpus], tmp_path / "local", cfg=IndexConfig())
+    on_ray = ragkit.index([corpus], tmp_path / "ray", cfg=IndexConfig(engine="ray", ray_workers=2))
     assert (
         (on_ray.new, on_ray.skipped, on_ray.chunks) == (local.new, local.skipped, local.chunks) == (4, 1, on_ray.chunks)
     )
     assert [w for w in on_ray.warnings if "blob" in w] == [w for w in local.warnings if "blob" in w]
     same_index(tmp_path / "local", tmp_path / "ray")
     for q in ("how long may a working day be?", "rollback container image", "overtime limit"):
-        ra, rb = (api.query(api.open_index(tmp_path / d), q, QueryConfig(k=5)) for d in ("local", "ray"))
+        ra, rb = (ragkit.open(tmp_path / d).query(q, QueryConfig(k=5)) for d in ("local", "ray"))
         assert [p.chunk_ids for p in ra.passages] == [p.chunk_ids for p in rb.passages]
 
     (corpus / "notes/meeting.txt").write_text("Meeting notes\n\nThe planning meeting moved to Thursday.\n")
-    again = api.index([corpus], tmp_path / "ray", replace(IndexConfig(), engine="ray", ray_workers=1))
+    again = ragkit.index([corpus], tmp_path / "ray", cfg=replace(IndexConfig(), engine="ray", ray_workers=1))
     assert again.changed == 1 and again.unchanged == 3 and again.skipped == 1
 
 
@@ -125,8 +125,8 @@ def test_a_jsonl_corpus_spreads_over_workers(tmp_path, monkeypatch):
             (json.dumps({"_id": f"b{i}", "text": f"Broken {i}"}) if i != 16 else "{not json") + "\n" for i in range(20)
         )
     )
-    local = api.index([folder], tmp_path / "local", IndexConfig())
-    on_ray = api.index([folder], tmp_path / "ray", IndexConfig(engine="ray", ray_workers=2))
+    local = ragkit.index([folder], tmp_path / "local", cfg=IndexConfig())
+    on_ray = ragkit.index([folder], tmp_path / "ray", cfg=IndexConfig(engine="ray", ray_workers=2))
     assert on_ray.documents == local.documents == 41 and on_ray.chunks == local.chunks
     assert on_ray.skipped == local.skipped == 1
     same_index(tmp_path / "local", tmp_path / "ray")
@@ -148,7 +148,9 @@ def test_a_failing_worker_is_a_ragkit_error(corpus, tmp_path):
     )
     try:
         with pytest.raises(RagkitError, match="a Ray worker failed") as caught:
-            api.index([corpus], tmp_path / "ray", IndexConfig(engine="ray", ray_workers=1, embed_model=MULTILINGUAL))
+            ragkit.index(
+                [corpus], tmp_path / "ray", cfg=IndexConfig(engine="ray", ray_workers=1, embed_model=MULTILINGUAL)
+            )
     finally:
         ray.shutdown()
     assert 'ragkit with its ray extra (pip install "ragkit[ray]")' in caught.value.hint
@@ -160,14 +162,14 @@ def test_ray_workers_write_into_an_index_on_s3(s3, corpus, tmp_path):
     """On object storage the workers write their fragments into the bucket; the driver commits them: the index
     equals a local one, and an incremental Ray run on it follows."""
     uri = f"s3://{BUCKET}/ray"
-    local = api.index([corpus], tmp_path / "local", IndexConfig())
-    on_ray = api.index([corpus], uri, IndexConfig(engine="ray", ray_workers=2))
+    local = ragkit.index([corpus], tmp_path / "local", cfg=IndexConfig())
+    on_ray = ragkit.index([corpus], uri, cfg=IndexConfig(engine="ray", ray_workers=2))
     assert on_ray.chunks == local.chunks
     same_index(tmp_path / "local", uri)
     (corpus / "notes/meeting.txt").write_text("Meeting notes\n\nThe planning meeting moved to Thursday.\n")
-    again = api.index([corpus], uri, IndexConfig(engine="ray", ray_workers=1))
+    again = ragkit.index([corpus], uri, cfg=IndexConfig(engine="ray", ray_workers=1))
     assert again.changed == 1 and again.unchanged == 2
-    r = api.query(api.open_index(uri), "when is the planning meeting?", QueryConfig(k=3))
+    r = ragkit.open(uri).query("when is the planning meeting?", QueryConfig(k=3))
     assert r.run == 2 and r.passages[0].path.endswith("meeting.txt")
 
 
@@ -232,5 +234,5 @@ def test_ragkit_index_joins_a_running_cluster(corpus, tmp_path):
         assert summary["new"] == 3 and summary["seconds"]["ray_work"] > 0
     finally:
         subprocess.run([str(ray_cli), "stop", "--force"], env=env, capture_output=True, timeout=120)
-    api.index([corpus], tmp_path / "local", IndexConfig())
+    ragkit.index([corpus], tmp_path / "local", cfg=IndexConfig())
     same_index(tmp_path / "local", tmp_path / "ray")

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from ragkit import api
+import ragkit
 from ragkit.config import QueryConfig, resolve_index_dir
 from tests.conftest import REPO, write
 from tests.fakes import FakeEmbedder
@@ -33,22 +33,22 @@ def run_objects(names: set[str]) -> set[int]:
 def test_index_query_reindex_on_s3(s3, corpus, tmp_path):
     uri = f"s3://{BUCKET}/handbook"
     fake = FakeEmbedder()
-    summary = api.index([corpus], uri, embedder_factory=lambda cfg: fake)
+    summary = ragkit.index([corpus], uri, embedder_factory=lambda cfg: fake)
     assert summary.new == 3
     top = keys("handbook/")
     assert "manifest.json" in top and run_objects(top) == {1}
     assert any(k.startswith("lance/chunks.lance/") for k in top)  # LanceDB writes to the bucket itself
 
-    reader = api.open_index(uri, embedder=fake)
-    r = api.query(reader, "rollback container image", QueryConfig(k=3, strategy="hybrid"))
+    ix = ragkit.open(uri, embedder=fake)
+    r = ix.query("rollback container image", QueryConfig(k=3, strategy="hybrid"))
     assert r.passages and r.passages[0].path.endswith("deploy.rst") and r.run == 1
 
     write(corpus, "notes/parking.md", "# Parking\n\nParking badges are handed out at the front desk.\n")
-    again = api.index([corpus], uri, embedder_factory=lambda cfg: fake)
+    again = ragkit.index([corpus], uri, embedder_factory=lambda cfg: fake)
     assert again.new == 1 and again.unchanged == 3
     top = keys("handbook/")
     assert run_objects(top) == {2}  # the replaced run's objects are gone
-    r = api.query(reader, "parking badges", QueryConfig(k=3, strategy="hybrid"))  # the reader follows run 2
+    r = ix.query("parking badges", QueryConfig(k=3, strategy="hybrid"))  # the index follows run 2
     assert r.run == 2 and r.passages[0].path.endswith("parking.md")
 
 
@@ -57,12 +57,12 @@ def test_a_second_reader_elsewhere_and_a_killed_run(s3, corpus, tmp_path):
     manifest upload leaves the committed run answering; the next run completes."""
     uri = f"s3://{BUCKET}/killed"
     fake = FakeEmbedder()
-    api.index([corpus], uri, embedder_factory=lambda cfg: fake)
+    ragkit.index([corpus], uri, embedder_factory=lambda cfg: fake)
     other = {**os.environ, "RAGKIT_CACHE": str(tmp_path / "machine2"), "PYTHONPATH": str(REPO)}
     ask = (
         f"import sys, json; sys.path.insert(0, {str(REPO)!r})\nfrom tests.fakes import FakeEmbedder\n"
-        "from ragkit import api\nfrom ragkit.config import QueryConfig\n"
-        f"r = api.query(api.open_index({uri!r}, embedder=FakeEmbedder()), 'planning meeting', QueryConfig(k=3))\n"
+        "import ragkit\nfrom ragkit.config import QueryConfig\n"
+        f"r = ragkit.open({uri!r}, embedder=FakeEmbedder()).query('planning meeting', QueryConfig(k=3))\n"
         "print(json.dumps({'run': r.run, 'paths': [p.path for p in r.passages]}))"
     )
     out = json.loads(
@@ -73,9 +73,9 @@ def test_a_second_reader_elsewhere_and_a_killed_run(s3, corpus, tmp_path):
     write(corpus, "notes/meeting.txt", "Meeting notes\n\nThe planning meeting moved to Thursday.\n")
     killed = (
         f"import os, signal, sys; sys.path.insert(0, {str(REPO)!r})\nfrom tests.fakes import FakeEmbedder\n"
-        "from ragkit import api\nimport ragkit.ingest.pipeline as p\n"
+        "import ragkit\nimport ragkit.ingest.pipeline as p\n"
         "p.write_manifest = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)\n"
-        f"api.index([{str(corpus)!r}], {uri!r}, embedder_factory=lambda cfg: FakeEmbedder())"
+        f"ragkit.index([{str(corpus)!r}], {uri!r}, embedder_factory=lambda cfg: FakeEmbedder())"
     )
     done = subprocess.run([sys.executable, "-c", killed], env=dict(os.environ), capture_output=True, text=True)
     assert done.returncode == -9, done.stderr[-2000:]
@@ -95,7 +95,7 @@ def test_a_second_reader_elsewhere_and_a_killed_run(s3, corpus, tmp_path):
         subprocess.run([sys.executable, "-c", ask], env=other, capture_output=True, text=True, check=True).stdout
     )
     assert out["run"] == 1
-    summary = api.index([corpus], uri, embedder_factory=lambda cfg: fake)
+    summary = ragkit.index([corpus], uri, embedder_factory=lambda cfg: fake)
     assert summary.changed == 1
     out = json.loads(
         subprocess.run([sys.executable, "-c", ask], env=other, capture_output=True, text=True, check=True).stdout
@@ -110,7 +110,7 @@ def test_check_stats_and_eval_on_s3(s3, corpus, tmp_path, monkeypatch):
     from ragkit.cli.app import app
 
     fake = FakeEmbedder()
-    monkeypatch.setattr("ragkit.api._default_embedder_factory", lambda cfg: fake)
+    monkeypatch.setattr("ragkit.library.writing._default_embedder_factory", lambda cfg: fake)  # the CLI builds it
     monkeypatch.setattr("ragkit.store.reader.load_embedder", lambda spec, *a, **kw: fake)
     runner = CliRunner()
     uri = f"s3://{BUCKET}/cli"
@@ -144,9 +144,9 @@ def test_check_stats_and_eval_on_s3(s3, corpus, tmp_path, monkeypatch):
 def other_machine(tmp_path, uri: str, folder, **index_kwargs) -> str:
     """A script indexing ``folder`` into ``uri`` as another machine would (a mirror of its own)."""
     return (
-        f"import sys; sys.path.insert(0, {str(REPO)!r})\nfrom tests.fakes import FakeEmbedder\nfrom ragkit import api\n"
+        f"import sys; sys.path.insert(0, {str(REPO)!r})\nfrom tests.fakes import FakeEmbedder\nimport ragkit\n"
         "import ragkit.store.lease as lease\nlease.POLL = 0.2\n"
-        f"s = api.index([{str(folder)!r}], {uri!r}, embedder_factory=lambda cfg: FakeEmbedder(), **{index_kwargs!r})\n"
+        f"s = ragkit.index([{str(folder)!r}], {uri!r}, embedder_factory=lambda cfg: FakeEmbedder(), **{index_kwargs!r})\n"
         "print(s.new, s.unchanged)"
     )
 
@@ -158,7 +158,7 @@ def test_writers_on_two_machines_take_turns(s3, corpus, tmp_path):
 
     uri = f"s3://{BUCKET}/turns"
     fake = FakeEmbedder()
-    api.index([corpus], uri, embedder_factory=lambda cfg: fake)
+    ragkit.index([corpus], uri, embedder_factory=lambda cfg: fake)
     other = {**os.environ, "RAGKIT_CACHE": str(tmp_path / "machine2")}
     write(corpus, "notes/other.md", "# Other\n\nWritten on the other machine.\n")
     with remote.writing(resolve_index_dir(uri)) as bucket:  # this machine holds the lease
@@ -181,7 +181,7 @@ def test_writers_on_two_machines_take_turns(s3, corpus, tmp_path):
     assert waiting.returncode == 0, err[-2000:]
     assert out.split() == ["1", "3"]  # it started from run 1: one new file
     assert "writer.lease" not in keys("turns/")  # given back
-    assert api.open_index(uri, embedder=fake).manifest.run_id == 2
+    assert ragkit.open(uri, embedder=fake).reader.manifest.run_id == 2
 
 
 def test_a_run_that_lost_its_lease_commits_nothing(s3, corpus, tmp_path, monkeypatch):
@@ -195,7 +195,7 @@ def test_a_run_that_lost_its_lease_commits_nothing(s3, corpus, tmp_path, monkeyp
 
     uri = f"s3://{BUCKET}/lost"
     fake = FakeEmbedder()
-    api.index([corpus], uri, embedder_factory=lambda cfg: fake)
+    ragkit.index([corpus], uri, embedder_factory=lambda cfg: fake)
     other = {**os.environ, "RAGKIT_CACHE": str(tmp_path / "machine2")}
     taking_over = other_machine(tmp_path, uri, corpus).replace("lease.POLL = 0.2", "lease.TTL, lease.RENEW = 2, 0.2")
     derived = pipeline.write_derived
@@ -212,16 +212,16 @@ def test_a_run_that_lost_its_lease_commits_nothing(s3, corpus, tmp_path, monkeyp
     monkeypatch.setattr(lease, "TTL", 2)
     monkeypatch.setattr(pipeline, "write_derived", stall)
     with pytest.raises(IndexBusy, match="another writer took over its lease"):
-        api.index([corpus], uri, embedder_factory=lambda cfg: fake)
+        ragkit.index([corpus], uri, embedder_factory=lambda cfg: fake)
     monkeypatch.setattr(pipeline, "write_derived", derived)
-    reader = api.open_index(uri, embedder=fake)
-    assert reader.manifest.run_id == 2 and reader.manifest.counts.documents == 5  # the other's run
-    r = api.query(reader, "written on the other machine", QueryConfig(k=2, strategy="lexical"))
+    ix = ragkit.open(uri, embedder=fake)
+    assert ix.reader.manifest.run_id == 2 and ix.reader.manifest.counts.documents == 5  # the other's run
+    r = ix.query("written on the other machine", QueryConfig(k=2, strategy="lexical"))
     assert r.passages[0].path.endswith("other.md")
     from ragkit.store import check as checker
 
     assert checker.check(resolve_index_dir(uri))[0] == []
-    again = api.index([corpus], uri, embedder_factory=lambda cfg: fake)  # starts from run 2: nothing left to do
+    again = ragkit.index([corpus], uri, embedder_factory=lambda cfg: fake)  # starts from run 2: nothing left to do
     assert again.unchanged == 5 and again.new == 0
 
 
@@ -232,15 +232,15 @@ def test_an_index_in_an_older_format_on_s3_is_rebuilt(s3, corpus, tmp_path):
 
     uri = f"s3://{BUCKET}/old"
     fake = FakeEmbedder()
-    api.index([corpus], uri, embedder_factory=lambda cfg: fake)
+    ragkit.index([corpus], uri, embedder_factory=lambda cfg: fake)
     s3c = boto3.client("s3")
     data = json.loads(s3c.get_object(Bucket=BUCKET, Key="old/manifest.json")["Body"].read())
     s3c.put_object(Bucket=BUCKET, Key="old/manifest.json", Body=json.dumps({**data, "format_version": 1}).encode())
-    summary = api.index([corpus], uri, embedder_factory=lambda cfg: fake)
+    summary = ragkit.index([corpus], uri, embedder_factory=lambda cfg: fake)
     assert summary.new == 3 and any("rebuilding" in w for w in summary.warnings)
-    reader = api.open_index(uri, embedder=fake)
-    assert reader.manifest.format_version == FORMAT_VERSION and run_objects(keys("old/")) == {1}  # a new index
-    assert api.query(reader, "rollback container image", QueryConfig(k=1)).passages[0].path.endswith("deploy.rst")
+    ix = ragkit.open(uri, embedder=fake)
+    assert ix.reader.manifest.format_version == FORMAT_VERSION and run_objects(keys("old/")) == {1}  # a new index
+    assert ix.query("rollback container image", QueryConfig(k=1)).passages[0].path.endswith("deploy.rst")
 
 
 def test_the_commit_is_conditional_on_the_manifest_the_run_started_from(s3, corpus, tmp_path, monkeypatch):
@@ -254,7 +254,7 @@ def test_the_commit_is_conditional_on_the_manifest_the_run_started_from(s3, corp
 
     uri = f"s3://{BUCKET}/cas"
     fake = FakeEmbedder()
-    api.index([corpus], uri, embedder_factory=lambda cfg: fake)
+    ragkit.index([corpus], uri, embedder_factory=lambda cfg: fake)
     s3c = boto3.client("s3")
     committed = s3c.get_object(Bucket=BUCKET, Key="cas/manifest.json")["Body"].read()
     derived = pipeline.write_derived
@@ -267,5 +267,5 @@ def test_the_commit_is_conditional_on_the_manifest_the_run_started_from(s3, corp
     monkeypatch.setattr(Lease, "check", lambda self: None)
     monkeypatch.setattr(pipeline, "write_derived", replaced)
     with pytest.raises(IndexBusy, match="another writer committed a run"):
-        api.index([corpus], uri, embedder_factory=lambda cfg: fake)
+        ragkit.index([corpus], uri, embedder_factory=lambda cfg: fake)
     assert s3c.get_object(Bucket=BUCKET, Key="cas/manifest.json")["Body"].read() == committed + b"\n"

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ragkit import api
 from ragkit.config import QueryConfig
 from ragkit.learn import guard
 from ragkit.rerank import bundled
@@ -37,8 +36,8 @@ def test_the_unshipped_reranker_asked_for_falls_back_to_the_features_and_says_wh
     """Its graph left the package (issue 62); its card stays, and asking for it keeps the passages in the features'
     order with the reason."""
     assert not bundled.available() and bundled.card()["shipped"] is False
-    _, reader = index_with(corpus)
-    result = api.query(reader, "overtime limits", QueryConfig(rerank="cross", k=5, log=False))
+    _, ix = index_with(corpus)
+    result = ix.query("overtime limits", QueryConfig(rerank="cross", k=5, log=False))
     assert result.plan.rerank["used"] == "features" and "is not shipped" in result.plan.rerank["reason"]
     assert "scripts/train_reranker.py" in result.plan.rerank["reason"] and result.passages
 

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from ragkit import api
+import ragkit
+from ragkit import library
 from ragkit.config import QueryConfig
 from ragkit.store import layout
 from ragkit.store.arrays import UnsafeIndexFile
@@ -36,8 +37,8 @@ def _plant(folder, name, marker):
     (folder / name).write_bytes(pickle.dumps(Planted(marker)))
 
 
-def _graph_dir(reader):
-    return layout.graph_path(reader.index_dir, read_manifest(reader.index_dir))
+def _graph_dir(ix):
+    return layout.graph_path(ix.path, read_manifest(ix.path))
 
 
 def test_no_pickle_is_loaded_by_index_query_check_or_a_server_operation(corpus, index_with, monkeypatch, tmp_path):
@@ -47,49 +48,50 @@ def test_no_pickle_is_loaded_by_index_query_check_or_a_server_operation(corpus, 
     monkeypatch.setattr(pickle, "loads", refuse)
     monkeypatch.setattr(pickle, "load", refuse)
     monkeypatch.setattr(pickle, "Unpickler", refuse)
-    _, reader = index_with(corpus)
+    _, ix = index_with(corpus)
     for strategy in ("hybrid", "local", "hippo", "hierarchical", "global"):
-        api.query(reader, "how is overtime limited? § 3", QueryConfig(strategy=strategy, k=3, log=False))
+        ix.query("how is overtime limited? § 3", QueryConfig(strategy=strategy, k=3, log=False))
+    reader = ix.reader
     assert reader.vocabulary and reader.resolver and reader.graph and reader.entity_graph is not None
-    assert api.check(reader.index_dir).to_dict()["ok"]
+    assert library.check(ix.path).to_dict()["ok"]
     (corpus / "notes" / "meeting.txt").write_text("Meeting notes\n\nThe planning meeting moved to Wednesday.\n")
     index_with(corpus)  # the next run
-    names = sorted(p.name for p in _graph_dir(reader).iterdir())
+    names = sorted(p.name for p in _graph_dir(ix).iterdir())
     assert names == ["entities.npz", "evidence.npz", "resolver.npz", "vocab.npz"]
 
 
 @pytest.mark.parametrize("name", ["evidence.pkl", "entities.pkl", "vocab.pkl", "resolver.pkl"])
 def test_a_planted_pickle_is_refused_never_run_and_converted_by_the_next_run(corpus, index_with, tmp_path, fake, name):
-    _, reader = index_with(corpus)
-    folder = _graph_dir(reader)
+    _, ix = index_with(corpus)
+    folder = _graph_dir(ix)
     marker = tmp_path / "ran"
     (folder / name.replace(".pkl", ".npz")).unlink()  # what an older version left: the pickle only
     _plant(folder, name, marker)
-    reader = api.open_index(reader.index_dir, embedder=fake)
+    ix = ragkit.open(ix.path, embedder=fake)
     with pytest.raises(UnsafeIndexFile, match="pickle") as err:
         for strategy in ("hybrid", "hippo", "lexical"):
-            api.query(reader, "how is overtime limited? § 3 meeting", QueryConfig(strategy=strategy, k=3, log=False))
-        _ = reader.vocabulary, reader.resolver, reader.graph, reader.entity_graph
+            ix.query("how is overtime limited? § 3 meeting", QueryConfig(strategy=strategy, k=3, log=False))
+        _ = ix.reader.vocabulary, ix.reader.resolver, ix.reader.graph, ix.reader.entity_graph
     assert "check --repair" in err.value.hint
-    report = api.check(reader.index_dir).to_dict()
+    report = library.check(ix.path).to_dict()
     assert not report["ok"] and any(name in p["what"] for p in report["problems"])
     index_with(corpus)  # nothing changed: the run still writes its files anew, as data
     assert not (folder / name).exists() and (folder / name.replace(".pkl", ".npz")).is_file()
-    api.query(api.open_index(reader.index_dir, embedder=fake), "how is overtime limited?", QueryConfig(k=3, log=False))
+    ragkit.open(ix.path, embedder=fake).query("how is overtime limited?", QueryConfig(k=3, log=False))
     assert not marker.exists()
 
 
 def test_a_pickle_beside_the_data_files_is_never_read_and_repair_removes_it(corpus, index_with, tmp_path, fake):
-    _, reader = index_with(corpus)
-    folder = _graph_dir(reader)
+    _, ix = index_with(corpus)
+    folder = _graph_dir(ix)
     marker = tmp_path / "ran"
     for name in ("evidence.pkl", "vocab.pkl"):
         _plant(folder, name, marker)
-    _plant(reader.index_dir, "manifest.pkl", marker)
-    reader = api.open_index(reader.index_dir, embedder=fake)
-    api.query(reader, "how is overtime limited?", QueryConfig(k=3, log=False))
-    assert reader.vocabulary and not marker.exists()
-    done = api.check(reader.index_dir, repair=True).to_dict()
+    _plant(ix.path, "manifest.pkl", marker)
+    ix = ragkit.open(ix.path, embedder=fake)
+    ix.query("how is overtime limited?", QueryConfig(k=3, log=False))
+    assert ix.reader.vocabulary and not marker.exists()
+    done = library.check(ix.path, repair=True).to_dict()
     assert not (folder / "evidence.pkl").exists() and done["ok"] and not marker.exists()
 
 
@@ -213,11 +215,11 @@ def test_a_file_edited_under_a_running_server_gets_its_new_quote_and_lines(tmp_p
 
 
 def test_a_reader_following_a_new_run_keeps_the_embedder_it_was_given(corpus, index_with, fake):
-    _, reader = index_with(corpus)
+    _, ix = index_with(corpus)
     (corpus / "notes" / "meeting.txt").write_text("Meeting notes\n\nThe planning meeting moved to Friday.\n")
     index_with(corpus)
-    assert reader.follow() and reader.embedder is fake
-    assert api.query(reader, "planning meeting", QueryConfig(k=2, log=False)).passages
+    assert ix.follow() and ix.reader.embedder is fake
+    assert ix.query("planning meeting", QueryConfig(k=2, log=False)).passages
 
 
 def test_a_source_copied_over_with_its_old_modification_time_is_read_again(tmp_path):

@@ -50,13 +50,13 @@ def without_timings(text: str) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    from ragkit import api
+    from ragkit import library
 
     root = tmp_path_factory.mktemp("serve")
     docs = root / "handbook"
     shutil.copytree(REPO / "ragkit" / "samples" / "handbook", docs)
     idx = root / "idx"
-    api.index([docs], idx)
+    library.index([docs], idx)
     log = root / "server.log"
     with log.open("w") as err:
         proc = subprocess.Popen(
@@ -160,14 +160,14 @@ def test_a_stale_port_file_falls_back_to_the_process(server, tmp_path):
 
 
 def test_the_server_answers_from_each_committed_run(server):
-    from ragkit import api
+    from ragkit import library
 
     url = server["url"]
     _, before = call(f"{url}/healthz")
     (server["docs"] / "parking.md").write_text(
         "# Parking Policy\n\nEach employee gets one parking badge for the garage under building B.\n"
     )
-    api.index([server["docs"]], server["idx"])
+    library.index([server["docs"]], server["idx"])
     _, after = call(f"{url}/healthz")
     assert after["run"] == before["run"] + 1
     _, r = call(f"{url}/v1/query", {"query": "parking badge garage", "k": 1, "strategy": "lexical"})
@@ -179,7 +179,7 @@ def test_queries_running_while_a_run_commits_all_succeed(server):
     once the run is in, every worker answers from it."""
     import threading
 
-    from ragkit import api
+    from ragkit import library
 
     url, failures, answered, done = server["url"], [], [0], threading.Event()
 
@@ -197,7 +197,7 @@ def test_queries_running_while_a_run_commits_all_succeed(server):
         "# Bicycle Policy\n\nEmployees may park bicycles in the courtyard rack next to the quartermaster's office.\n"
     )
     try:
-        api.index([server["docs"]], server["idx"])
+        library.index([server["docs"]], server["idx"])
     finally:
         done.set()
         for t in threads:
@@ -346,7 +346,7 @@ def test_index_watch_picks_up_a_change(tmp_path):
 def test_serve_an_index_on_s3(tmp_path):
     """``ragkit serve --index s3://…`` (moto's S3 server on loopback): health names the URI, queries answer from
     the committed run and follow a run committed by another process; ``ragkit query`` finds the server."""
-    from ragkit import api
+    from ragkit import library
     from ragkit.config import resolve_index_dir
     from tests.s3 import BUCKET, NoServer, moto_s3
 
@@ -360,7 +360,7 @@ def test_serve_an_index_on_s3(tmp_path):
     uri = f"s3://{BUCKET}/served"
     proc = None
     try:
-        api.index([docs], uri)
+        library.index([docs], uri)
         proc = subprocess.Popen(
             [sys.executable, "-m", "ragkit", "serve", "--index", uri, "--port", "0"],
             cwd=REPO,
@@ -382,7 +382,7 @@ def test_serve_an_index_on_s3(tmp_path):
         (docs / "parking.md").write_text(
             "# Parking Policy\n\nEach employee gets one parking badge for the garage under building B.\n"
         )
-        api.index([docs], uri)
+        library.index([docs], uri)
         time.sleep(1.2)  # the server looks for a newer manifest at most once a second
         _, r = call(f"{url}/v1/query", {"query": "parking badge garage", "k": 1, "strategy": "lexical"})
         assert r["metadata"]["run"] == 2 and r["passages"][0]["document"]["path"].endswith("parking.md")

@@ -13,7 +13,8 @@ import sys
 import duckdb
 import pytest
 
-from ragkit import api
+import ragkit
+from ragkit import library
 from ragkit.config import QueryConfig
 from ragkit.errors import BadQuery, IndexCorrupt
 from ragkit.learn.feedback import Feedback
@@ -38,8 +39,8 @@ def secret(tmp_path):
     return path
 
 
-def _store(reader):
-    return layout.store_path(reader.index_dir, read_manifest(reader.index_dir))
+def _store(ix):
+    return layout.store_path(ix.path, read_manifest(ix.path))
 
 
 def _craft(path, *statements):
@@ -77,18 +78,18 @@ def crafts(secret):
 def test_crafted_stores_are_refused_and_read_no_file_of_the_reader(corpus, index_with, secret, tmp_path):
     import shutil
 
-    _, reader = index_with(corpus)
+    _, ix = index_with(corpus)
     clean = tmp_path / "clean-copy"
-    shutil.copytree(reader.index_dir, clean)
+    shutil.copytree(ix.path, clean)
     for what, statements in crafts(secret).items():
-        shutil.rmtree(reader.index_dir)
-        shutil.copytree(clean, reader.index_dir)
-        _craft(_store(reader), *statements)
-        crafted = api.open_index(reader.index_dir, embedder=reader.embedder)
+        shutil.rmtree(ix.path)
+        shutil.copytree(clean, ix.path)
+        _craft(_store(ix), *statements)
+        crafted = ragkit.open(ix.path, embedder=ix.reader.embedder)
         for call in (
-            lambda r: api.documents(r, {}, None, 10, 0),
-            lambda r: api.stats(r),
-            lambda r: api.query(r, "overtime", QueryConfig(strategy="local", k=3, log=False)).passages,
+            lambda c: c.documents(10, 0),
+            lambda c: c.stats(),
+            lambda c: c.query("overtime", QueryConfig(strategy="local", k=3, log=False)).passages,
         ):
             try:
                 out = call(crafted)
@@ -96,13 +97,13 @@ def test_crafted_stores_are_refused_and_read_no_file_of_the_reader(corpus, index
                 assert "not ragkit's own" in exc.message and "--repair" in exc.hint, what
                 continue
             assert SECRET not in json.dumps(out, default=str), what  # (a path that never opens the store)
-        report = api.check(reader.index_dir)
+        report = library.check(ix.path)
         assert not report.to_dict()["ok"], what
 
 
 def test_a_sealed_connection_reads_nothing_outside_its_folder(corpus, index_with, secret):
-    _, reader = index_with(corpus)
-    with reader.duck() as store:
+    _, ix = index_with(corpus)
+    with ix.reader.duck() as store:
         for sql in (
             f"SELECT * FROM read_text('{secret}')",
             f"SELECT * FROM read_csv('{secret.parent}/secret.csv')",
@@ -120,33 +121,33 @@ def test_a_sealed_connection_reads_nothing_outside_its_folder(corpus, index_with
 def test_check_repair_writes_a_clean_store_and_a_replaced_table_needs_a_rebuild(corpus, index_with, secret, tmp_path):
     import shutil
 
-    _, reader = index_with(corpus)
+    _, ix = index_with(corpus)
     backup = tmp_path / "backup"
-    shutil.copytree(reader.index_dir, backup)
-    _craft(_store(reader), *crafts(secret)["a table macro over read_text"], "CREATE TABLE extra (a INTEGER)")
-    problems = api.check(reader.index_dir).to_dict()["problems"]
+    shutil.copytree(ix.path, backup)
+    _craft(_store(ix), *crafts(secret)["a table macro over read_text"], "CREATE TABLE extra (a INTEGER)")
+    problems = library.check(ix.path).to_dict()["problems"]
     assert problems[0]["foreign"] and problems[0]["repair"] == "ragkit check --repair"
-    done = api.check(reader.index_dir, repair=True).repaired
+    done = library.check(ix.path, repair=True).repaired
     assert any("ragkit's own tables and views only" in d for d in done)
-    assert api.check(reader.index_dir).to_dict()["ok"]
-    fixed = api.open_index(reader.index_dir, embedder=reader.embedder)
-    assert api.stats(fixed)["documents"] == api.stats(api.open_index(backup, embedder=reader.embedder))["documents"]
-    assert api.query(fixed, "overtime", QueryConfig(strategy="local", k=3, log=False)).passages
+    assert library.check(ix.path).to_dict()["ok"]
+    fixed = ragkit.open(ix.path, embedder=ix.reader.embedder)
+    assert fixed.stats()["documents"] == ragkit.open(backup, embedder=ix.reader.embedder).stats()["documents"]
+    assert fixed.query("overtime", QueryConfig(strategy="local", k=3, log=False)).passages
     # a table of ragkit's replaced by a view: its rows cannot be trusted, the hint is a rebuild
-    shutil.rmtree(reader.index_dir)
-    shutil.copytree(backup, reader.index_dir)
-    _craft(_store(reader), *crafts(secret)["a view over read_text in a table's place"])
-    problems = api.check(reader.index_dir).to_dict()["problems"]
+    shutil.rmtree(ix.path)
+    shutil.copytree(backup, ix.path)
+    _craft(_store(ix), *crafts(secret)["a view over read_text in a table's place"])
+    problems = library.check(ix.path).to_dict()["problems"]
     assert "--full" in problems[0]["repair"]
     with pytest.raises(IndexCorrupt):
-        api.check(reader.index_dir, repair=True)
+        library.check(ix.path, repair=True)
 
 
 def test_the_cli_says_one_line_and_no_traceback(corpus, index_with, secret):
-    _, reader = index_with(corpus)
-    _craft(_store(reader), *crafts(secret)["a view over read_csv"])
+    _, ix = index_with(corpus)
+    _craft(_store(ix), *crafts(secret)["a view over read_csv"])
     out = subprocess.run(
-        [sys.executable, "-m", "ragkit", "stats", "--index", str(reader.index_dir)], capture_output=True, text=True
+        [sys.executable, "-m", "ragkit", "stats", "--index", str(ix.path)], capture_output=True, text=True
     )
     assert out.returncode == 7 and "Traceback" not in out.stderr + out.stdout
     assert "not ragkit's own" in out.stderr + out.stdout and SECRET not in out.stderr + out.stdout
@@ -167,22 +168,22 @@ def test_the_cli_says_one_line_and_no_traceback(corpus, index_with, secret):
     ],
 )
 def test_a_manifest_naming_files_outside_the_index_is_refused(corpus, index_with, key, value, tmp_path):
-    _, reader = index_with(corpus)
+    _, ix = index_with(corpus)
     outside = tmp_path / "outside.duckdb"
     _craft(outside, "CREATE TABLE documents (id VARCHAR)")
-    data = json.loads((reader.index_dir / "manifest.json").read_text())
-    (reader.index_dir / "manifest.json").write_text(json.dumps({**data, key: value}))
+    data = json.loads((ix.path / "manifest.json").read_text())
+    (ix.path / "manifest.json").write_text(json.dumps({**data, key: value}))
     with pytest.raises(IndexCorrupt, match="not one of ragkit's own names"):
-        api.open_index(reader.index_dir, embedder=reader.embedder)
+        ragkit.open(ix.path, embedder=ix.reader.embedder)
 
 
 def test_a_lance_table_and_a_learned_model_name_are_checked_too(corpus, index_with):
-    _, reader = index_with(corpus)
-    data = json.loads((reader.index_dir / "manifest.json").read_text())
+    _, ix = index_with(corpus)
+    data = json.loads((ix.path / "manifest.json").read_text())
     data["last_run"]["lance_table"] = "../../elsewhere"
-    (reader.index_dir / "manifest.json").write_text(json.dumps(data))
+    (ix.path / "manifest.json").write_text(json.dumps(data))
     with pytest.raises(IndexCorrupt):
-        api.open_index(reader.index_dir, embedder=reader.embedder)
+        ragkit.open(ix.path, embedder=ix.reader.embedder)
     for name in ("../../etc/passwd", "/etc/passwd", "ranker.all.1.json/../../x.json"):
         with pytest.raises(IndexCorrupt):
             checked_name("ranker", name)
@@ -193,7 +194,7 @@ def test_a_remote_manifest_naming_files_outside_the_mirror_is_refused(s3, corpus
     import boto3
 
     uri = f"s3://{BUCKET}/names"
-    api.index([corpus], uri, embedder_factory=lambda c: _fake())
+    ragkit.index([corpus], uri, embedder_factory=lambda c: _fake())
     s3c = boto3.client("s3")
     data = json.loads(s3c.get_object(Bucket=BUCKET, Key="names/manifest.json")["Body"].read())
     s3c.put_object(Bucket=BUCKET, Key="names/store.9.duckdb", Body=b"x")
@@ -217,23 +218,21 @@ def _fake():
 
 
 def test_a_rating_looks_up_one_row_and_never_reads_the_whole_log(corpus, index_with, monkeypatch):
-    _, reader = index_with(corpus)
-    result = api.query(reader, "overtime", QueryConfig(k=3))
-    api.log_query(reader, result, QueryConfig(k=3))
-    EventLog(reader.index_dir).append(
-        [{"type": "query", "id": f"{i:016x}", "query": "x", "passages": []} for i in range(5000)]
-    )
+    _, ix = index_with(corpus)
+    result = ix.query("overtime", QueryConfig(k=3))
+    ix.log(result, QueryConfig(k=3))
+    EventLog(ix.path).append([{"type": "query", "id": f"{i:016x}", "query": "x", "passages": []} for i in range(5000)])
 
     def whole(*a, **k):
         raise AssertionError("the whole log was read for one rating")
 
     monkeypatch.setattr(EventLog, "read", whole)
     monkeypatch.setattr(EventLog, "rated", whole)
-    event = api.feedback(reader.index_dir, result.query_id, 1, "good")
+    event = ix.feedback(result.query_id, rank=1, grade="good")
     assert event["grade"] == 3 and event["event_id"]
     monkeypatch.undo()
-    assert EventLog(reader.index_dir).count() == 5002
-    assert [j.id for j in Feedback(reader.index_dir).judged()] == [result.query_id]
+    assert EventLog(ix.path).count() == 5002
+    assert [j.id for j in Feedback(ix.path).judged()] == [result.query_id]
 
 
 def test_an_older_json_lines_log_is_taken_in_once(tmp_path):
@@ -254,47 +253,50 @@ def test_the_log_on_s3_goes_up_in_batches_and_a_second_machine_finds_it(s3, corp
     import boto3
 
     uri = f"s3://{BUCKET}/batches"
-    api.index([corpus], uri, embedder_factory=lambda c: _fake())
-    reader = api.open_index(uri, embedder=_fake())
+    ragkit.index([corpus], uri, embedder_factory=lambda c: _fake())
+    ix = ragkit.open(uri, embedder=_fake())
     ids = []
     for text in ("overtime", "rest periods", "remote work"):
-        result = api.query(reader, text, QueryConfig(k=3))
-        api.log_query(reader, result, QueryConfig(k=3))
+        result = ix.query(text, QueryConfig(k=3))
+        ix.log(result, QueryConfig(k=3))
         ids.append(result.query_id)
     keys = lambda: [  # noqa: E731
         o["Key"]
         for o in boto3.client("s3").list_objects_v2(Bucket=BUCKET, Prefix="batches/feedback/").get("Contents", [])
     ]
     assert keys() == []  # waiting for their batch
-    assert api.flush_log(reader.index_dir) == 3
+    assert ix.flush_log() == 3
     assert len(keys()) == 1 and keys()[0].endswith(".jsonl.gz")
     monkeypatch.setenv("RAGKIT_CACHE", str(tmp_path / "machine-b"))
     from ragkit.config import resolve_index_dir
 
     other = resolve_index_dir(uri)
-    assert other != reader.index_dir
-    api.open_index(uri, embedder=_fake())
-    assert api.feedback(other, ids[1], 1, "bad")["grade"] == 0  # found on the second machine
-    assert api.flush_log(other) == 1 and len(keys()) == 2
+    assert other != ix.path
+    second = ragkit.open(uri, embedder=_fake())
+    assert second.path == other
+    assert second.feedback(ids[1], rank=1, grade="bad")["grade"] == 0  # found on the second machine
+    assert second.flush_log() == 1 and len(keys()) == 2
 
 
 # --------------------------------------------------------------------------------------------------- small items
 
 
 def test_a_rating_must_say_good_or_bad_everywhere(corpus, index_with, tmp_path):
-    _, reader = index_with(corpus)
-    result = api.query(reader, "overtime", QueryConfig(k=3))
-    api.log_query(reader, result, QueryConfig(k=3))
+    _, ix = index_with(corpus)
+    result = ix.query("overtime", QueryConfig(k=3))
+    ix.log(result, QueryConfig(k=3))
     with pytest.raises(BadQuery, match="good or bad"):
-        api.feedback(reader.index_dir, result.query_id, 1, None)
+        ix.feedback(result.query_id, rank=1, grade=None, source="cli")
+    with pytest.raises(BadQuery, match="good=True, good=False or a grade"):
+        ix.feedback(result.query_id, rank=1)
     rows = tmp_path / "rows.jsonl"
     rows.write_text(json.dumps({"query_id": result.query_id, "rank": 1}) + "\n")
     with pytest.raises(BadQuery, match="line 1"):
-        api.feedback_file(reader.index_dir, rows)
+        ix.feedback_file(rows)
     from ragkit.serve import ops
     from ragkit.serve.access import Caller
 
-    state = ops.State(str(reader.index_dir))
+    state = ops.State(str(ix.path))
     with pytest.raises(BadQuery):
         ops.feedback(state, {"query_id": result.query_id, "rank": 1}, Caller())
     assert ops.feedback(state, {"query_id": result.query_id, "rank": 1, "good": False}, Caller())["event"]["grade"] == 0
@@ -339,20 +341,20 @@ def test_learned_models_of_an_s3_index_reach_every_reader(s3, corpus, tmp_path, 
     from tests.test_feedback import _flipping_ranker
 
     uri = f"s3://{BUCKET}/learned"
-    api.index([corpus], uri, embedder_factory=lambda c: _fake())
-    reader = api.open_index(uri, embedder=_fake())
+    ragkit.index([corpus], uri, embedder_factory=lambda c: _fake())
+    ix = ragkit.open(uri, embedder=_fake())
     outcome = ranking.Outcome("all", 20, before={"ndcg@10": 0, "top1": 0}, after={"ndcg@10": 1, "top1": 1})
-    ranking.adopt(reader.index_dir, "all", _flipping_ranker(), outcome)
+    ranking.adopt(ix.path, "all", _flipping_ranker(), outcome)
     from ragkit.store import remote
 
-    remote.push_learned(reader.index_dir)
+    remote.push_learned(ix.path)
     monkeypatch.setenv("RAGKIT_CACHE", str(tmp_path / "machine-b"))
-    other = api.open_index(uri, embedder=_fake())
-    assert other.index_dir != reader.index_dir
-    assert set(Rankers(other.index_dir).adopted()) == {"all"}
-    api.unlearn(reader)
-    remote.pull(other.index_dir)
-    assert Rankers(other.index_dir).adopted() == {}
+    other = ragkit.open(uri, embedder=_fake())
+    assert other.path != ix.path
+    assert set(Rankers(other.path).adopted()) == {"all"}
+    ix.unlearn()
+    remote.pull(other.path)
+    assert Rankers(other.path).adopted() == {}
 
 
 @pytest.mark.integration

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ragkit import api
+import ragkit
 from ragkit.cache import cache_root
 from ragkit.config import IndexConfig, QueryConfig
 from ragkit.embed import (
@@ -156,21 +156,21 @@ def test_a_damaged_folder_is_distilled_again(cache, damage):
 @pytest.mark.integration
 def test_an_index_of_static_vectors_refuses_the_base_model_and_vice_versa(emb, tmp_path):
     idx = tmp_path / "idx"
-    api.index([SAMPLES], idx, IndexConfig(embed_model=SPEC), embedder_factory=lambda cfg: emb)
+    ragkit.index([SAMPLES], idx, cfg=IndexConfig(embed_model=SPEC), embedder_factory=lambda cfg: emb)
     manifest = json.loads((idx / "manifest.json").read_text())
     assert manifest["embedder"]["name"] == emb.name and manifest["embedder"]["encoder"] == "static"
-    res = api.query(api.open_index(idx, embedder=emb), "how are overtime hours limited?", QueryConfig(k=3))
+    res = ragkit.open(idx, embedder=emb).query("how are overtime hours limited?", QueryConfig(k=3))
     assert any("Overtime" in p.section for p in res.passages), [p.section for p in res.passages]
     base = load_embedder(BUNDLED, encoder="onnx-int8")
     with pytest.raises(EmbedderMismatch):
-        api.open_index(idx, embedder=base)
+        ragkit.open(idx, embedder=base)
     with pytest.raises(EmbedderMismatch):
-        api.open_index(idx, embed_model=BUNDLED)
+        ragkit.open(idx, embed_model=BUNDLED)
     with pytest.raises(EmbedderMismatch):
-        api.index([SAMPLES], idx, IndexConfig(embed_model=BUNDLED))
-    api.index([SAMPLES], tmp_path / "base", IndexConfig(embed_model=BUNDLED))
+        ragkit.index([SAMPLES], idx, cfg=IndexConfig(embed_model=BUNDLED))
+    ragkit.index([SAMPLES], tmp_path / "base", cfg=IndexConfig(embed_model=BUNDLED))
     with pytest.raises(EmbedderMismatch):
-        api.open_index(tmp_path / "base", embedder=emb)
+        ragkit.open(tmp_path / "base", embedder=emb)
 
 
 @pytest.mark.integration

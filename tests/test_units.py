@@ -171,8 +171,7 @@ def test_decode_and_discover(tmp_path):
 def test_config_file_and_index_dir(tmp_path):
     from pathlib import Path
 
-    from ragkit.api import resolve_index_dir
-    from ragkit.config import load_config, override
+    from ragkit.config import load_config, override, resolve_index_dir
     from ragkit.errors import RagkitError
 
     (tmp_path / "ragkit.toml").write_text("[index]\nchunk_tokens = 128\n[query]\nalpha = 0.3\nk = 4\n")

@@ -68,7 +68,7 @@ def build(root: Path) -> Path:
     """tests/team.py's index with the extra documents of team A."""
     from dataclasses import replace
 
-    from ragkit import api
+    import ragkit
     from ragkit.config import IndexConfig
 
     team = _tests_module("team")
@@ -79,7 +79,7 @@ def build(root: Path) -> Path:
     index_dir = root / "idx"
     for folder, collection in COLLECTIONS.items():
         cfg = IndexConfig() if collection is None else replace(IndexConfig(), collection=collection)
-        api.index([folders[folder]], index_dir, cfg)
+        ragkit.index([folders[folder]], index_dir, cfg=cfg)
     return index_dir
 
 

@@ -1,6 +1,6 @@
 """Answers a reader can trust: quoted from the sources (``extractive.py``, no model), or written by a model
 (``generated.py``) with every sentence checked against what it cites (``check.py``), and "the documents do not
-say" in the question's language when they do not. ``ragkit.api.answer`` chooses between them."""
+say" in the question's language when they do not. ``Index.answer`` chooses between them."""
 
 from ragkit.answer.check import NOTES, check, needs_replacing
 from ragkit.answer.evidence import Evidence, idf_of

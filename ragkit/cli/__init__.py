@@ -1,4 +1,4 @@
-"""Typer CLI: parses, calls ragkit.api, renders. One module per command group."""
+"""Typer CLI: parses, calls ragkit.library (``Index``), renders. One module per command group."""
 
 import sys
 

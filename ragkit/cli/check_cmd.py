@@ -25,9 +25,9 @@ def check_cmd(
     as_json: AsJson = False,
 ):
     """Verify an index: manifest, DuckDB run, LanceDB version and row counts, graphs. Exit 0 when whole, 7 when not."""
-    from ragkit import api
+    from ragkit import library
 
-    report = api.check(index, repair, on_wait=lambda msg: err.print(f"[yellow]{msg}[/]"))
+    report = library.check(index, repair, on_wait=lambda msg: err.print(f"[yellow]{msg}[/]"))
     if as_json:
         print_json(report.to_dict())
     else:

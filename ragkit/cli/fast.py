@@ -56,7 +56,7 @@ def try_query(argv: list[str]) -> int | None:
     opts = parse(argv[1:])
     if opts is None:
         return None
-    from ragkit.config import load_config, override, parse_filters, resolve_index_dir
+    from ragkit.config import parse_filters, query_settings, resolve_index_dir
     from ragkit.render import emit_json
     from ragkit.serve.client import remote_query, server_for
 
@@ -65,13 +65,8 @@ def try_query(argv: list[str]) -> int | None:
     if info is None:
         return None
     try:
-        _, qcfg = load_config(index_dir=index_dir)
-        qcfg = override(
-            qcfg,
-            strategy=opts.get("strategy"),
-            k=int(opts["k"]) if "k" in opts else None,
-            filters={**qcfg.filters, **parse_filters(opts["filter"])},
-        )
+        given = {"strategy": opts.get("strategy"), "k": int(opts["k"]) if "k" in opts else None}
+        qcfg = query_settings(index_dir, given | {"filters": parse_filters(opts["filter"])})
         obj, failed = remote_query(info, opts["text"][0], qcfg)
     except (RagkitError, OSError):
         return None  # the full CLI reports it as it always does

@@ -20,14 +20,14 @@ graph_app = typer.Typer(
 @handle_errors
 def stats_cmd(index: IndexOpt = None, as_json: AsJson = False):
     """Node and edge counts by kind, and how many references resolved."""
-    from ragkit import api
+    from ragkit import library
 
-    reader = api.open_index(index)
-    st = api.graph_stats(reader)
+    ix = library.open(index)
+    st = ix.graph_stats()
     if as_json:
         print_json(st)
         return
-    t = Table(title=f"evidence graph of {reader.index_dir}", show_header=False)
+    t = Table(title=f"evidence graph of {ix.path}", show_header=False)
     t.add_column(style="bold")
     t.add_column()
     t.add_row("nodes", f"{st['nodes']}  ({', '.join(f'{k} {v}' for k, v in st['node_kinds'].items())})")
@@ -62,7 +62,7 @@ def export_cmd(
     index: IndexOpt = None,
 ):
     """Write the evidence graph for Gephi (GraphML) or a notebook (node-link JSON)."""
-    from ragkit import api
+    from ragkit import library
 
-    nodes, edges = api.export_graph(api.open_index(index), out, fmt)
+    nodes, edges = library.open(index).export_graph(out, fmt)
     console.print(f"wrote {nodes} nodes and {edges} edges to {out}")

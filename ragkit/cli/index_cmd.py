@@ -46,7 +46,7 @@ def index_cmd(
     watch: o.Watch = False,
 ):
     """Index documents: parse, chunk, embed and store (only what changed)."""
-    from ragkit import api
+    from ragkit import library
 
     icfg = override(
         load_config()[0],
@@ -75,7 +75,7 @@ def index_cmd(
     run(full)
     if watch:
         err.print(f"[dim]watching {', '.join(map(str, paths))} for changes (Ctrl-C stops)[/]")
-        api.watch(paths, index, run.again, on_batch=lambda n: err.print(f"[dim]{n} change(s): indexing again[/]"))
+        library.watch(paths, index, run.again, on_batch=lambda n: err.print(f"[dim]{n} change(s): indexing again[/]"))
 
 
 class _Runs:
@@ -97,14 +97,14 @@ class _Runs:
         )
 
     def __call__(self, full: bool = False) -> None:
-        from ragkit import api
+        from ragkit import library
 
         self.reporter = RichReporter(interactive(self.as_json))
         try:
-            summary = api.index(
+            summary = library.index(
                 self.paths,
                 self.index,
-                self.icfg,
+                cfg=self.icfg,
                 full=full,
                 reporter=self.reporter,
                 version_of=self.version_of,

@@ -29,16 +29,15 @@ def feedback_cmd(
     as_json: AsJson = False,
 ):
     """Say which passages (or answers) of a query were right: ``ragkit learn`` fits the ranking to it."""
-    from ragkit import api
-    from ragkit.config import resolve_index_dir
+    from ragkit import library
 
-    index_dir = api.open_index(index).index_dir if index is None else resolve_index_dir(index)
+    ix = library.open(index)
     if export is not None:
-        n = api.feedback_export(index_dir, export)
+        n = ix.export_feedback(export)
         console.print(f"{n} event(s) → {export}")
         return
     if file is not None:
-        n = api.feedback_file(index_dir, file)
+        n = ix.feedback_file(file)
         console.print(f"{n} rating(s) kept")
         return
     if query_id is None:
@@ -48,7 +47,7 @@ def feedback_cmd(
         raise BadQuery("say one of --good, --bad or --grade G")
     if (passage is None) == (not answer):
         raise BadQuery("rate one passage (--passage N) or the answer (--answer)")
-    event = api.feedback(index_dir, query_id, passage, chosen[0])
+    event = ix.feedback(query_id, rank=passage, grade=chosen[0], source="cli")
     if as_json:
         print_json(event)
         return
@@ -77,14 +76,14 @@ def learn_cmd(
     as_json: AsJson = False,
 ):
     """Fit the ranking (and when answers abstain) to the feedback: per scope, adopted only if better held out."""
-    from ragkit import api
+    from ragkit import library
 
-    reader = api.open_index(index)
+    ix = library.open(index)
     if reset:
-        n = api.unlearn(reader)
+        n = ix.unlearn()
         console.print(f"dropped what {n} scope(s) had learned (rankers, answer thresholds); the feedback stays")
         return
-    outcomes = api.learn(reader, tuple(labels or ()), dry_run=dry_run, min_queries=min_queries, min_answers=min_answers)
+    outcomes = ix.learn(labels or (), dry_run=dry_run, min_queries=min_queries, min_answers=min_answers)
     if as_json:
         print_json([o.__dict__ for o in outcomes])
         return

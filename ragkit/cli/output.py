@@ -36,18 +36,17 @@ def through_server(index_dir: Path, text: str, qcfg, as_json: bool, as_jsonl: bo
 
 
 def run_query(
-    reader, text: str, qcfg, trace: Path | None, source: str = "cli", stream: bool = True, con=None
+    ix, text: str, qcfg, trace: Path | None, source: str = "cli", stream: bool = True, con=None
 ) -> tuple[QueryResult, RagkitError | None]:
-    """One question through ``api.ask``: the passages and, when ``qcfg.answer``, the answer (streamed to ``con``
+    """One question through ``Index.ask``: the passages and, when ``qcfg.answer``, the answer (streamed to ``con``
     unless not ``stream``); every candidate's features appended to ``trace`` when given. The query, with whether
     its answer abstained, is kept in the index's log for feedback (``ragkit feedback QUERY_ID``). Returns the
     result and the error that kept an answer from being written."""
-    from ragkit import api
-
     con = con or console
     writing = AnswerWriter(con)
     try:
-        result, failed = api.ask(reader, text, qcfg, writing.show if stream else None, source=source)
+        asked = ix.ask(text, qcfg, writing.show if stream else None, source=source)
+        result, failed = asked.result, asked.error
     finally:
         writing.end()
     if stream and result.answer is not None:

@@ -7,7 +7,7 @@ import sys
 from ragkit.cli import options as o
 from ragkit.cli import output, session
 from ragkit.cli.common import console, handle_errors
-from ragkit.config import QueryConfig, load_config, override, parse_filters, resolve_index_dir
+from ragkit.config import QueryConfig, parse_filters, query_settings, resolve_index_dir
 from ragkit.errors import BadQuery
 
 
@@ -47,15 +47,14 @@ def query_cmd(
     """Retrieve passages for a question (the router picks the strategy unless --strategy says).
 
     Without a question on a terminal: an interactive session (:help lists its commands)."""
-    from ragkit import api
+    from ragkit import library
 
-    _, qcfg = load_config(index_dir=resolve_index_dir(index))
-    qcfg = override(
-        qcfg.with_alpha(alpha),
+    given = dict(
+        alpha=alpha,
         strategy=strategy,
         k=k,
         budget=budget,
-        filters={**qcfg.filters, **parse_filters(filters or [])},
+        filters=parse_filters(filters or []),
         rerank="features" if no_rerank else rerank or ("cross" if rerank_model else None),
         rerank_model=rerank_model,
         mode=mode,
@@ -73,6 +72,7 @@ def query_cmd(
         context_budget=context_budget if context else None,
         query_encoder=query_encoder,
     )
+    qcfg = query_settings(resolve_index_dir(index), given)
     if tree_mode is not None:
         qcfg = qcfg.tuned(hierarchical={"mode": tree_mode})
     streamed = qcfg.answer and not (as_json or as_jsonl)  # an answer written token by token: in process
@@ -80,14 +80,14 @@ def query_cmd(
     if one and trace is None and not context and not streamed:
         if output.through_server(resolve_index_dir(index), query, qcfg, as_json, as_jsonl, explain):
             return
-    reader = api.open_index(index)
+    ix = library.open(index, settings=qcfg)
     if query is None and sys.stdin.isatty():
         if as_json or as_jsonl:
             raise BadQuery("no query given", hint='ragkit query --json "your question" (or pipe queries with -)')
-        session.run(reader, qcfg, console, explain)
+        session.run(ix, qcfg, console, explain)
         return
     _answer_each(
-        reader,
+        ix,
         [query] if one else (ln.strip() for ln in sys.stdin if ln.strip()),
         qcfg,
         trace,
@@ -99,12 +99,12 @@ def query_cmd(
 
 
 def _answer_each(
-    reader, texts, qcfg: QueryConfig, trace, as_json: bool, as_jsonl: bool, explain: bool, batch: bool
+    ix, texts, qcfg: QueryConfig, trace, as_json: bool, as_jsonl: bool, explain: bool, batch: bool
 ) -> None:
     """Each query's result (and answer) printed in turn; a missing answer is reported after the passages."""
     failed = None
     for text in texts:
-        result, error = output.run_query(reader, text, qcfg, trace, stream=not (as_json or as_jsonl))
+        result, error = output.run_query(ix, text, qcfg, trace, stream=not (as_json or as_jsonl))
         failed = error or failed
         output.emit(result, as_json, as_jsonl, explain, batch=batch)
     if failed is not None:  # the passages are out; now say why the answer is missing

@@ -32,8 +32,8 @@ Anything else is a query. Ctrl-C cancels a running query or answer."""
 
 
 class Session:
-    def __init__(self, reader, cfg, console, explain: bool = False):
-        self.reader, self.cfg, self.console, self.explain = reader, cfg, console, explain
+    def __init__(self, ix, cfg, console, explain: bool = False):
+        self.ix, self.cfg, self.console, self.explain = ix, cfg, console, explain
         self.last = None
 
     # ------------------------------------------------------------ commands
@@ -85,9 +85,7 @@ class Session:
         if passage is None:
             self.console.print(f"[yellow]no passage {rank} in the last result[/]")
             return
-        from ragkit import api
-
-        section = api.section(self.reader, passage.section_id)
+        section = self.ix.section(passage.section_id)
         self.console.rule(f"{passage.path} · {passage.section}")
         self.console.print(section["text"], highlight=False)
         self._feedback(rank, 1, kind="open")
@@ -106,10 +104,8 @@ class Session:
             self.console.print(f"[green]noted:[/] {what} graded {event['grade']} (query {self.last.query_id})")
 
     def _feedback(self, rank: int | None, grade: int | str, kind: str = "explicit"):
-        from ragkit import api
-
         try:
-            return api.feedback(self.reader.index_dir, self.last.query_id, rank, grade, kind=kind, source="session")
+            return self.ix.feedback(self.last.query_id, rank=rank, grade=grade, kind=kind, source="session")
         except RagkitError as exc:
             if kind == "explicit":
                 raise
@@ -119,7 +115,7 @@ class Session:
     # ------------------------------------------------------------ queries
 
     def ask(self, text: str) -> None:
-        result, error = output.run_query(self.reader, text, self.cfg, None, "session", con=self.console)
+        result, error = output.run_query(self.ix, text, self.cfg, None, "session", con=self.console)
         if error is not None:
             self.console.print(f"[red]no answer:[/] {error}")
         self.last = result
@@ -143,15 +139,15 @@ class Session:
         return True
 
 
-def run(reader, cfg, console, explain: bool = False, input=None, output=None) -> None:
+def run(ix, cfg, console, explain: bool = False, input=None, output=None) -> None:
     """The prompt loop (``input``/``output``: prompt_toolkit pipes for tests)."""
     from prompt_toolkit import PromptSession  # (loaded when a session starts, not with the CLI)
     from prompt_toolkit.history import FileHistory
 
-    session = Session(reader, cfg, console, explain)
-    prompt = PromptSession(history=FileHistory(str(reader.index_dir / ".query_history")), input=input, output=output)
+    session = Session(ix, cfg, console, explain)
+    prompt = PromptSession(history=FileHistory(str(ix.path / ".query_history")), input=input, output=output)
     console.print(
-        f"[bold]ragkit[/] · {reader.index_dir} · {reader.manifest.counts.documents} documents · "
+        f"[bold]ragkit[/] · {ix.path} · {ix.reader.manifest.counts.documents} documents · "
         "type a question, :help for commands, Ctrl-D to leave"
     )
     while True:

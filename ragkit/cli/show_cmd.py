@@ -21,9 +21,9 @@ def passage_cmd(
     as_json: AsJson = False,
 ):
     """The whole section a passage of an earlier query comes from (kept as a click on it, for ragkit learn)."""
-    from ragkit import api
+    from ragkit import library
 
-    found = api.open_passage(api.open_index(index), query_id, rank)
+    found = library.open(index).open_passage(query_id, rank, source="cli")
     if as_json:
         print_json(found)
         return
@@ -40,9 +40,9 @@ def entity_cmd(
     as_json: AsJson = False,
 ):
     """An entity's aliases, type, mentions, strongest relations and the chunks that mention it."""
-    from ragkit import api
+    from ragkit import library
 
-    info = api.entity(api.open_index(index), name, limit)
+    info = library.open(index).entity(name, limit)
     if as_json:
         print_json(info)
         return

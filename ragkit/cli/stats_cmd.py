@@ -19,10 +19,10 @@ def human_size(n: float) -> str:
 @handle_errors
 def stats_cmd(index: IndexOpt = None, as_json: AsJson = False):
     """Show what an index holds: documents, sections, chunks, doc_types, size per component, embedder."""
-    from ragkit import api
+    from ragkit import library
     from ragkit.config import index_origin
 
-    st = api.stats(api.open_index(index)) | {"found": index_origin(index)}
+    st = library.open(index).stats() | {"found": index_origin(index)}
     if as_json:
         print_json(st)
         return

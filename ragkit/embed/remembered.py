@@ -1,6 +1,6 @@
 """An encoder that keeps the vectors of the texts it encoded last: an answer's units are the sentences of its
 passages, and questions about the same documents quote from the same sentences, so the answer step encodes each
-sentence once per process instead of once per question (``ragkit.api.answer``; the quality gate's xquad-de
+sentence once per process instead of once per question (``Index.answer``; the quality gate's xquad-de
 held-out half: see scripts/README.md "Answers")."""
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ threshold decided: a query whose log shows no answer, an answer quoting the sect
 with nothing to quote are left out. Each rated query is asked again as it was (its strategy, filters and scope,
 the learned ranker as in use) and answered by the extractive scorer, for the confidence the current scorer gives
 it; whether it abstained is taken from the log (what the person saw). Per scope and language (of the question's
-text, as ``api.answer`` reads it) with at least ``MIN_ANSWERS`` rated questions, the threshold that decides most
+text, as ``Index.answer`` reads it) with at least ``MIN_ANSWERS`` rated questions, the threshold that decides most
 of them right without silencing over ``MAX_SILENCED`` of the answers wanted is fitted on two thirds (split by
 question, seeded) and adopted only when it decides the held-out third better than the threshold in use, within
 the same bound (``learned/current.json`` "answers"; ``ragkit learn --reset`` drops it

@@ -122,7 +122,7 @@ def _labels_from_grades(hits: list[Hit], grades: dict[tuple[str, str, str], int]
 
 
 def candidates(reader, text: str, cfg: QueryConfig, retrieve) -> list[Hit]:
-    """The query's candidates as they are ranked without the learned ranker (``retrieve``: ragkit.api's)."""
+    """The query's candidates as they are ranked without the learned ranker (``retrieve``: the library's, ragkit/library/asking.py)."""
     hits, _, _ = retrieve(reader, text, replace(cfg, learned=False))
     return hits
 

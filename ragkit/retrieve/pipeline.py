@@ -7,7 +7,7 @@
 3. ``rerank_hits``: structure features, then the rerank model (ragkit/rerank/);
 4. the ``Plan`` record says what happened (the ``plan`` of ragkit.query/1).
 
-Passage assembly follows in ``ragkit.api.query``, which calls this inside the reader's connection."""
+Passage assembly follows in ``Index.query`` (ragkit/library/asking.py), which calls this inside the reader's connection."""
 
 from __future__ import annotations
 
@@ -47,6 +47,7 @@ class Prepared:
     cfg: QueryConfig
     refs: QueryReferences
     ctx: SearchContext
+    scope: str  # whose learned ranker and answer thresholds it uses, and where its feedback goes (scope_of)
 
     @property
     def searchable(self) -> bool:
@@ -101,7 +102,7 @@ def plan(reader: IndexReader, text: str, cfg: QueryConfig, limit: int | None = N
         scope=scope,
         language=qplan.language,
     )
-    return Prepared(qplan, cfg, refs, ctx)
+    return Prepared(qplan, cfg, refs, ctx, scope_of(cfg.readable, cfg.filters))
 
 
 def rerank_hits(reader: IndexReader, q: Prepared, hits: list[Hit]) -> tuple[list[Hit], dict[str, Any]]:
@@ -124,7 +125,7 @@ def rerank_hits(reader: IndexReader, q: Prepared, hits: list[Hit]) -> tuple[list
         doc_types = {cfg.filters["doc_type"]} if "doc_type" in cfg.filters else set(q.qplan.doc_type_routing)
         fctx = FeatureContext(ctx.query.text, reader.graph, q.refs.sections, q.refs.documents, doc_types)
         hits = rerank(hits, fctx, weights)
-        ranker = reader.rankers.for_scope(scope_of(cfg.readable, cfg.filters)) if cfg.learned else None
+        ranker = reader.rankers.for_scope(q.scope) if cfg.learned else None
         if ranker is not None:
             hits = ranker.rerank(hits, ctx.query.text, q.qplan.language)
             note["learned"] = {"scope": ranker.scope, "version": ranker.version, "fitted": ranker.meta.get("fitted")}
@@ -191,6 +192,7 @@ def _plan_record(q: Prepared, retry: dict | None, rerank_note: dict[str, Any]) -
         all_versions=cfg.all_versions,
         context_items=q.ctx.context_items,
         query_vector=q.ctx.made_vector,
+        scope=q.scope,
     )
 
 

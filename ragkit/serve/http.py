@@ -38,7 +38,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, Field
 
-from ragkit import __version__, api
+from ragkit import __version__, library
 from ragkit.config import resolve_index_dir
 from ragkit.errors import BadQuery, RagkitError
 from ragkit.serve import EARLY, PORT_FILE, mcp_tools, web
@@ -289,7 +289,7 @@ def serve(
     finally:
         pool.close()
         with contextlib.suppress(RagkitError):
-            api.flush_log(index_dir)  # an index on object storage: the queries of this server go up now
+            library.flush_log(index_dir)  # an index on object storage: the queries of this server go up now
         try:
             if json.loads(port_file.read_text()).get("pid") == os.getpid():
                 port_file.unlink()

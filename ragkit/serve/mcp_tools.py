@@ -21,7 +21,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
 
-from ragkit import __version__, api
+from ragkit import __version__, library
 from ragkit.errors import RagkitError
 from ragkit.serve import ops
 from ragkit.serve.access import Caller, is_loopback
@@ -210,7 +210,7 @@ def _reading_tools(server: MCPServer, run: Runner, caller: Callable[[Context], C
 def serve_mcp(index: str | None) -> None:
     """``ragkit serve --mcp``: the tools over stdio, answered in this process."""
     state = ops.State(index)
-    state.reader()  # a missing index fails before the session starts
+    state.index()  # a missing index fails before the session starts
     state.warm()
     lock = threading.Lock()
 
@@ -224,4 +224,4 @@ def serve_mcp(index: str | None) -> None:
     try:
         build(run, Caller()).run("stdio")
     finally:
-        api.flush_log(state.index_dir)
+        library.flush_log(state.index_dir)

@@ -24,9 +24,9 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from ragkit import api
+from ragkit import library
 from ragkit.assemble import pack_context
-from ragkit.config import QueryConfig, load_config, override
+from ragkit.config import QueryConfig, layered, load_config, resolve_index_dir
 from ragkit.errors import BadQuery, Forbidden, IndexChanged, OverLimit, RagkitError
 from ragkit.records import QueryResult
 from ragkit.render import result_dict, trace_line
@@ -43,20 +43,21 @@ class State:
     """The index a process answers from, reopened when a newer run has been committed."""
 
     def __init__(self, index: str | None):
-        self.index_dir = api.resolve_index_dir(index)
-        self._reader = None
+        self.index_dir = resolve_index_dir(index)
+        _, self.settings = load_config(index_dir=self.index_dir)  # read once, when the server starts
+        self._index: library.Index | None = None
 
-    def reader(self):
-        """The reader of the newest committed run."""
-        if self._reader is None:
-            self._reader = api.open_index(self.index_dir)
+    def index(self) -> library.Index:
+        """The index at its newest committed run."""
+        if self._index is None:
+            self._index = library.open(self.index_dir, settings=self.settings)
         else:
-            self._reader.follow()
-        return self._reader
+            self._index.follow()
+        return self._index
 
     def warm(self) -> None:
         """Load the model and what a first query needs before the first request comes."""
-        api.warm(self.reader())
+        self.index().warm()
 
 
 def run(state: State, op: str, args: dict[str, Any], caller: Caller, on_text: Callable | None = None) -> Any:
@@ -67,7 +68,7 @@ def run(state: State, op: str, args: dict[str, Any], caller: Caller, on_text: Ca
     try:
         return fn(state, args, caller, on_text)
     except IndexChanged:
-        state.reader()
+        state.index()
         return fn(state, args, caller, on_text)
 
 
@@ -78,20 +79,20 @@ def query(state: State, args: dict[str, Any], caller: Caller, on_text: Callable 
         raise BadQuery("bad request: query: a string is required")
     if len(text) > caller.limits.query_chars:
         raise OverLimit(f"the query has {len(text)} characters, over this server's {caller.limits.query_chars}")
-    _, base = load_config(index_dir=state.index_dir)
+    base = state.settings
     cfg = admit(request_config(base, args), base, caller)
-    reader = state.reader()
+    ix = state.index()
 
     def passages_ready(result: QueryResult) -> None:
-        keep_visible(result, reader, caller.readable)
+        keep_visible(result, ix.reader, caller.readable)
         if cfg.answer and on_text is not None and args.get("early"):  # the passages before the answer
             on_text(EARLY + json.dumps({"early": result_dict(result, bool(args.get("explain")))}, default=str))
 
     source = str(args.get("source") or "http")
-    result, failed = api.ask(reader, text, cfg, on_text, passages_ready=passages_ready, token=caller.asker,
-                             source=source)  # fmt: skip
+    asked = ix.ask(text, cfg, on_text, passages_ready=passages_ready, token=caller.asker, source=source)
+    result, failed = asked.result, asked.error
     if cfg.answer:
-        keep_visible(result, reader, caller.readable)
+        keep_visible(result, ix.reader, caller.readable)
     out = result_dict(result, bool(args.get("explain")))
     if args.get("trace"):
         out["trace"] = json.loads(trace_line(result))
@@ -109,17 +110,19 @@ def request_config(base: QueryConfig, args: dict[str, Any]) -> QueryConfig:
             return QueryConfig(**args["config"])
         except TypeError as exc:  # (a value out of its choices is BadQuery already)
             raise BadQuery(f"config: {exc}") from exc
-    return override(
+    return layered(
         base,
-        k=args.get("k"),
-        strategy=args.get("strategy"),
-        filters={**base.filters, **(args.get("filters") or {})},
-        answer=args.get("answer") or None,
-        answer_mode=args.get("answer_mode"),
-        max_tokens=args.get("max_tokens"),
-        rerank=args.get("rerank") or ("cross" if args.get("rerank_model") else None),
-        rerank_model=args.get("rerank_model"),
-        model=args.get("model"),
+        dict(
+            k=args.get("k"),
+            strategy=args.get("strategy"),
+            filters=args.get("filters") or {},
+            answer=args.get("answer") or None,
+            answer_mode=args.get("answer_mode"),
+            max_tokens=args.get("max_tokens"),
+            rerank=args.get("rerank") or ("cross" if args.get("rerank_model") else None),
+            rerank_model=args.get("rerank_model"),
+            model=args.get("model"),
+        ),
     )
 
 
@@ -191,7 +194,7 @@ def _item_visible(item: dict[str, Any], docs: frozenset[str], colls: set[str]) -
 def document(state: State, args: dict[str, Any], caller: Caller, on_text=None) -> dict[str, Any]:
     """A document by id or path; with ``start``/``end`` the chunks covering those lines. Opened from passage
     ``rank`` of query ``query_id``, it is kept as a click on that passage (a weak positive)."""
-    found = api.document(state.reader(), str(args["key"]), caller.readable, args.get("start"), args.get("end"))
+    found = state.index().document(str(args["key"]), caller.readable, args.get("start"), args.get("end"))
     clicked(state, args, caller)
     return found
 
@@ -203,8 +206,8 @@ def clicked(state: State, args: dict[str, Any], caller: Caller) -> None:
     if not query_id or rank is None:
         return
     try:
-        api.feedback(
-            state.index_dir, str(query_id), int(rank), 1, kind="open", source=str(args.get("source") or "http"),
+        state.index().feedback(
+            str(query_id), rank=int(rank), grade=1, kind="open", source=str(args.get("source") or "http"),
             token=caller.asker, readable=caller.readable,
         )  # fmt: skip
     except (RagkitError, ValueError) as exc:
@@ -223,19 +226,19 @@ def feedback(state: State, args: dict[str, Any], caller: Caller, on_text=None) -
     grade = args.get("grade")
     if grade is None and isinstance(args.get("good"), bool):
         grade = "good" if args["good"] else "bad"
-    event = api.feedback(
-        state.index_dir, query_id, rank, grade, source=str(args.get("source") or "http"),
+    event = state.index().feedback(
+        query_id, rank=rank, grade=grade, source=str(args.get("source") or "http"),
         token=caller.asker, readable=caller.readable,
     )  # fmt: skip
     return {"kept": True, "event": {k: event[k] for k in ("query_id", "target", "grade", "rank") if k in event}}
 
 
 def outline(state: State, args: dict[str, Any], caller: Caller, on_text=None) -> dict[str, Any]:
-    return api.outline(state.reader(), str(args["key"]), caller.readable)
+    return state.index().outline(str(args["key"]), caller.readable)
 
 
 def section(state: State, args: dict[str, Any], caller: Caller, on_text=None) -> dict[str, Any]:
-    found = api.section(state.reader(), str(args["id"]), caller.readable)
+    found = state.index().section(str(args["id"]), caller.readable)
     clicked(state, args, caller)
     return found
 
@@ -243,9 +246,7 @@ def section(state: State, args: dict[str, Any], caller: Caller, on_text=None) ->
 def page(state: State, args: dict[str, Any], caller: Caller, on_text=None) -> bytes:
     """A readable PDF document's page as PNG bytes, the text ``mark`` marked; opened from a passage of a query
     (``query_id``, ``rank``), a click on it."""
-    data = api.page_image(
-        state.reader(), str(args["key"]), int(args["number"]), str(args.get("mark") or ""), caller.readable
-    )
+    data = state.index().page_image(str(args["key"]), int(args["number"]), str(args.get("mark") or ""), caller.readable)
     clicked(state, args, caller)
     return data
 
@@ -253,13 +254,15 @@ def page(state: State, args: dict[str, Any], caller: Caller, on_text=None) -> by
 def documents(state: State, args: dict[str, Any], caller: Caller, on_text=None) -> dict[str, Any]:
     filters = {k: str(v) for k, v in (args.get("filters") or {}).items() if v is not None}
     check_collection(filters, caller)
-    return api.documents(state.reader(), filters, caller.readable, _int(args, "limit", 50), _int(args, "offset", 0))
+    return state.index().documents(
+        _int(args, "limit", 50), _int(args, "offset", 0), readable=caller.readable, filters=filters
+    )
 
 
 def stats(state: State, args: dict[str, Any], caller: Caller, on_text=None) -> dict[str, Any]:
     """``ragkit stats``, as a server tells it: the index by its name, the embedder by its model's name (not
     where the index or the model lives)."""
-    out = api.stats(state.reader(), caller.readable)
+    out = state.index().stats(caller.readable)
     out["index"] = remote.name_of(state.index_dir)
     if isinstance(out.get("embedder"), dict):
         out["embedder"] = {k: v for k, v in out["embedder"].items() if k not in ("spec", "probe")}

@@ -1,0 +1,22 @@
+"""ragkit in Python: ``ragkit.open()`` gives an ``Index``, and its methods do what the commands do.
+
+    import ragkit
+
+    ragkit.index(["docs/"], "handbook")            # like `ragkit index docs/ --index handbook`
+    with ragkit.open("handbook") as ix:             # a name, a folder or an s3:// URI
+        result = ix.query("How much overtime may I work?", k=5, log=True)
+        for p in result.passages:
+            print(p.rank, p.path, p.section, p.location)
+        print(ix.answer("How much overtime may I work?").text)
+        ix.feedback(result.query_id, good=True, rank=1)
+
+``Index`` (engine.py) is the engine: the CLI, the server, MCP, ``ragkit eval`` and the scripts call it, never
+the modules beside it, which are its private parts: asking.py (retrieve, passages, the query log), answering.py
+(the answer), writing.py (indexing runs, watching) and learning.py (feedback, learning). Results are the records
+the CLI, the server and MCP print (``QueryResult``, ``Answer``, ``IndexSummary``), and errors ``ragkit.errors``
+types.
+"""
+
+from ragkit.library.engine import Answered, Index, check, flush_log, index, open, watch
+
+__all__ = ["Answered", "Index", "check", "flush_log", "index", "open", "watch"]
