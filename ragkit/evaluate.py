@@ -1,5 +1,6 @@
 """BEIR-layout evaluation: the dataset, nDCG@10, recall@k, MRR@10 and latency per strategy (``measure.evaluate``
-indexes the corpus and runs the queries through these)."""
+indexes the corpus and runs the queries through these). ``ndcg_at`` is ragkit's one nDCG: ``ragkit eval`` reads it
+with linear gain, ``ragkit learn``'s guard with exponential gain (``GAINS``)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,10 @@ import json
 import math
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from ragkit.errors import BadDataset
 from ragkit.events import Reporter
@@ -54,10 +56,29 @@ def load_dataset(root: Path, split: str = "test", corpus_required: bool = True) 
     return Dataset(root, corpus, queries, qrels)
 
 
-def ndcg_at(ranked: list[str], rels: dict[str, int], k: int = 10) -> float:
-    dcg = sum(rels.get(d, 0) / math.log2(i + 2) for i, d in enumerate(ranked[:k]))
+GAINS = {  # what a grade is worth in nDCG
+    # the grade itself: trec_eval's ndcg_cut ("gain values are the relevance values in the qrels file"), so
+    # pytrec_eval's and BEIR's; what ``ragkit eval`` reports
+    "linear": lambda grade: grade,
+    # 2^grade - 1 (Burges et al. 2005): the gain LightGBM's LambdaRank optimises by default, with which ``ragkit
+    # learn``'s guard measures its graded labels (ragkit/learn/ranker.py)
+    "exponential": lambda grade: 2.0**grade - 1,
+}
+
+
+def ndcg_at(
+    ranked: Sequence[Hashable],
+    rels: Mapping[Hashable, int],
+    k: int = 10,
+    gain: Literal["linear", "exponential"] = "linear",
+) -> float:
+    """nDCG@k of ``ranked`` (ids, best first) against the grades ``rels`` (id → grade; an id not in it: 0), the
+    ideal being every graded id by its grade; ``gain``: a grade's worth (``GAINS``). With grades of 0 and 1 alone
+    (binary judgements, as SciFact's qrels) the two gains give the same figure."""
+    worth = GAINS[gain]
+    dcg = sum(worth(rels.get(d, 0)) / math.log2(i + 2) for i, d in enumerate(ranked[:k]))
     ideal = sorted(rels.values(), reverse=True)[:k]
-    idcg = sum(r / math.log2(i + 2) for i, r in enumerate(ideal))
+    idcg = sum(worth(r) / math.log2(i + 2) for i, r in enumerate(ideal))
     return dcg / idcg if idcg else 0.0
 
 

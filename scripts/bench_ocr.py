@@ -146,7 +146,8 @@ def cer(args) -> None:
 
     from ragkit.ingest import ocr
     from ragkit.ingest.ocr_finish import finish
-    from ragkit.ingest.pdf import _dehyphenate, ocr_lines
+    from ragkit.ingest.pdf_lines import dehyphenate as _dehyphenate
+    from ragkit.ingest.pdf_lines import ocr_lines
     from ragkit.ingest.scans import read_scans
 
     where = _copies(work)

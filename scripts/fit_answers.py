@@ -35,7 +35,7 @@ from harness import arg, print_table
 import ragkit
 from ragkit.answer import Evidence, idf_of
 from ragkit.answer.extractive import cited_by, question_of
-from ragkit.answer.scorer import QUESTION_STATS, UNIT_FEATURES, question_stats, unit_features, unit_text
+from ragkit.answer.features import QUESTION_STATS, UNIT_FEATURES, question_stats, unit_features, unit_text
 from ragkit.config import QueryConfig
 from ragkit.learn import answers as fitting
 

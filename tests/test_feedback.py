@@ -15,6 +15,7 @@ import ragkit
 from ragkit.answer.records import Answer
 from ragkit.config import QueryConfig
 from ragkit.errors import BadQuery, Forbidden, UnknownId
+from ragkit.evaluate import ndcg_at
 from ragkit.fitted import Trees
 from ragkit.learn import abstain as abstaining
 from ragkit.learn import ranker as ranking
@@ -141,6 +142,18 @@ def _groups(n: int, flip: bool, seed: int) -> list[ranking.Group]:
         labels[best] = 4
         out.append(ranking.Group(f"q{seed}-{q}", "all", X, labels, np.arange(12)))
     return out
+
+
+def test_the_guard_measures_with_the_one_ndcg_at_exponential_gain():
+    """``ragkit learn``'s held-out nDCG@10 is ``evaluate.ndcg_at`` with 2^label − 1 gain (what LambdaRank optimises),
+    not a second function of the same name: on graded labels it differs from ``ragkit eval``'s linear gain."""
+    labels = np.asarray([1, 4, 0, 2], dtype=np.int32)
+    group = ranking.Group("q", "all", np.zeros((4, len(RANK_FEATURES))), labels, np.arange(4))
+    nd, top = ranking.per_query([group], lambda g: -g.default.astype(float))  # the order in use: 0, 1, 2, 3
+    graded = dict(enumerate(labels.tolist()))
+    assert nd == [pytest.approx(ndcg_at([0, 1, 2, 3], graded, gain="exponential"))] and top == [0.0]
+    assert nd[0] != pytest.approx(ndcg_at([0, 1, 2, 3], graded))
+    assert ranking.measure([group], lambda g: g.labels.astype(float)) == {"ndcg@10": 1.0, "top1": 1.0}
 
 
 def test_the_guard_adopts_a_better_model_and_refuses_a_worse_one():

@@ -6,7 +6,8 @@ import pytest
 
 from ragkit.config import QueryConfig
 from ragkit.ingest.parse import parse_html, parse_text
-from ragkit.ingest.pdf import _dehyphenate, parse_pdf
+from ragkit.ingest.pdf import parse_pdf
+from ragkit.ingest.pdf_lines import dehyphenate
 from ragkit.ingest.raw import RawDoc, RawHeading
 from ragkit.ingest.sections import build_sections
 from ragkit.ingest.structure import legal_structure
@@ -50,8 +51,8 @@ def test_line_end_hyphens_are_joined_but_real_hyphens_stay(regulation):
     assert "verksamheten planeras" in text  # one word over two lines
     assert "Hälso- och sjukvården" in text  # "hälso- och": the hyphen and its space stay
     assert "CE-märkning" in text  # after a capital the hyphen stays
-    assert _dehyphenate("icke\ufffejoniserande") == "icke-joniserande"
-    assert _dehyphenate("2\ufffeetylhexyl") == "2-etylhexyl"
+    assert dehyphenate("icke\ufffejoniserande") == "icke-joniserande"
+    assert dehyphenate("2\ufffeetylhexyl") == "2-etylhexyl"
 
 
 def test_a_blank_page_is_not_a_scan(regulation):

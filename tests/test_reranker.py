@@ -71,6 +71,6 @@ def test_the_guard_tells_a_real_gain_from_noise():
 
 def test_the_answer_scorer_reads_no_reranker():
     """Fitted with the reranker's unit scores the answer scorer gained little and cost ~0.4 s (scripts/README.md)."""
-    from ragkit.answer import scorer
+    from ragkit.answer import features
 
-    assert not {"ce", "ce_rel", "ce_passage"} & set(scorer.UNIT_FEATURES)
+    assert not {"ce", "ce_rel", "ce_passage"} & set(features.UNIT_FEATURES)

@@ -8,16 +8,15 @@ import pytest
 
 from ragkit.answer import Evidence, idf_of
 from ragkit.answer.extractive import cited_by, question_of
-from ragkit.answer.scorer import (
+from ragkit.answer.features import (
     MODEL_FEATURES,
     UNIT_FEATURES,
     UNIT_FEATURES_NO_ENCODER,
-    AnswerModel,
-    default_model,
     relative,
     unit_features,
     with_vectors,
 )
+from ragkit.answer.scorer import AnswerModel, default_model
 from ragkit.fitted import Linear, ModelFileError, Trees, from_json
 from ragkit.records import Passage, Plan, QueryResult
 

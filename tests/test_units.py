@@ -1,5 +1,7 @@
 """Small pure functions: fusion, syntax, filters, assembly, doc types, metrics, discovery."""
 
+import math
+
 import pytest
 
 from ragkit.assemble import assemble
@@ -152,6 +154,21 @@ def test_metrics():
     assert percentile([1, 2, 3, 4], 0.5) == 2 and percentile([1, 2, 3, 4], 0.95) == 4
     hits = [hit("1", ext="A"), hit("2", ext="B"), hit("3", ext="A"), hit("4", ext="C")]
     assert documents_of(hits, 2) == ["A", "B"]
+
+
+def test_one_ndcg_with_its_gain_named():
+    """``ragkit eval`` weighs a grade by itself (trec_eval's ndcg_cut, so BEIR's); ``ragkit learn``'s guard by
+    2^grade − 1. One function, the gain a parameter; with binary grades they agree, so SciFact's figures stand."""
+    graded = {"a": 2, "b": 1}
+    d = 1 / math.log2(3)  # the second rank's discount
+    assert ndcg_at(["b", "a"], graded) == pytest.approx((1 + 2 * d) / (2 + 1 * d))
+    assert ndcg_at(["b", "a"], graded, gain="exponential") == pytest.approx((1 + 3 * d) / (3 + 1 * d))
+    assert ndcg_at(["a", "b"], graded, gain="exponential") == pytest.approx(1.0)
+    binary = {"a": 1, "c": 1}
+    for ranked in (["a", "b", "c"], ["x", "c"], ["c", "a"], []):
+        assert ndcg_at(ranked, binary) == pytest.approx(ndcg_at(ranked, binary, gain="exponential"))
+    assert ndcg_at([2, 0, 1], {0: 4, 1: 1, 2: 0}, k=2, gain="exponential") == pytest.approx(d * 15 / (15 + d))
+    assert ndcg_at(["x"], {}) == 0.0
 
 
 def test_decode_and_discover(tmp_path):

@@ -21,9 +21,10 @@ from collections.abc import Callable
 import numpy as np
 
 from ragkit.answer.evidence import STOP, Evidence, Sentence, words
+from ragkit.answer.features import Question
 from ragkit.answer.generated import citation_for
 from ragkit.answer.records import ABSTAIN, Answer, Quote
-from ragkit.answer.scorer import AnswerModel, Question, Scored, default_model, encoded, rank_units, score
+from ragkit.answer.scorer import AnswerModel, Scored, default_model, encoded, rank_units, score
 from ragkit.legal import LawTarget, find_legal_refs
 from ragkit.records import Ref
 

@@ -8,8 +8,8 @@ import hashlib
 import inspect
 
 from ragkit.answer import evidence as evidence_module
-from ragkit.answer import scorer
-from ragkit.answer.scorer import FEATURE_CODE
+from ragkit.answer import features, scorer
+from ragkit.answer.features import FEATURE_CODE
 
 
 def feature_code() -> str:
@@ -17,7 +17,10 @@ def feature_code() -> str:
     out; ``_tree``, so that every supported Python computes the same): a model records the one it was fitted with, and a test fails when the code has moved on without a
     refit (``scripts/fit_answers.py``)."""
     digest = hashlib.sha256()
-    for module, names in ((evidence_module, None), (scorer, FEATURE_CODE)):
+    # all of evidence.py; the scorer's constants (the model file's name and format, which stood beside the features
+    # when the shipped model was fitted: hashed in this order, the hash is the one that model recorded); then the
+    # features' constants and code
+    for module, names in ((evidence_module, None), (scorer, ()), (features, FEATURE_CODE)):
         for node in ast.parse(inspect.getsource(module)).body:
             named = getattr(node, "name", None)
             if names is not None and not (isinstance(node, ast.Assign) or named in names):

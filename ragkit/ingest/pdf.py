@@ -7,9 +7,10 @@ knows its pages.
 
 The section tree comes from the PDF's outline (bookmarks) when it has one: each bookmark is a heading on its
 page, at the line that starts with its title (else at the top of the page). Without an outline, lines set
-in a larger font than the body text (the size most characters have) are headings, one level per size. A
-document with neither gets one section per page. A paragraph starts where a line sits further below the last
-than the page's usual line pitch (``PARAGRAPH_PITCH``), at a new font size, and on each page.
+in a larger font than the body text (the size most characters have) are headings, one level per size
+(ragkit/ingest/pdf_headings.py). A document with neither gets one section per page. A paragraph starts where a
+line sits further below the last than the page's usual line pitch, at a new font size, and on each page (the
+lines and their look: ragkit/ingest/pdf_lines.py).
 
 The text is made to read as a reader sees it:
 - running headers and footers are removed: lines at a page's top or bottom edge (``EDGE_LINES`` of its
@@ -19,7 +20,7 @@ The text is made to read as a reader sees it:
   2023:4") is kept as metadata (``designation``) and leads the title when the PDF's own title lacks it;
 - line-end hyphens (PDFium marks them) are joined, "verk-/samheten" → "verksamheten", but a hyphen after a
   capital or a digit ("CE-märkning") or after "icke" stays, and one before a conjunction ("hälso- och") keeps
-  its space;
+  its space (``pdf_lines.dehyphenate``);
 - pages with neither text nor an image are blank (``blank_pages``: the empty backs of title pages); pages
   with an image and no text are scans, read by OCR (ragkit/ingest/ocr.py: their lines' size and place from the
   words' boxes, ``ocr_pages``: page → the engine's confidence) or, without an engine or with ``--no-ocr``, not
@@ -30,56 +31,24 @@ The text is made to read as a reader sees it:
 from __future__ import annotations
 
 import bisect
-import ctypes
 import datetime as dt
-import math
 import re
-import statistics
 from collections import Counter
-from dataclasses import dataclass
 
 from ragkit.ingest import ocr as ocr_engine
 from ragkit.ingest.ocr import OcrPage, OcrSettings
 from ragkit.ingest.ocr_finish import finish as finish_ocr
+from ragkit.ingest.pdf_headings import HEADING_RATIO, MASTHEAD, font_headings, outline_headings, squeeze
+from ragkit.ingest.pdf_lines import Line, body_size, has_image, ocr_lines, page_lines
 from ragkit.ingest.raw import ParseError, RawDoc, RawHeading
 from ragkit.ingest.scans import read_scans
-from ragkit.ingest.structure import opens_unit
 from ragkit.records import Block
 
-HEADING_RATIO = 1.15  # a line at least this much larger than the body size is a heading
-HEADING_MAX_CHARS = 150
-MAX_LEVELS = 3  # heading sizes beyond the third largest count as the third level
-BOLD_SHARE = 0.2  # bold lines at the body size are headings only where at most this share of the body is bold
-BOLD_MAX_CHARS = 80
-PARAGRAPH_PITCH = 1.25  # a line this much further below the last than the page's usual pitch starts a paragraph
-CONTINUED = (0, "", True)  # a heading's second line: no heading of its own, not body text
-_CONTROL = dict.fromkeys(map(ord, "\x00"), None)
 MARGIN = 0.25  # a running header or footer sits within this share of the page's height from its edge …
 EDGE_LINES = 3  # … among its outermost lines
 MIN_RUNNING, MAX_RUNNING = 2, 5  # and recurs on at least a quarter of the pages, at least 2, at most 5 needed
-_HYPHEN = re.compile(r"(\w*)[\x02\ufffe\u00ad][ \t]*(?:\r?\n)?[ \t]*(\w*)")  # PDFium's line-end hyphen marker
-_CONJUNCTIONS = frozenset("och eller samt resp respektive till und oder bzw sowie and or".split())
 _PAGE_NUMBER = re.compile(r"^(?:(?:sida|seite|page|s\.)\s*)?\d{1,4}(?:\s*(?:\(|av|von|of|/)\s*\d{1,4}\)?)?$", re.I)
-MASTHEAD = re.compile(r"(?:författningssamling|Gesetzblatt|Amtsblatt)$", re.I)  # a gazette's name: no heading
-OCR_BODY = 0.12  # an OCR'd line whose size is this close to the usual one (a share of it) is body text
-_BROKEN = re.compile(r"(\w*[^\W\d_])-$")  # a word broken at the line's end
 DESIGNATION = re.compile(r"\b([A-ZÅÄÖ]{1,8}FS|SFS)\s*(\d{4}:\d{1,4})\b")  # "AFS 2023:4", "SSMFS 2008:1"
-
-
-@dataclass
-class Line:
-    page: int  # 1-based
-    text: str
-    size: float  # font size of its first character
-    bottom: float  # of its first character's box (PDF units, upwards)
-    paragraph: bool = True  # starts a paragraph (the page's first line does)
-    height: float = 0.0  # of its page
-    bold: bool = False
-
-    @property
-    def shape(self) -> str:
-        """The line with its digits as "#": a running header's shape recurs from page to page."""
-        return re.sub(r"\d+", "#", " ".join(self.text.lower().split()))
 
 
 def page_of(page_starts: list[int], line: int) -> int:
@@ -103,9 +72,9 @@ def parse_pdf(data: bytes, ocr: OcrSettings | None = None) -> RawDoc:
         blank: list[int] = []
         scans: list[int] = []
         for number, page in enumerate(pdf, start=1):
-            found = _page_lines(page, number, pdfium_c)
+            found = page_lines(page, number, pdfium_c)
             if not found:
-                (scans if _has_image(page, pdfium_c) else blank).append(number)
+                (scans if has_image(page, pdfium_c) else blank).append(number)
             lines.extend(found)
         pages = len(pdf)
         outline = _outline(pdf)
@@ -143,7 +112,7 @@ def assemble(
         meta["pages_without_text"] = scans
     if blank:
         meta["blank_pages"] = blank
-    headings = _outline_headings(outline, lines, page_starts) if outline else _font_headings(lines)
+    headings = outline_headings(outline, lines, page_starts) if outline else font_headings(lines)
     if designation:
         meta["designation"] = designation
         top = min((h[0] for h in headings.values() if h[0]), default=None)  # the title: the first top heading
@@ -152,7 +121,7 @@ def assemble(
             headings[first] = (top, f"{designation} {headings[first][1]}", headings[first][2])
         if designation not in (meta.get("title") or "") or meta["title"].strip() == designation:
             # a title that only spells the designation otherwise ("SRVFS-2004-7", a file's name) says no more
-            own = meta.get("title") if _squeeze(meta.get("title", "")) != _squeeze(designation) else None
+            own = meta.get("title") if squeeze(meta.get("title", "")) != squeeze(designation) else None
             title = own or (headings[first][1] if first is not None else designation)
             meta["title"] = title if title.startswith(designation) else f"{designation} {title}"
     raw = RawDoc(title=meta.get("title"), metadata=meta, line_count=len(lines), page_starts=page_starts)
@@ -176,47 +145,6 @@ def _page_starts(lines: list[Line], pages: int) -> list[int]:
     return starts
 
 
-def ocr_lines(read: dict[int, OcrPage]) -> list[Line]:
-    """The lines OCR read, as the text layer's: each line's size the engine's estimate of its font's (sizes
-    within ``OCR_BODY`` of the usual one read as it: estimates jitter from line to line), its place its box's
-    bottom; a word broken at a line's end ("verk-" / "samheten") joined as PDFium joins it."""
-    sizes = sorted(ln.size for page in read.values() for ln in page.lines)
-    usual = sizes[len(sizes) // 2] if sizes else 0.0
-    out: list[Line] = []
-    for number, page in sorted(read.items()):
-        found: list[Line] = []
-        for ln in page.lines:
-            size = usual if abs(ln.size - usual) <= OCR_BODY * usual else ln.size
-            found.append(Line(number, ln.text, round(size, 1), ln.box[1], height=page.height))
-        _join_broken_words(found)
-        _mark_paragraphs(found)
-        out.extend(ln for ln in found if ln.text)
-    return out
-
-
-def _join_broken_words(lines: list[Line]) -> None:
-    for ln, nxt in zip(lines, lines[1:]):
-        m = _BROKEN.search(ln.text)
-        if not m or not nxt.text[:1].islower():
-            continue
-        head, _, rest = nxt.text.partition(" ")
-        joined = _dehyphenate(f"{m.group(1)}\x02{head}")
-        ln.text, nxt.text = ln.text[: m.start()] + joined, rest
-
-
-def _mark_paragraphs(out: list[Line]) -> None:
-    """A line starts a paragraph where it sits further below the last than the page's usual pitch, above the
-    last (a new column) or at a new size."""
-    pitches = [a.bottom - b.bottom for a, b in zip(out, out[1:])]
-    usual = statistics.median([x for x in pitches if x > 0] or [0.0])
-    for ln, pitch, prev in zip(out[1:], pitches, out):
-        ln.paragraph = pitch > PARAGRAPH_PITCH * usual or pitch <= 0 or ln.size != prev.size
-
-
-def _has_image(page, pdfium_c) -> bool:
-    return any(True for _ in page.get_objects(filter=[pdfium_c.FPDF_PAGEOBJ_IMAGE], max_depth=2))
-
-
 def _running(lines: list[Line], pages: int) -> set[int]:
     """Indices of the running headers and footers (and lone page numbers) among ``lines``."""
     by_page: dict[int, list[int]] = {}
@@ -235,7 +163,7 @@ def _running(lines: list[Line], pages: int) -> set[int]:
     for i in edges:
         pages_of.setdefault(lines[i].shape, set()).add(lines[i].page)
     need = max(MIN_RUNNING, min(pages // 4, MAX_RUNNING))
-    body = _body_size(lines)
+    body = body_size(lines)
     big = {lines[i].shape for i in edges if lines[i].size >= body * HEADING_RATIO}  # headings, more likely
     shapes = {s for s, on in pages_of.items() if len(on) >= (max(3, pages // 4) if s in big else need)}
     out = {i for i in edges if lines[i].shape in shapes or _PAGE_NUMBER.match(lines[i].text)}
@@ -246,14 +174,6 @@ def _running(lines: list[Line], pages: int) -> set[int]:
         if top and MASTHEAD.search(ln.text) and i and lines[i - 1].page == ln.page and lines[i - 1].size == ln.size:
             out.add(i - 1)  # the gazette's name wrapped: "Statens räddningsverks / författningssamling"
     return out
-
-
-def _body_size(lines: list[Line]) -> float:
-    """The font size most characters have."""
-    weight = Counter()
-    for ln in lines:
-        weight[ln.size] += len(ln.text)
-    return weight.most_common(1)[0][0] if weight else 0.0
 
 
 def _designation(lines: list[Line], running: set[int]) -> str | None:
@@ -269,54 +189,6 @@ def _designation(lines: list[Line], running: set[int]) -> str | None:
     return found.most_common(1)[0][0] if found else None
 
 
-def _dehyphenate(text: str) -> str:
-    """PDFium's line-end hyphen marker: the word joined, or a real hyphen kept (below)."""
-
-    def join(m: re.Match) -> str:
-        before, after = m.group(1), m.group(2)
-        if after.lower() in _CONJUNCTIONS:
-            return f"{before}- {after}"  # "hälso- och sjukvård"
-        if before[-1:].isupper() or before[-1:].isdigit() or before.lower() == "icke" or after[:1].isdigit():
-            return f"{before}-{after}"  # "CE-märkning", "2-etylhexyl", "icke-joniserande"
-        return before + after
-
-    return _HYPHEN.sub(join, text)
-
-
-def _font(textpage, index: int, pdfium_c) -> tuple[float, bool]:
-    """The drawn size of a character (its font size scaled by its text matrix: a PDF may set every font at
-    size 1 and scale it) and whether it is bold."""
-    matrix = pdfium_c.FS_MATRIX()
-    scale = 1.0
-    if pdfium_c.FPDFText_GetMatrix(textpage, index, matrix):
-        scale = math.sqrt(abs(matrix.a * matrix.d - matrix.b * matrix.c)) or 1.0
-    size = round(pdfium_c.FPDFText_GetFontSize(textpage, index) * scale, 1)
-    name = ctypes.create_string_buffer(128)
-    pdfium_c.FPDFText_GetFontInfo(textpage, index, name, 128, None)
-    bold = pdfium_c.FPDFText_GetFontWeight(textpage, index) >= 600 or b"bold" in name.value.lower()
-    return size, bold
-
-
-def _page_lines(page, number: int, pdfium_c) -> list[Line]:
-    textpage = page.get_textpage()
-    try:
-        text = textpage.get_text_range()
-        height = page.get_height()
-        out = []
-        for m in re.finditer(r"[^\r\n]+", text):
-            line = _dehyphenate(m.group()).translate(_CONTROL).strip()
-            if not line:
-                continue
-            first = m.start() + len(m.group()) - len(m.group().lstrip())
-            bottom = textpage.get_charbox(first, loose=True)[1]  # the font's descent below the baseline
-            size, bold = _font(textpage, first, pdfium_c)
-            out.append(Line(number, line, size, bottom, height=height, bold=bold))
-    finally:
-        textpage.close()
-    _mark_paragraphs(out)
-    return out
-
-
 def _outline(pdf) -> list[tuple[int, str, int]]:
     """(level 1.., title, 1-based page) of the bookmarks that point into the document."""
     out = []
@@ -327,97 +199,6 @@ def _outline(pdf) -> list[tuple[int, str, int]]:
         if title and index is not None and 0 <= index < len(pdf):
             out.append((item.level + 1, title, index + 1))
     return out
-
-
-def _squeeze(text: str) -> str:
-    """Letters and digits only, lower case: a bookmark's title meets its printed line even where one of them
-    lost a space ("omanmälningspliktiga") or a hyphen."""
-    return "".join(re.findall(r"[^\W_]+", text.lower()))
-
-
-def _outline_headings(outline, lines: list[Line], page_starts: list[int]) -> dict[int, tuple[int, str, bool]]:
-    """line number → (level, title, whether the line is the heading's own text). A bookmark becomes a heading
-    at the line of its page that prints its title (over several lines when it wraps; the printed words win),
-    else at the top of its page. A gazette's name ("… författningssamling", a wrapper around the chapters) is
-    no heading."""
-    out: dict[int, tuple[int, str, bool]] = {}
-    for level, title, page in outline:
-        if MASTHEAD.search(title):
-            continue
-        first = page_starts[page - 1]
-        last = page_starts[page] if page < len(page_starts) else len(lines) + 1
-        key = _squeeze(title)
-        at = next((n for n in range(first, last) if n not in out and key and _meets(key, lines[n - 1].text)), None)
-        if at is None:  # the title is not on the page as text: the section starts at the top
-            if first < last:
-                out.setdefault(first, (level, title, False))
-            continue
-        text, covered, n = lines[at - 1].text, _squeeze(lines[at - 1].text), at
-        while len(covered) < len(key) and n < last - 1 and key.startswith(covered + _squeeze(lines[n].text)):
-            n += 1  # the title wraps onto the next line
-            text, covered = f"{text} {lines[n - 1].text}", covered + _squeeze(lines[n - 1].text)
-            out[n] = CONTINUED
-        own = len(covered) <= len(key) + 3  # else the line goes on with body text ("6 § Arbetsgivaren ska …")
-        out[at] = (level, text if own and covered == key else title, own)
-    return out
-
-
-def _meets(key: str, text: str) -> bool:
-    line = _squeeze(text)
-    return bool(line) and (line.startswith(key) or (len(line) >= 8 and key.startswith(line)))
-
-
-def _font_headings(lines: list[Line]) -> dict[int, tuple[int, str, bool]]:
-    """Headings by their look: lines set larger than the body text (one level per size, largest first), and
-    short bold lines at the body size below them (when bold is rare in the body)."""
-    if not lines:
-        return {}
-    body = _body_size(lines)
-    at_body = [ln for ln in lines if ln.size == body]
-    bold_headings = sum(len(ln.text) for ln in at_body if ln.bold) <= BOLD_SHARE * sum(len(ln.text) for ln in at_body)
-    big = [i for i, ln in enumerate(lines) if _looks_like_heading(ln, body, bold_headings)]
-    sizes = sorted({lines[i].size for i in big}, reverse=True)
-    level = {s: min(rank + 1, MAX_LEVELS) for rank, s in enumerate(sizes)}
-    out: dict[int, tuple[int, str, bool]] = {}
-    start = last = None  # the heading being read (its line number) and its last line (index)
-    for i in big:
-        ln = lines[i]
-        if (
-            start is not None
-            and i == last + 1
-            and lines[last].size == ln.size
-            and lines[last].page == ln.page
-            and not opens_unit(ln.text)  # ("Kapitel 7 - Haftung und Sanktionen" / "§ 83 Schadensersatz": two)
-        ):
-            lvl, text, _ = out[start]  # a heading wrapped over several lines
-            out[start] = (lvl, f"{text} {ln.text}", True)
-            out[i + 1] = CONTINUED
-        else:
-            start = i + 1
-            out[start] = (level[ln.size], ln.text, True)
-        last = i
-    for n in [n for n, (lvl, text, _) in out.items() if lvl and MASTHEAD.search(text)]:
-        del out[n]  # a gazette's name ("Statens räddningsverks / författningssamling"), wrapped or not
-        while n + 1 in out and out[n + 1] == CONTINUED:
-            n += 1
-            del out[n]
-    return out
-
-
-def _looks_like_heading(ln: Line, body: float, bold_headings: bool) -> bool:
-    if len(ln.text) > HEADING_MAX_CHARS or not re.search(r"[^\W\d_]", ln.text):
-        return False
-    if ln.size >= body * HEADING_RATIO:
-        return True
-    return (  # a bold line of its own at the body size: short, no sentence, not a numbered paragraph ("3 §")
-        bold_headings
-        and ln.bold
-        and ln.size >= body
-        and ln.paragraph
-        and len(ln.text) <= BOLD_MAX_CHARS
-        and ln.text[:1].isupper()
-        and not re.search(r"[.,;:]$|^\d+\s?[a-z]?\s?§", ln.text)
-    )
 
 
 def _fill(raw: RawDoc, lines: list[Line], headings: dict[int, tuple[int, str, bool]]) -> None:

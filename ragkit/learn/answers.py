@@ -4,7 +4,8 @@ regression and LightGBM's gradient-boosted trees; only the fit halves of the lab
 The data: for every labelled question, the candidate units of its top passages with their ``UNIT_FEATURES``
 (the encoder's similarity included) and whether each holds the gold answer, and its ``QUESTION_STATS``; for a
 question the documents do not answer, the same without labels; and claims, a question's answer unit checked
-against its own and another question's passages (``UnitData``, written by ``scripts/fit_answers.py features``).
+against its own and another question's passages (``UnitData``, written by ``scripts/fit_answers.py features``;
+ragkit/learn/answer_data.py).
 
 The fit, as the scorer runs:
 1. ``unit_no_encoder`` (logistic): units → holds the answer, from the features that need no encoder, over every unit;
@@ -16,69 +17,36 @@ The fit, as the scorer runs:
 5. ``length``: what a unit's length costs against its probability when the quote is chosen, the cost that
    keeps every set's median quote within ``MAX_CHARS`` and holds the gold answer most often (out of fold);
 6. ``support``: the least unit probability at which a written sentence counts as supported (answer/check.py).
+Steps 4 to 6 and the table of figures are ragkit/learn/answer_calibration.py's.
 The sets' say is ``WEIGHTS`` (the legal sets three times a reading-comprehension set's), shared by its questions,
 so that a large set of one kind does not drown the legal questions.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
-from ragkit.answer.fingerprint import feature_code
-from ragkit.answer.scorer import (
+from ragkit.answer.features import (
     MODEL_FEATURES,
     QUESTION_FEATURES,
     QUESTION_FEATURES_NO_ENCODER,
     UNIT_FEATURES,
     UNIT_FEATURES_NO_ENCODER,
-    AnswerModel,
     columns,
     question_features,
     relative,
 )
+from ragkit.answer.fingerprint import feature_code
+from ragkit.answer.scorer import AnswerModel
 from ragkit.fitted import Linear, Trees
+from ragkit.learn.answer_calibration import ABSTAIN_ANSWERABLE, quote_length, support_threshold, table, thresholds
+from ragkit.learn.answer_data import FitQuestions, UnitData
 
 SHORTLIST = 12
 FOLDS = 5
 SEED = 43
-ABSTAIN_ANSWERABLE = 0.06  # the share of each set's answerable fit questions the threshold may abstain on
 C = 1.0  # inverse regularisation of every logistic fit
-
-
-@dataclass
-class UnitData:
-    """One labelled set's units and questions (``scripts/fit_answers.py features``)."""
-
-    name: str
-    X: np.ndarray  # units × UNIT_FEATURES
-    y: np.ndarray  # the unit holds the gold answer
-    q: np.ndarray  # the unit's question (index into the question arrays)
-    stats: np.ndarray  # questions × QUESTION_STATS
-    ids: np.ndarray
-    answerable: np.ndarray
-    held_out: np.ndarray
-    language: np.ndarray
-    ceiling: np.ndarray  # the gold answer stands in one of the question's units
-
-    claims: dict[str, np.ndarray] | None = None  # claim_X, claim_y, claim_q, claim_own, claim_held_out
-    encoder: str = ""  # the embedder whose similarities the features hold
-
-    @classmethod
-    def load(cls, path, name: str) -> UnitData:
-        with np.load(path, allow_pickle=False) as d:
-            if tuple(d["names"].tolist()) != UNIT_FEATURES:
-                raise ValueError(f"{path} holds other features than this ragkit's; run features again")
-            keys = ("X", "y", "q", "stats", "ids", "answerable", "held_out", "language", "ceiling")
-            claims = {k: d[k] for k in d.files if k.startswith("claim_")} or None
-            return cls(name, *(d[k] for k in keys), claims, str(d["encoder"]) if "encoder" in d.files else "")
-
-    def questions(self, held_out: bool = False) -> np.ndarray:
-        return np.flatnonzero(self.held_out == held_out)
-
-    def units_of(self, question: int) -> np.ndarray:
-        return np.flatnonzero(self.q == question)
+_SIMS = [UNIT_FEATURES.index("sim"), UNIT_FEATURES.index("sim_chunk")]
 
 
 def _fit_linear(X: np.ndarray, y: np.ndarray, w: np.ndarray, names: tuple[str, ...]) -> Linear:
@@ -114,36 +82,6 @@ def _fit_trees(X: np.ndarray, y: np.ndarray, w: np.ndarray, names: tuple[str, ..
     model = lightgbm.LGBMClassifier(**TREES, random_state=SEED)
     model.fit(X, y, sample_weight=w / w.mean())
     return Trees.from_lightgbm(model.booster_.dump_model(), names)
-
-
-@dataclass
-class FitQuestions:
-    """The fit questions of all sets in one place: for each, its set, units and weight."""
-
-    sets: list[UnitData]
-    items: list[tuple[int, int]]  # (set index, question index)
-    weight: np.ndarray  # per item: 1 / (questions of its set)
-
-    @classmethod
-    def of(cls, data: list[UnitData], weights: dict[str, float] | None = None) -> FitQuestions:
-        """``weights``: a set's say against the others' (1 each by default)."""
-        items, weight = [], []
-        for s, d in enumerate(data):
-            qs = d.questions(held_out=False)
-            items += [(s, int(i)) for i in qs]
-            weight += [(weights or {}).get(d.name, 1.0) / max(len(qs), 1)] * len(qs)
-        weight = np.asarray(weight)
-        return cls(data, items, weight * len(items) / weight.sum())
-
-    def units(self, item: int) -> tuple[np.ndarray, np.ndarray]:
-        s, i = self.items[item]
-        d = self.sets[s]
-        rows = d.units_of(i)
-        return d.X[rows], d.y[rows]
-
-    def answerable(self, item: int) -> bool:
-        s, i = self.items[item]
-        return bool(self.sets[s].answerable[i])
 
 
 def _stack(pool: FitQuestions, items, shortlist: Linear | None, size: int):
@@ -226,16 +164,16 @@ def fit_answer_model(
     # the answerable models, out of fold too, for their thresholds
     p_ans = _out_of_fold(pool, Z, target, fold, folds, QUESTION_FEATURES)
     p_no_encoder = _out_of_fold(pool, Z_no_encoder, target, fold, folds, QUESTION_FEATURES_NO_ENCODER)
-    threshold = _thresholds(pool, p_ans, target)
-    threshold_no_encoder = _thresholds(pool, p_no_encoder, target)
-    length = _length(pool, oof)
+    threshold = thresholds(pool, p_ans, target)
+    threshold_no_encoder = thresholds(pool, p_no_encoder, target)
+    length = quote_length(pool, oof)
     unit_no_encoder, unit = _unit_models(pool, range(n), shortlist)
-    support, support_row = _support(data, unit_no_encoder, unit, shortlist)
+    support, support_row = support_threshold(data, unit_no_encoder, unit, shortlist)
     answerable = _answerable(pool, Z, target, QUESTION_FEATURES)
     answerable_no_encoder = _answerable(pool, Z_no_encoder, target, QUESTION_FEATURES_NO_ENCODER)
     meta = {
         "fitted_on": {d.name: int(len(d.questions(False))) for d in data},
-        "no_encoder": _table(pool, no_encoder, p_no_encoder, threshold_no_encoder, length)[1:],
+        "no_encoder": table(pool, no_encoder, p_no_encoder, threshold_no_encoder, length)[1:],
         "script": "python scripts/fit_answers.py features && python scripts/fit_answers.py fit",
         "abstain_answerable": ABSTAIN_ANSWERABLE,
         "C": C,
@@ -249,7 +187,7 @@ def fit_answer_model(
         unit_no_encoder, unit, answerable, threshold, answerable_no_encoder, threshold_no_encoder, encoders, shortlist, support, length, meta,
         feature_code(),
     )  # fmt: skip
-    return model, _table(pool, oof, p_ans, threshold, length) + [support_row]
+    return model, table(pool, oof, p_ans, threshold, length) + [support_row]
 
 
 def _out_of_fold(
@@ -299,107 +237,3 @@ def _balanced(pool: FitQuestions, target: np.ndarray, mask: np.ndarray) -> np.nd
             kind = mine & (t == cls)
             w[kind] = 0.5 * base[mine].sum() / kind.sum()
     return w
-
-
-def _thresholds(pool: FitQuestions, p: np.ndarray, target: np.ndarray) -> dict[str, float]:
-    """Per language of the questions (each language's encoder has its own scale of similarity), the highest
-    threshold at which none of its sets abstains on more than ``ABSTAIN_ANSWERABLE`` of its answerable fit
-    questions (probabilities out of fold); ``"*"``, the lowest of them, for any other language."""
-    language = np.asarray([str(pool.sets[s].language[i]) for s, i in pool.items])
-    sets = np.asarray([s for s, _ in pool.items])
-    out = {}
-    for lang in sorted(set(language[target])):
-        best = 0.0
-        for t in np.unique(np.round(p[language == lang], 4)):
-            worst = max((p[(sets == s) & target] < t).mean() for s in np.unique(sets[(language == lang) & target]))
-            if worst > ABSTAIN_ANSWERABLE:
-                break
-            best = float(t)
-        out[lang] = best
-    out["*"] = min(out.values(), default=0.0)
-    return out
-
-
-_SIMS = [UNIT_FEATURES.index("sim"), UNIT_FEATURES.index("sim_chunk")]
-MAX_CHARS = 350  # the median quote a set's answers may run to (issue 43 asks at most 400 for the whole answer)
-_LOG_LEN = UNIT_FEATURES.index("log_len")
-
-
-def _chosen(X: np.ndarray, p: np.ndarray, length: float) -> int:
-    return int(np.argmax(p - length * X[:, _LOG_LEN]))
-
-
-def _chars(X: np.ndarray, i: int) -> float:
-    return float(np.expm1(X[i, _LOG_LEN] * np.log(1000)))
-
-
-def _length(pool: FitQuestions, oof) -> float:
-    """What a unit's length costs when choosing the quote: of the costs at which every set's median quote
-    (out of fold) stays within ``MAX_CHARS``, the one whose quotes hold the gold answer most often (the sets'
-    mean)."""
-    best, best_hits = None, -1.0
-    for length in np.round(np.arange(0.0, 1.01, 0.05), 2):
-        hits, medians = [], []
-        for s in range(len(pool.sets)):
-            mine = [
-                i for i in range(len(pool.items)) if pool.items[i][0] == s and pool.answerable(i) and len(oof[i][1])
-            ]
-            if not mine:
-                continue
-            picks = [(oof[i][0], _chosen(oof[i][0], oof[i][1], length), oof[i][2]) for i in mine]
-            hits.append(np.mean([y[j] for _, j, y in picks]))
-            medians.append(np.median([_chars(X, j) for X, j, _ in picks]))
-        if medians and max(medians) <= MAX_CHARS and np.mean(hits) > best_hits:
-            best, best_hits = float(length), float(np.mean(hits))
-    return best if best is not None else 1.0
-
-
-def _support(data: list[UnitData], unit_no_encoder, unit, size: int) -> tuple[float, tuple]:
-    """The least probability at which a written sentence counts as supported by a unit: the threshold that best
-    tells a fit question's answer sentence, checked against its own passages, from another question's checked
-    against them (Youden's J: accepted own minus accepted foreign, greatest)."""
-    own, foreign = [], []
-    for d in data:
-        c = d.claims
-        if c is None:
-            continue
-        for k in np.flatnonzero(~c["claim_held_out"]):
-            rows = np.flatnonzero(c["claim_q"] == k)
-            X, y = c["claim_X"][rows], c["claim_y"][rows]
-            keep = np.argsort(-unit_no_encoder.predict(columns(X, unit_no_encoder.names)), kind="stable")[:size]
-            X, y = relative(X[keep].copy()), y[keep]
-            p = unit.predict(columns(X, unit.names))
-            if c["claim_own"][k]:
-                own.append(float(p[y].max()) if y.any() else 0.0)
-            else:
-                foreign.append(float(p.max()))
-    if not own or not foreign:
-        return 0.5, ("written sentences", 0, "support", "0.5 (no claims)", "–", "–")
-    own_, foreign_ = np.asarray(own), np.asarray(foreign)
-    best = max(np.unique(own_), key=lambda t: (own_ >= t).mean() - (foreign_ >= t).mean())
-    row = ("written sentences", f"{len(own)} + {len(foreign)}", "support", f"{best:.3f}")
-    row += (f"own accepted {(own_ >= best).mean():.3f}", f"foreign accepted {(foreign_ >= best).mean():.3f}")
-    return float(best), row
-
-
-def _table(pool: FitQuestions, oof, p_ans: np.ndarray, thresholds: dict[str, float], length: float) -> list:
-    header = ("set", "fit questions", "quote holds the gold", "ceiling", "abstain answerable", "abstain absent")
-    rows = [header]
-    for s, d in enumerate(pool.sets):
-        mine = [i for i in range(len(pool.items)) if pool.items[i][0] == s]
-        good = [i for i in mine if pool.answerable(i)]
-        bad = [i for i in mine if not pool.answerable(i)]
-        first = sum(bool(len(oof[i][2])) and bool(oof[i][2][_chosen(oof[i][0], oof[i][1], length)]) for i in good)
-        ceiling = sum(bool(oof[i][2].any()) for i in good)
-        t = thresholds.get(str(d.language[0]) if len(d.language) else "*", thresholds["*"])
-        rows.append(
-            (
-                d.name,
-                len(mine),
-                f"{first / max(len(good), 1):.3f}",
-                f"{ceiling / max(len(good), 1):.3f}",
-                f"{np.mean([p_ans[i] < t for i in good]):.3f}" if good else "–",
-                f"{np.mean([p_ans[i] < t for i in bad]):.3f} ({len(bad)})" if bad else "–",
-            )
-        )
-    return rows

@@ -11,7 +11,9 @@ page or answer, as ``ragkit eval`` and the quality gate read them) add queries o
 The groups are split by query (``HOLD_OUT`` of them held out, drawn with a seed); LightGBM's LambdaRank is fitted
 on the rest; the model is adopted only if, on the held-out queries, it raises nDCG@10 and does not lower top-1
 (the best judged passage first) against the ranking in use, and only with at least ``MIN_QUERIES`` distinct
-queries. Each scope (a token's collections, a collection, or "all") with enough feedback gets its own model.
+queries. nDCG here weighs a label by 2^label − 1 (``evaluate.ndcg_at``, exponential gain: what LambdaRank
+optimises), not by the label itself as ``ragkit eval``'s does. Each scope (a token's collections, a collection,
+or "all") with enough feedback gets its own model.
 """
 
 from __future__ import annotations
@@ -24,13 +26,14 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
+from ragkit.evaluate import ndcg_at
 from ragkit.fitted import Trees
 from ragkit.learn import guard
 from ragkit.learn.feedback import Judged, content_hash
+from ragkit.learn.labels import labelled_queries
 from ragkit.records import Hit
 from ragkit.rerank.ranker import (
     ALL,
@@ -164,11 +167,9 @@ def feedback_groups(reader, judged: list[Judged], retrieve) -> list[Group]:
 
 
 def label_groups(reader, path: Path, retrieve, limit: int | None = None) -> list[Group]:
-    """Queries with labels from a file: a BEIR folder (queries.jsonl and qrels/*.tsv: the judged documents by
-    their ids) or questions in JSON lines with their gold ``section`` (and ``law``), ``doc`` and ``pages``, or
-    ``answer`` (the passages that hold it)."""
-    path = Path(path)
-    rows = _beir(path) if path.is_dir() else _questions(path)
+    """Queries with labels from a file (ragkit/learn/labels.py): a BEIR folder, or questions with their gold
+    section, pages or answer; a candidate that holds the answer is labelled as one judged good."""
+    rows = labelled_queries(path)
     out = []
     for text, judge in rows[:limit]:
         out.append(
@@ -185,71 +186,7 @@ def label_groups(reader, path: Path, retrieve, limit: int | None = None) -> list
     return out
 
 
-def _beir(folder: Path) -> list[tuple[str, Any]]:
-    queries = {}
-    with (folder / "queries.jsonl").open() as fh:
-        for line in fh:
-            if line.strip():
-                q = json.loads(line)
-                queries[str(q["_id"])] = q["text"]
-    relevant: dict[str, set[str]] = {}
-    for qrels in sorted((folder / "qrels").glob("*.tsv")):
-        for n, line in enumerate(qrels.read_text().splitlines()):
-            parts = line.split("\t")
-            if n == 0 or len(parts) < 3 or not parts[2].strip().lstrip("-").isdigit() or int(parts[2]) <= 0:
-                continue
-            relevant.setdefault(parts[0], set()).add(parts[1])
-    return [(queries[q], lambda h, docs=docs: h.external_id in docs) for q, docs in relevant.items() if q in queries]
-
-
-def _questions(path: Path) -> list[tuple[str, Any]]:
-    out = []
-    for line in Path(path).read_text().splitlines():
-        if not line.strip():
-            continue
-        q = json.loads(line)
-        text = q.get("query") or q.get("text")
-        if not text or q.get("answerable") is False:
-            continue
-        out.append((text, _judge(q)))
-    return out
-
-
-def _norm(text: str) -> str:
-    return " ".join(re.findall(r"\w+", str(text).lower()))
-
-
-def _judge(q: dict[str, Any]):
-    """Whether a candidate holds a labelled question's answer: in its gold section (of its law or document),
-    on its gold pages, or holding its gold answer."""
-    if q.get("section"):
-        sections = q["section"] if isinstance(q["section"], list) else [q["section"]]
-        law = q.get("law")
-        return lambda h: (
-            h.header.split(" > ")[-1] in sections
-            and (not law or any(part == law or part.startswith(f"{law}_") for part in Path(h.path).parts))
-        )
-    if q.get("pages") and q.get("doc"):
-        first, last = q["pages"]
-        return lambda h: (
-            h.path.endswith(q["doc"])
-            and h.page_start is not None
-            and h.page_start <= last
-            and (h.page_end or h.page_start) >= first
-        )
-    gold = _norm(q.get("answer", ""))
-    return lambda h: bool(gold) and gold in _norm(h.text)
-
-
 # --- fitting and the guard ------------------------------------------------------------------------------------------
-
-
-def ndcg(labels: np.ndarray, order: np.ndarray, k: int = 10) -> float:
-    gains = (2.0 ** labels[order][:k]) - 1
-    ideal = (2.0 ** np.sort(labels)[::-1][:k]) - 1
-    discount = 1 / np.log2(np.arange(2, 2 + len(gains)))
-    best = float((ideal * discount[: len(ideal)]).sum())
-    return float((gains * discount).sum()) / best if best > 0 else 0.0
 
 
 def per_query(groups: list[Group], score) -> tuple[list[float], list[float]]:
@@ -257,7 +194,7 @@ def per_query(groups: list[Group], score) -> tuple[list[float], list[float]]:
     nd, top = [], []
     for g in groups:
         order = np.argsort(-score(g), kind="stable")
-        nd.append(ndcg(g.labels, order))
+        nd.append(ndcg_at(order.tolist(), dict(enumerate(g.labels.tolist())), 10, gain="exponential"))
         top.append(float(g.labels[order[0]] == g.labels.max()))
     return nd, top
 

@@ -2,7 +2,7 @@
 the registry does not know, a choice outside its ``Literal``, a weight outside 0..1, a rerank mode or feature
 the reranker does not know, or a strategy setting that strategy does not have is one ``BadQuery`` naming it.
 
-Each strategy's own knobs live with the strategy (``Settings`` in its module, ragkit/retrieve/strategies/);
+Each strategy's own knobs are its ``Settings`` (ragkit/retrieve/strategy_settings.py, named so in its module);
 ``settings`` holds one of each, built from the defaults and what was given (``{"hippo": {"damping": 0.9}}``
 in ragkit.toml's ``[query.hippo]``, a flag, or a request), and ``cfg.of(hippo.Settings)`` reads them.
 """
@@ -15,12 +15,12 @@ from typing import Any, Literal, TypeVar
 
 from ragkit.errors import BadQuery
 from ragkit.rerank.features import DEFAULT_WEIGHTS, FEATURES
-from ragkit.retrieve.strategies import AUTO, STRATEGIES
+from ragkit.retrieve.strategy_settings import AUTO, SETTINGS
 from ragkit.store.expr import check_filters
 from ragkit.validate import between, check, choices
 
 S = TypeVar("S")
-STRATEGY_NAMES = (AUTO, *STRATEGIES)
+STRATEGY_NAMES = (AUTO, *SETTINGS)
 MODES = tuple(DEFAULT_WEIGHTS)  # rerank weight sets: precision | balanced | recall
 
 
@@ -134,29 +134,29 @@ class QueryConfig:
 def _complete(given: dict[str, Any]) -> dict[str, Any]:
     """One settings object per strategy that has them: the given ones (objects or dicts of fields) over the
     defaults."""
-    unknown = sorted(set(given) - {n for n, s in STRATEGIES.items() if s.settings})
+    unknown = sorted(set(given) - {n for n, s in SETTINGS.items() if s})
     if unknown:
-        with_settings = [n for n, s in STRATEGIES.items() if s.settings]
+        with_settings = [n for n, s in SETTINGS.items() if s]
         raise BadQuery(
             f"no settings for strategy {', '.join(unknown)}",
             hint=f"Strategies with settings: {', '.join(with_settings)}.",
         )
     out = {}
-    for name, strategy in STRATEGIES.items():
-        if strategy.settings is None:
+    for name, settings in SETTINGS.items():
+        if settings is None:
             continue
         value = given.get(name)
-        if isinstance(value, strategy.settings):
+        if isinstance(value, settings):
             out[name] = value
             continue
         value = dict(value or {})
-        known = {f.name for f in dataclasses.fields(strategy.settings)}
+        known = {f.name for f in dataclasses.fields(settings)}
         if set(value) - known:
             raise BadQuery(
                 f"unknown {name} setting(s) {', '.join(sorted(set(value) - known))}",
                 hint=f"[query.{name}] knows {', '.join(sorted(known))}.",
             )
-        out[name] = strategy.settings(**value)
+        out[name] = settings(**value)
     return out
 
 

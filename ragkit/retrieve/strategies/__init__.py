@@ -1,8 +1,10 @@
-"""Strategy registry: a new strategy is one module plus one line here.
+"""Strategy registry: a new strategy is one module plus one line here and one in ``strategy_settings.SETTINGS``.
 
 A strategy module has ``search(ctx) -> list[Hit]`` and, when it has knobs of its own, a frozen dataclass
-``Settings`` (``[query.NAME]`` in ragkit.toml; ``QueryConfig.of(Settings)`` reads them). The CLI's
-``--strategy`` choices, ragkit.toml, HTTP and MCP take the names from here.
+``Settings`` (``[query.NAME]`` in ragkit.toml; ``QueryConfig.of(Settings)`` reads them), defined with the
+strategies' names in ragkit/retrieve/strategy_settings.py, so that ``QueryConfig`` checks them without importing
+the strategies (tests/test_retrieve_circle.py: the two lists agree). The CLI's ``--strategy`` choices,
+ragkit.toml, HTTP and MCP take the names from here.
 """
 
 from __future__ import annotations
@@ -41,4 +43,3 @@ STRATEGIES: dict[str, Strategy] = {
     "light": Strategy(light.search, light.Settings),
     "hierarchical": Strategy(hierarchical.search, hierarchical.Settings),
 }
-AUTO = "auto"  # the router picks one of STRATEGIES per query (ragkit/retrieve/router.py)

@@ -23,14 +23,12 @@ one-chunk documents has no tree) → hybrid.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
-from ragkit.errors import BadQuery
 from ragkit.records import Hit
 from ragkit.retrieve.fusion import weighted_rrf
 from ragkit.retrieve.strategies import hybrid
-from ragkit.validate import between, check
+from ragkit.retrieve.strategy_settings import HierarchicalSettings as Settings
 
 if TYPE_CHECKING:  # a strategy is called with a context; it needs none at import
     import numpy as np
@@ -38,19 +36,6 @@ if TYPE_CHECKING:  # a strategy is called with a context; it needs none at impor
     from ragkit.retrieve.context import SearchContext
 
 CONTEXT_NODES = 3
-
-
-@dataclass(frozen=True)
-class Settings:
-    """``[query.hierarchical]``: how the tree is searched."""
-
-    mode: Literal["collapsed", "tree"] = "collapsed"  # nodes and chunks in one ranking | levels, then children
-    nodes: int = field(default=5, metadata=between(1))  # nodes kept per level (tree), twice this over all (collapsed)
-    children: int = field(default=3, metadata=between(1))  # best children a node expands to
-    discount: float = field(default=0.8, metadata=between(0.0, 1.0))  # tree mode: a child's score = node's × this
-
-    def __post_init__(self) -> None:
-        check(self, BadQuery, "hierarchical.")
 
 
 def search(ctx: SearchContext) -> list[Hit]:

@@ -13,31 +13,16 @@ highest, added with ``graph_weight`` to the convex fusion of dense and BM25). Wi
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ragkit.errors import BadQuery
 from ragkit.records import Hit
 from ragkit.retrieve.strategies import hybrid
-from ragkit.validate import between, check
+from ragkit.retrieve.strategy_settings import HippoSettings as Settings
 
 if TYPE_CHECKING:  # a strategy is called with a context; it needs none at import
     from ragkit.retrieve.context import SearchContext
 
 PASSAGE_SEEDS = 20  # top dense chunks that also seed the walk (with passage_share of the reset mass)
-
-
-@dataclass(frozen=True)
-class Settings:
-    """``[query.hippo]``: the walk and its weight in the fusion."""
-
-    damping: float = field(default=0.85, metadata=between(0.0, 1.0))  # personalized PageRank damping
-    vector_seeds: int = field(default=3, metadata=between(0))  # nearest entity vectors added to the seeds
-    passage_share: float = field(default=0.0, metadata=between(0.0, 1.0))  # reset mass on top dense chunks
-    graph_weight: float = field(default=0.25, metadata=between(0.0, 1.0))  # the PPR list's weight in the fusion
-
-    def __post_init__(self) -> None:
-        check(self, BadQuery, "hippo.")
 
 
 def search(ctx: SearchContext) -> list[Hit]:

@@ -13,14 +13,12 @@ relations become context items. No entity or relation in scope → hybrid.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ragkit.errors import BadQuery
 from ragkit.records import Hit
 from ragkit.retrieve.fusion import weighted_rrf
 from ragkit.retrieve.strategies import hybrid
-from ragkit.validate import between, check
+from ragkit.retrieve.strategy_settings import LightSettings as Settings
 
 if TYPE_CHECKING:  # a strategy is called with a context; it needs none at import
     from ragkit.retrieve.context import SearchContext
@@ -28,17 +26,6 @@ if TYPE_CHECKING:  # a strategy is called with a context; it needs none at impor
 LIGHT_ENTITIES = 20
 LIGHT_RELATIONS = 20
 CONTEXT_ITEMS = 10
-
-
-@dataclass(frozen=True)
-class Settings:
-    """``[query.light]``: the two sides and their weight in the fusion."""
-
-    entity_weight: float = field(default=0.6, metadata=between(0.0, 1.0))  # entity side vs relation side
-    graph_weight: float = field(default=0.25, metadata=between(0.0, 1.0))  # the graph list's weight in the fusion
-
-    def __post_init__(self) -> None:
-        check(self, BadQuery, "light.")
 
 
 def _chunk_ranking(items: list[dict]) -> list[tuple[str, float]]:

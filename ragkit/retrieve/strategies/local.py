@@ -15,31 +15,17 @@ from __future__ import annotations
 
 import heapq
 from collections import defaultdict
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ragkit.errors import BadQuery
 from ragkit.records import Hit
 from ragkit.retrieve.strategies import hybrid
-from ragkit.validate import between, check
+from ragkit.retrieve.strategy_settings import LocalSettings as Settings
 
 if TYPE_CHECKING:  # a strategy is called with a context; it needs none at import
     from ragkit.retrieve.context import SearchContext
 
 MAX_ENTITIES = 10
 MAX_RELATIONS = 10
-
-
-@dataclass(frozen=True)
-class Settings:
-    """``[query.local]``: the neighbourhood and its weight in the fusion."""
-
-    max_hops: int = field(default=2, metadata=between(1))  # relation hops around the query entities
-    vector_seeds: int = field(default=3, metadata=between(0))  # nearest entity vectors added to the seeds
-    graph_weight: float = field(default=0.25, metadata=between(0.0, 1.0))  # the graph list's weight in the fusion
-
-    def __post_init__(self) -> None:
-        check(self, BadQuery, "local.")
 
 
 def search(ctx: SearchContext) -> list[Hit]:
