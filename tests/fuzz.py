@@ -5,12 +5,17 @@ for the figures, large):
   parser (``find_legal_refs`` on German and Swedish text with citations spliced in) and the tokens file
   (``load_tokens`` on generated TOML): each must answer or raise a ``RagkitError``, never crash otherwise;
 - ``api``: schemathesis over ``ragkit serve``'s OpenAPI schema, every route, valid and invalid requests, without a
-  token, with team A's and with team B's: no 5xx, and nothing of team B's in a response to team A.
+  token, with team A's and with team B's: no 5xx, and nothing of team B's in a response to team A;
+- ``conformance``: schemathesis's own run (its coverage and fuzzing phases) with its checks that the schema says what
+  the server accepts: a request the schema allows is not refused as invalid (400, 422), one it forbids is refused,
+  and no operation "mostly rejected generated data" (its warning "schema validation mismatch" fails the run).
 """
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -186,3 +191,30 @@ def _fuzz_operation(operation, mode, url, headers, caller, forbidden, examples, 
         run()
     except Unsatisfiable:  # an operation with nothing to get wrong (no parameters, no body): no invalid case
         pass
+
+
+CONFORMANCE_CHECKS = "positive_data_acceptance,negative_data_rejection,not_a_server_error"
+
+
+def conformance(
+    url: str, token: str | None, key: str, folder: Path, examples: int = 10, exclude: tuple[str, ...] = ()
+) -> subprocess.CompletedProcess:
+    """``schemathesis run`` over the server's schema: does it say what the server accepts? ``key``: a document
+    the caller reads, given to the routes of one document (a random key only finds 404s); ``exclude``: paths
+    left out. Seeded and without the stateful phase (there a real query's rank or answer that is not there is
+    refused by what the index holds, not by the request's shape): the same cases every run."""
+    config = folder / "schemathesis.toml"
+    config.write_text(
+        "[warnings]\n"
+        'display = ["validation_mismatch"]\n'
+        'fail-on = ["validation_mismatch"]\n\n'
+        "[[operations]]\n"
+        "include-path-regex = '^/v1/documents/\\{key\\}(/text|/outline)?$'\n"
+        f'parameters = {{ "path.key" = {json.dumps(key)} }}\n'
+    )
+    command = [sys.executable, "-m", "schemathesis.cli", "--config-file", str(config), "run", f"{url}/openapi.json"]
+    command += ["--checks", CONFORMANCE_CHECKS, "--phases", "coverage,fuzzing", "-n", str(examples), "--seed", "1"]
+    command += ["--no-color"] + [a for path in exclude for a in ("--exclude-path", path)]
+    if token:
+        command += ["-H", f"Authorization: Bearer {token}"]
+    return subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=folder)

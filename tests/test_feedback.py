@@ -471,7 +471,7 @@ def test_feedback_through_a_real_server_is_scoped_like_reads(tmp_path):
         assert srv.call("/v1/feedback", {"query_id": qid, "rank": 1}, token=None)[0] == 401
         assert srv.call("/v1/feedback", {"query_id": qid, "rank": 99, "good": True}, token=a)[0] == 400
         assert srv.call("/v1/feedback", {"query_id": "f" * 16, "rank": 1, "good": True}, token=a)[0] == 404
-        assert srv.call("/v1/feedback", {"query_id": qid, "rank": 1}, token=a)[0] == 400  # good or bad: say which
+        assert srv.call("/v1/feedback", {"query_id": qid, "rank": 1}, token=a)[0] == 422  # good or bad: say which
         path = out_a["passages"][1]["document"]["path"]
         assert srv.call(f"/v1/documents/{path}?query_id={qid}&rank=2", token=a)[0] == 200  # a click
         events = [e for e in EventLog(index).read() if e["type"] == "feedback"]

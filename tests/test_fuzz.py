@@ -61,6 +61,20 @@ def test_generated_requests_get_no_5xx_and_no_other_teams_data(team_server):
 
 
 @pytest.mark.integration
+def test_the_openapi_schema_says_what_the_server_accepts(team_server, tmp_path):
+    """Issue 64: schemathesis found two operations that mostly refused requests their schema allows ("schema
+    validation mismatch"): ``GET /v1/documents/{key}/text`` (``start=0``, ``end=0``, an end before the start: 400)
+    and ``POST /v1/feedback`` (an empty query_id, a rating saying neither grade nor good: 400); and
+    ``GET /v1/documents`` refused ``limit=0`` the schema allowed. The schema now says the constraints, and an end
+    before the start is an empty range. ``POST /v1/query`` is left out: its ``config`` and ``filters`` are checked
+    against QueryConfig, which the schema does not describe yet."""
+    doc = ids_of(team_server.index, "team-a")[0]
+    run = fuzz.conformance(team_server.url, team_server.token("a"), doc, tmp_path, exclude=("/v1/query",))
+    assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-2000:]
+    assert "No issues found" in run.stdout and "Tested: 9" in run.stdout, run.stdout[-3000:]
+
+
+@pytest.mark.integration
 @pytest.mark.parametrize(
     ("path", "body"),
     [

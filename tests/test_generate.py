@@ -77,3 +77,31 @@ def test_an_unreadable_model_file_is_named_and_the_passages_stay(tmp_path, monke
     r = CliRunner().invoke(app, [*query, "--answer", "--json"])  # auto: the quotes, and why
     a = json.loads(r.output)["answer"]
     assert r.exit_code == 0 and a["mode"] == "extract" and a["quotes"] and "broken.gguf" in a["note"]
+
+
+def test_the_base_writes_complete_stream_and_timed_once():
+    """``BaseGenerator``: ``complete`` and ``stream`` with their defaults, a stream's empty pieces left out,
+    ``prompt_tokens`` as ``count_tokens``, ``timed``; a backend writes only how it completes and streams."""
+    calls = []
+
+    class Echo(generate.BaseGenerator):
+        kind, n_ctx, name = "echo", 64, "echo"
+
+        def count_tokens(self, text):
+            return len(text.split())
+
+        def _complete(self, prompt, max_tokens, stop, temperature, repeat_penalty):
+            calls.append((max_tokens, stop, temperature, repeat_penalty))
+            return prompt.upper()
+
+        def _pieces(self, prompt, max_tokens, stop, temperature, repeat_penalty):
+            calls.append((max_tokens, stop, temperature, repeat_penalty))
+            yield from ["a", "", None, "b"]
+
+    gen = Echo()
+    assert gen.complete("hi there") == "HI THERE" and list(gen.stream("x", stop=["\n"])) == ["a", "b"]
+    assert calls == [(256, None, 0.0, 1.0), (512, ["\n"], 0.3, 1.0)]
+    assert gen.prompt_tokens("one two three") == 3 and gen.timed(["p", "q"], 8) >= 0.0
+    for backend in (generate.Generator, generate.HttpGenerator):
+        assert issubclass(backend, generate.BaseGenerator)
+        assert not {"complete", "stream", "timed"} & set(vars(backend)), backend

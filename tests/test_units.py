@@ -292,3 +292,32 @@ def test_an_encoder_that_remembers_encodes_each_text_once_and_forgets_the_oldest
     enc(["a"])
     assert calls[-1] == ["a"] and enc.encoded == 5
     assert enc([]).shape[0] == 0
+
+
+def test_encode_query_is_written_once_by_the_embedder_base():
+    """``Embedder.encode_query``: ``encode_queries`` of the one question, which is ``encode`` where a model has
+    no query prompt; no encoder writes its own."""
+    import numpy as np
+
+    from ragkit.embed import (
+        Embedder,
+        GgufEmbedder,
+        HttpEmbedder,
+        OnnxEmbedder,
+        SentenceTransformerEmbedder,
+        StaticEmbedder,
+    )
+    from ragkit.embed.tuned import TunedQueries
+
+    class Lengths(Embedder):
+        def encode(self, texts, progress=None):
+            return np.array([[float(len(t)), 1.0] for t in texts])
+
+    class Prompted(Lengths):
+        def encode_queries(self, texts):
+            return self.encode(["query: " + t for t in texts])
+
+    assert Lengths().encode_query("abc").tolist() == [3.0, 1.0]
+    assert Prompted().encode_query("abc").tolist() == [10.0, 1.0]
+    for cls in (GgufEmbedder, HttpEmbedder, OnnxEmbedder, SentenceTransformerEmbedder, StaticEmbedder, TunedQueries):
+        assert issubclass(cls, Embedder) and "encode_query" not in vars(cls), cls

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ragkit.embed.models import Embedder
 from ragkit.embed.pooling import pooled, stacked
 from ragkit.gguf import load_llama
 from ragkit.modelspec import ModelSpec
@@ -18,7 +19,7 @@ from ragkit.modelspec import ModelSpec
 N_CTX = 512  # tokens per text (a chunk is at most 240)
 
 
-class GgufEmbedder:
+class GgufEmbedder(Embedder):
     encoder = "gguf"
 
     def __init__(self, spec: ModelSpec, n_ctx: int = N_CTX):
@@ -55,9 +56,3 @@ class GgufEmbedder:
             if progress:
                 progress(1)
         return stacked(vectors, self.dimension, str(self.path))
-
-    def encode_query(self, text: str) -> np.ndarray:
-        return self.encode([text])[0]
-
-    def encode_queries(self, texts: list[str]) -> np.ndarray:
-        return self.encode(texts)

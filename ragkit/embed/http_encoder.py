@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ragkit.embed.models import bundled_model_dir
+from ragkit.embed.models import Embedder, bundled_model_dir
 from ragkit.embed.pooling import pooled, stacked
 from ragkit.errors import ModelUnavailable
 from ragkit.httpjson import Endpoint, InputTooLarge
@@ -24,7 +24,7 @@ from ragkit.modelspec import ModelSpec
 MIN_CHARS = 64  # a text is cut in halves while the server refuses it, down to this
 
 
-class HttpEmbedder:
+class HttpEmbedder(Embedder):
     encoder = "http"
 
     def __init__(self, spec: ModelSpec, batch_size: int = 32, max_tokens: int = 512, timeout: float = 120.0):
@@ -98,9 +98,3 @@ class HttpEmbedder:
             if progress:
                 progress(len(batch))
         return stacked(vectors, self.dimension, f"{self.spec.url}/embeddings")
-
-    def encode_query(self, text: str) -> np.ndarray:
-        return self.encode([text])[0]
-
-    def encode_queries(self, texts: list[str]) -> np.ndarray:
-        return self.encode(texts)

@@ -1,6 +1,6 @@
 """The embedding models ragkit knows: their specs (``bundled:NAME`` or a local folder), where their files are,
-their fingerprints, the languages they were trained on and the dense weight they earn, and the ``Embedder``
-protocol every encoder implements (see ragkit/embed/__init__.py)."""
+their fingerprints, the languages they were trained on and the dense weight they earn, and ``Embedder``, the base
+of every encoder (see ragkit/embed/__init__.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import json
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from ragkit.embed import e5
 from ragkit.errors import ModelUnavailable
@@ -37,19 +37,28 @@ def query_encoder(index_encoder: str) -> str:
     return "onnx-int8" if index_encoder == "onnx-int8" else "onnx"
 
 
-class Embedder(Protocol):
+class Embedder:
+    """Texts → unit vectors, one row each: ``encode`` for passages, ``encode_queries`` for questions (with the
+    model's query prompt, e5's ``"query: "``, where it has one; a model without one embeds them as passages),
+    ``encode_query`` one question's, the same as ``encode_queries`` of it alone. An encoder writes ``encode``,
+    ``count_tokens`` and, when its questions differ from its passages, ``encode_queries``."""
+
     name: str
     dimension: int
     fingerprint: str
     max_tokens: int
 
-    def count_tokens(self, texts: list[str]) -> list[int]: ...
+    def count_tokens(self, texts: list[str]) -> list[int]:
+        raise NotImplementedError
 
-    def encode(self, texts: list[str], progress: Callable[[int], None] | None = None) -> np.ndarray: ...
+    def encode(self, texts: list[str], progress: Callable[[int], None] | None = None) -> np.ndarray:
+        raise NotImplementedError
 
-    def encode_query(self, text: str) -> np.ndarray: ...
+    def encode_queries(self, texts: list[str]) -> np.ndarray:
+        return self.encode(texts)
 
-    def encode_queries(self, texts: list[str]) -> np.ndarray: ...
+    def encode_query(self, text: str) -> np.ndarray:
+        return self.encode_queries([text])[0]
 
 
 MINILM = Path(__file__).with_name("minilm")  # all-MiniLM-L6-v2 as ragkit ships it (scripts/ship_minilm.py)

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from ragkit.embed.export import _transformer_dir, graph_path, word_embeddings
-from ragkit.embed.models import BUNDLED, fingerprint, max_seq_length, model_name, prompts, resolve_model_dir
+from ragkit.embed.models import BUNDLED, Embedder, fingerprint, max_seq_length, model_name, prompts, resolve_model_dir
 from ragkit.errors import ModelUnavailable
 
 PROGRESS_EVERY = 32  # texts between progress updates
@@ -62,7 +62,7 @@ def _unit(v: np.ndarray) -> np.ndarray:
     return (v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)).astype(np.float32)
 
 
-class OnnxEmbedder:
+class OnnxEmbedder(Embedder):
     def __init__(self, spec: str = BUNDLED, quantized: bool = False, graph: Path | None = None):
         """``spec``'s model run by its int8 or full-precision graph (``graph``: this one instead)."""
         self.spec = spec
@@ -195,9 +195,6 @@ class OnnxEmbedder:
 
     def _one_by_one(self, session, texts: list[str]) -> np.ndarray:
         return np.concatenate([self._vectors(session, [self._document_prompt + t]) for t in texts])
-
-    def encode_query(self, text: str) -> np.ndarray:
-        return self._vectors(self._session("query"), [self._query_prompt + text])[0]
 
     def encode_queries(self, texts: list[str]) -> np.ndarray:
         """Several short queries in one run (expansions, sub-queries)."""

@@ -50,6 +50,7 @@ from ragkit.embed.export import _transformer_dir
 from ragkit.embed.models import (
     BUNDLED,
     MULTILINGUAL,
+    Embedder,
     fingerprint,
     max_seq_length,
     model_name,
@@ -249,7 +250,7 @@ def _loads(folder: Path) -> dict | None:
     return meta if ok else None
 
 
-class StaticEmbedder:
+class StaticEmbedder(Embedder):
     """The ``Embedder`` of a static embedder spec (``bundled:NAME-static``, ``static:BASE``): the base model's
     tokenizer, the distilled table (memory-mapped), the mean of a text's token rows, normalised."""
 
@@ -298,9 +299,6 @@ class StaticEmbedder:
 
     def encode(self, texts: list[str], progress: Callable[[int], None] | None = None) -> np.ndarray:
         return self._vectors(texts, self._document_prompt, progress)
-
-    def encode_query(self, text: str) -> np.ndarray:
-        return self.encode_queries([text])[0]
 
     def encode_queries(self, texts: list[str]) -> np.ndarray:
         return self._vectors(texts, self._query_prompt)

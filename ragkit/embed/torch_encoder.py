@@ -6,13 +6,13 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ragkit.embed.models import BUNDLED, fingerprint, model_name, prompts, torch_model_dir
+from ragkit.embed.models import BUNDLED, Embedder, fingerprint, model_name, prompts, torch_model_dir
 from ragkit.embed.torch_export import quiet_offline_transformers
 from ragkit.errors import ModelUnavailable
 from ragkit.extras import missing
 
 
-class SentenceTransformerEmbedder:
+class SentenceTransformerEmbedder(Embedder):
     def __init__(self, spec: str = BUNDLED, batch_size: int = 32):
         self.spec = spec
         self.model_dir = torch_model_dir(spec)
@@ -71,15 +71,9 @@ class SentenceTransformerEmbedder:
                 progress(len(idx))
         return out
 
-    def encode_query(self, text: str) -> np.ndarray:
-        """One query's vector, on one thread: OpenMP's idle workers spin after a parallel run and slowed
-        the graph work that follows a query on two cores (hippo's PageRank 12 → 45 ms)."""
-        self._threads(1)
-        return self.model.encode(
-            [self._query_prompt + text], normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
-        )[0]
-
     def encode_queries(self, texts: list[str]) -> np.ndarray:
+        """Queries' vectors, on one thread: OpenMP's idle workers spin after a parallel run and slowed the graph
+        work that follows a query on two cores (hippo's PageRank 12 → 45 ms)."""
         self._threads(1)
         return self.model.encode(
             [self._query_prompt + t for t in texts],

@@ -77,7 +77,7 @@ def wanted(choice: str, spec: str, encoder: str, language: str | None) -> bool:
     return fits and (choice == "ragkit" or on_by_default(language))
 
 
-class TunedQueries:
+class TunedQueries(Embedder):
     """The index's embedder for passages, ragkit's trained graph for questions (see the module docstring)."""
 
     def __init__(self, base: Embedder, folder: Path = FOLDER):
@@ -93,9 +93,6 @@ class TunedQueries:
 
     def encode(self, texts: list[str], progress: Callable[[int], None] | None = None) -> np.ndarray:
         return self.base.encode(texts, progress)
-
-    def encode_query(self, text: str) -> np.ndarray:
-        return self.queries.encode_query(text)
 
     def encode_queries(self, texts: list[str]) -> np.ndarray:
         return self.queries.encode_queries(texts)

@@ -31,12 +31,13 @@ import os
 import socket
 import time
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import FastAPI, Request
+from fastapi import FastAPI, Query, Request
+from fastapi import Path as PathParam
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response, StreamingResponse
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ragkit import __version__, library
 from ragkit.config import resolve_index_dir
@@ -46,16 +47,34 @@ from ragkit.serve.access import Access, Caller, Limits, check_bind, load_tokens
 from ragkit.serve.guard import CALLER, Guard, error_body, status_of
 from ragkit.serve.workers import WorkerPool
 from ragkit.store import remote
+from ragkit.store.browse import LIST_LIMIT, MAX_OFFSET
 from ragkit.store.manifest import read_manifest
 
 log = logging.getLogger("ragkit.serve")
 
 
 class FeedbackRequest(BaseModel):
-    query_id: str = Field(description="The query_id of the result.")
-    rank: int | None = Field(None, description="The passage's rank; none: the answer.")
-    grade: int | None = Field(None, description="0 (wrong) … 3 (exactly right); or give good.")
+    """Feedback on a passage (rank) or on the answer (no rank): grade or good, at least one of them."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "anyOf": [
+                {"required": ["grade"], "properties": {"grade": {"type": "integer"}}},
+                {"required": ["good"], "properties": {"good": {"type": "boolean"}}},
+            ]
+        }
+    )
+
+    query_id: str = Field(min_length=1, description="The query_id of the result.")
+    rank: int | None = Field(None, ge=1, description="The passage's rank; none: the answer.")
+    grade: int | None = Field(None, ge=0, le=3, description="0 (wrong) … 3 (exactly right); or give good.")
     good: bool | None = Field(None, description="true: good (3), false: bad (0).")
+
+    @model_validator(mode="after")
+    def _rated(self) -> FeedbackRequest:
+        if self.grade is None and self.good is None:
+            raise ValueError('say "grade" (0–3) or "good" (true/false)')
+        return self
 
 
 class QueryRequest(BaseModel):
@@ -169,12 +188,23 @@ def _routes(app: FastAPI, pool: WorkerPool, index_dir: Path, access: Access | No
         return await run(request, "stats", {})
 
     @app.get("/v1/documents")
-    async def documents(request: Request, limit: int = 50, offset: int = 0):
+    async def documents(
+        request: Request,
+        limit: Annotated[int, Query(ge=1, le=LIST_LIMIT)] = 50,
+        offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
+    ):
         filters = {k: v for k, v in request.query_params.items() if k not in ("limit", "offset")}
         return await run(request, "documents", {"filters": filters, "limit": limit, "offset": offset})
 
     @app.get("/v1/documents/{key:path}/text")
-    async def document_text(request: Request, key: str, start: int = 1, end: int | None = None):
+    async def document_text(
+        request: Request,
+        key: str,
+        start: Annotated[int, Query(ge=1, description="The first line (1-based).")] = 1,
+        end: Annotated[
+            int | None, Query(ge=1, description="The last line (inclusive; none: to the end; before start: none).")
+        ] = None,
+    ):
         return await run(request, "document", {"key": key, "start": start, "end": end})
 
     @app.get("/v1/documents/{key:path}/outline")
@@ -183,7 +213,12 @@ def _routes(app: FastAPI, pool: WorkerPool, index_dir: Path, access: Access | No
 
     @app.get("/v1/documents/{key:path}/pages/{number}.png")
     async def page(
-        request: Request, key: str, number: int, mark: str = "", query_id: str | None = None, rank: int | None = None
+        request: Request,
+        key: str,
+        number: Annotated[int, PathParam(ge=1, description="The page (1-based).")],
+        mark: str = "",
+        query_id: str | None = None,
+        rank: int | None = None,
     ):
         args = {"key": key, "number": number, "mark": mark[:2000], "query_id": query_id, "rank": rank}
         data = await pool.run("page", args, caller(request))
