@@ -50,13 +50,13 @@ from ragkit.learn import abstain as abstaining
 from ragkit.learn import ranker as ranking
 from ragkit.learn.feedback import Feedback, new_query_id, query_event
 from ragkit.pages import render_page
+from ragkit.reader import IndexReader
 from ragkit.records import IndexSummary, QueryResult
 from ragkit.rerank.ranker import scope_of
 from ragkit.retrieve.pipeline import retrieve as run_retrieval
 from ragkit.retrieve.strategies import hippo
 from ragkit.store import browse, remote
 from ragkit.store.browse import scanned_pages
-from ragkit.store.reader import IndexReader
 from ragkit.text import query_language
 
 __all__ = [

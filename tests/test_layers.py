@@ -3,14 +3,19 @@
 ragkit's packages stand in layers; a module imports only from its own layer or the layers below, and never
 round in a circle:
 
-    cli → serve → library | measure → api | contents → config → retrieve | ingest | learn → store
-        → extract | embed | rerank | assemble | answer | generate | legal | render | evaluate
+    cli → serve → library | measure → api | contents → config → retrieve | ingest | learn | reader
+        → extract | embed | rerank | assemble | answer | generate | legal | render | evaluate → store
         → records | errors | text | events | validate | cache
+
+The store is the bottom of the house: it imports no stage. What composes the store with the stages (the
+``IndexReader`` with its embedders and rankers, a run's commit with reference resolution, the summary tree and
+community detection) stands above the stages, in ``ragkit.reader`` and ``ragkit.ingest.commit``.
 
 The CLI reaches the library through ``api`` (and reads settings through ``config``): it imports nothing from
 the stages or the store. Internal imports sit at module top; the few that are made inside a function are
 listed in ``LAZY`` with their reason (a heavy library behind them, or the CLI's start-up budget).
-Imports under ``if TYPE_CHECKING:`` name types only: they must point down too, but do not count as a circle.
+Imports under ``if TYPE_CHECKING:`` name types only: they must point down too, and they count in a circle as
+any other import does (a circle of types is a circle of modules that need each other).
 """
 
 from __future__ import annotations
@@ -32,8 +37,7 @@ LAYERS = [  # top to bottom; a name covers the module and everything below it
     ["ragkit.library", "ragkit.measure"],
     ["ragkit.api", "ragkit.contents"],
     ["ragkit.config"],
-    ["ragkit.retrieve", "ragkit.ingest", "ragkit.learn"],
-    ["ragkit.store"],
+    ["ragkit.retrieve", "ragkit.ingest", "ragkit.learn", "ragkit.reader"],
     [
         "ragkit.extract",
         "ragkit.embed",
@@ -46,6 +50,7 @@ LAYERS = [  # top to bottom; a name covers the module and everything below it
         "ragkit.evaluate",
         "ragkit.gguf",
     ],
+    ["ragkit.store"],
     [
         "ragkit.records",
         "ragkit.errors",
@@ -192,11 +197,10 @@ def upward(found: list[Import]) -> list[str]:
 
 
 def cycles(found: list[Import]) -> list[list[str]]:
-    """Strongly connected components of more than one module (runtime imports only)."""
+    """Strongly connected components of more than one module (type-only imports included)."""
     graph = defaultdict(set)
     for i in found:
-        if not i.type_only:
-            graph[i.source].add(i.target)
+        graph[i.source].add(i.target)
     index, low, stack, on, out, counter = {}, {}, [], set(), [], [0]
 
     def visit(v):
@@ -236,8 +240,30 @@ def test_imports_only_point_down():
     assert upward(imports()) == []
 
 
+# TEMPORARY: circles known and being removed elsewhere; each entry goes when its fix lands (an entry that no
+# longer matches a circle fails the test, so the list cannot go stale)
+KNOWN_CIRCLES = [
+    # retrieve/config ↔ strategies ↔ context (through type-only imports): another worker fixes it on another branch
+    [
+        "ragkit.retrieve.config",
+        "ragkit.retrieve.context",
+        "ragkit.retrieve.strategies",
+        "ragkit.retrieve.strategies.global_",
+        "ragkit.retrieve.strategies.hierarchical",
+        "ragkit.retrieve.strategies.hippo",
+        "ragkit.retrieve.strategies.hybrid",
+        "ragkit.retrieve.strategies.lexical",
+        "ragkit.retrieve.strategies.light",
+        "ragkit.retrieve.strategies.local",
+        "ragkit.retrieve.strategies.naive",
+    ],
+]
+
+
 def test_no_module_imports_itself_round_a_circle():
-    assert cycles(imports()) == []
+    found = cycles(imports())
+    assert [c for c in found if c not in KNOWN_CIRCLES] == []
+    assert [c for c in KNOWN_CIRCLES if c not in found] == [], "a known circle is gone: remove it from KNOWN_CIRCLES"
 
 
 def test_the_cli_goes_through_api():

@@ -33,6 +33,7 @@ from ragkit.events import Reporter
 from ragkit.extract import llm as llm_extract
 from ragkit.generate import load_generator
 from ragkit.ingest import ocr, ray_engine
+from ragkit.ingest.commit import StagedRun, convert_legacy, stage_run
 from ragkit.ingest.config import IndexConfig
 from ragkit.ingest.discover import SourceDiff, SourceFile, diff_sources, discover
 from ragkit.ingest.llm_summaries import write_llm_summaries
@@ -48,9 +49,8 @@ from ragkit.ingest.source import (
 from ragkit.modelspec import parse_spec
 from ragkit.records import EntityRows, IndexSummary, RunChanges
 from ragkit.store import layout, remote
-from ragkit.store.commit import StagedRun, convert_legacy, stage_run
 from ragkit.store.duck import DuckStore
-from ragkit.store.lance import FtsSettings, fts_language
+from ragkit.store.lance_rows import FtsSettings, fts_language
 from ragkit.store.lance_write import WRITE_ROWS, ChunkWriter, chunk_rows
 from ragkit.store.manifest import FORMAT_VERSION, Manifest, manifest_format, read_manifest, write_manifest
 from ragkit.store.manifest import NAME as MANIFEST
