@@ -13,11 +13,12 @@ from typing import Any
 from ragkit.config import resolve_index_dir
 from ragkit.errors import BadQuery, IndexNotFound, UnknownId
 from ragkit.ingest import ocr
+from ragkit.ingest.commit import write_derived
+from ragkit.reader import IndexReader
 from ragkit.rerank.ranker import shipped as ranking_shipped
 from ragkit.store import browse, remote, sizes
 from ragkit.store import check as checker
 from ragkit.store.manifest import Manifest
-from ragkit.store.reader import IndexReader
 
 
 def stats(reader: IndexReader, readable: tuple[str, ...] | None = None) -> dict[str, Any]:
@@ -160,7 +161,7 @@ def check(
     repaired: list[str] = []
     if repair and (problems or facts.get("leftovers")):
         with remote.writing(index_dir, wait=True, on_wait=on_wait) as bucket:
-            repaired = checker.repair(index_dir, bucket)
+            repaired = checker.repair(index_dir, write_derived, bucket)
         problems, facts = checker.check(index_dir)
     if not problems:  # scanned pages read and not, and whether this machine can read them
         facts["scanned"] = browse.ocr_pages(IndexReader(index_dir)) | {"ocr": ocr.available() or ocr.engine()}

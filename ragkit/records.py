@@ -63,10 +63,29 @@ class Ref:
 
 
 @dataclass
+class RefRow:
+    """A reference as the store keeps it (the ``refs`` table): where it was found, what it names, and what it
+    resolved to across the index (ragkit/extract/resolve.py)."""
+
+    id: str
+    chunk_id: str
+    document_id: str
+    kind: str
+    raw: str
+    target: str | None
+    unit: str | None
+    numbers: list[str]
+    chapter: str | None
+    subsection: str | None
+    resolved_document_id: str | None = None
+    resolved_section_id: str | None = None
+
+
+@dataclass
 class ParsedDocument:
     document: Document
     sections: list[Section]
-    refs: list[Any] = field(default_factory=list)  # ragkit.extract.resolve.RefRow
+    refs: list[RefRow] = field(default_factory=list)
     entities: EntityRows = field(default_factory=lambda: EntityRows())
     warnings: list[str] = field(default_factory=list)  # what of the file could not be read (the rest is indexed)
 
@@ -159,6 +178,22 @@ class IndexSummary:
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
+
+
+@dataclass
+class Community:
+    """A community of the entity graph (ragkit/extract/communities.py), with the report written from its
+    members' strongest relations when it is shown (ragkit/store/knowledge/reports.py)."""
+
+    id: str
+    level: int
+    parent_id: str | None
+    members: list[str]
+    title: str = ""
+    report: str = ""
+    top_entities: list[str] = field(default_factory=list)
+    parent_members: list[str] = field(default_factory=list)
+    source_documents: set[str] = field(default_factory=set)  # documents whose sentences the report quotes
 
 
 @dataclass

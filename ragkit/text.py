@@ -62,6 +62,15 @@ _ORDINAL = re.compile(r"\d{1,2}")  # "das 18. Lebensjahr", "1. Januar", "2. die 
 _SENT_END = re.compile(r"[.!?…][\"'”’)\]]*\s+(?=[\"'“‘(\[]?[A-ZÄÖÜÅ0-9§])")
 
 
+def entity_key(name: str) -> str:
+    """An entity's key: its name lower-cased, without possessive 's and punctuation (§ kept), spaces single
+    (the extractor's keys, ragkit/extract/entities.py, and the store's look-ups by name)."""
+    s = name.strip().lower().replace("’", "'")
+    s = re.sub(r"'s\b", "", s)
+    s = re.sub(r"[^\w§ ]+", " ", s)
+    return " ".join(s.split())
+
+
 def split_sentences(text: str) -> list[tuple[int, int]]:
     """Character spans of sentences (whitespace between them excluded)."""
     spans = []

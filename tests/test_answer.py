@@ -119,7 +119,7 @@ runner = CliRunner()
 def indexed(corpus, tmp_path, monkeypatch):
     fake = FakeEmbedder()
     monkeypatch.setattr("ragkit.library.writing._default_embedder_factory", lambda cfg: fake)
-    monkeypatch.setattr("ragkit.store.reader.load_embedder", lambda spec, *a, **kw: fake)
+    monkeypatch.setattr("ragkit.reader.load_embedder", lambda spec, *a, **kw: fake)
     idx = str(tmp_path / "idx")
     assert runner.invoke(app, ["index", str(corpus), "--index", idx]).exit_code == 0
     return idx

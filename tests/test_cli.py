@@ -19,7 +19,7 @@ runner = CliRunner()
 def fake_models(monkeypatch):
     fake = FakeEmbedder()
     monkeypatch.setattr("ragkit.library.writing._default_embedder_factory", lambda cfg: fake)
-    monkeypatch.setattr("ragkit.store.reader.load_embedder", lambda spec, *a, **kw: fake)
+    monkeypatch.setattr("ragkit.reader.load_embedder", lambda spec, *a, **kw: fake)
     return fake
 
 

@@ -49,7 +49,7 @@ print("not killed")
 STEPS = [  # (module, function, before/after): where in the run the kill lands
     ("ragkit.store.lance_write", "ChunkWriter.finish", "after"),  # a new LanceDB version, nothing else
     ("ragkit.store.knowledge.sql", "refresh", "before"),  # inside the DuckDB transaction
-    ("ragkit.store.commit", "write_derived", "after"),  # the run's store and graphs written
+    ("ragkit.ingest.commit", "write_derived", "after"),  # the run's store and graphs written
     ("ragkit.ingest.pipeline", "write_manifest", "before"),  # everything but the commit
     ("ragkit.ingest.pipeline", "write_manifest", "after"),  # committed; the replaced run's files not removed
 ]

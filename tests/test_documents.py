@@ -153,7 +153,7 @@ def test_cli_shows_pdf_pages_and_counts_pages_without_text(tmp_path, monkeypatch
 
     fake = FakeEmbedder()
     monkeypatch.setattr("ragkit.library.writing._default_embedder_factory", lambda cfg: fake)
-    monkeypatch.setattr("ragkit.store.reader.load_embedder", lambda spec, *a, **kw: fake)
+    monkeypatch.setattr("ragkit.reader.load_embedder", lambda spec, *a, **kw: fake)
     root = tmp_path / "docs"
     root.mkdir()
     write_pdf(handbook_spec(4), root / "handbuch.pdf")

@@ -70,7 +70,7 @@ def test_an_unreadable_model_file_is_named_and_the_passages_stay(tmp_path, monke
 
     monkeypatch.setattr(generate, "_CACHE", {})
     _, reader = index_with(corpus)
-    monkeypatch.setattr("ragkit.store.reader.load_embedder", lambda spec, *a, **kw: fake)
+    monkeypatch.setattr("ragkit.reader.load_embedder", lambda spec, *a, **kw: fake)
     query = ["query", "how is overtime limited?", "--index", str(reader.index_dir), "--model", str(bad)]
     r = CliRunner().invoke(app, [*query, "--answer", "--answer-mode", "generate"])
     assert r.exit_code == 5 and "broken.gguf" in r.output and "Overtime Policy" in r.output

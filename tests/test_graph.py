@@ -320,7 +320,7 @@ def test_trace_and_graph_cli(laws, tmp_path, monkeypatch):
 
     fake = FakeEmbedder()
     monkeypatch.setattr("ragkit.library.writing._default_embedder_factory", lambda cfg: fake)
-    monkeypatch.setattr("ragkit.store.reader.load_embedder", lambda spec, *a, **kw: fake)
+    monkeypatch.setattr("ragkit.reader.load_embedder", lambda spec, *a, **kw: fake)
     runner = CliRunner()
     idx = str(tmp_path / "idx")
     assert runner.invoke(app, ["index", str(laws), "--index", idx]).exit_code == 0

@@ -212,7 +212,7 @@ def test_memory_rows_equal_the_stores(two_collections):
             "SELECT id, collection, level, parent_id, title, top_entities, written FROM communities ORDER BY id"
         )
         memory = KnowledgeMemory(store)
-    rows = StoreRows(reader)
+    rows = StoreRows(reader.duck)
     assert len(keys) > 5 and len(pairs) > 5 and communities
 
     def canon(items):

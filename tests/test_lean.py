@@ -313,8 +313,8 @@ def test_a_query_opens_the_store_once_and_lets_it_go(mixed, index_with, monkeypa
     """Every read of one query shares one DuckDB connection (an attach to the process's in-memory instance),
     detached when the query ends, so an indexing run can write right after. (A reader's one-time loads of
     derived rows open an instance of their own, closed at once: not counted.)"""
+    import ragkit.store.committed as reader_mod
     import ragkit.store.duck as duck
-    import ragkit.store.reader as reader_mod
     import ragkit.store.sealed as sealed
 
     _, ix = index_with(mixed)

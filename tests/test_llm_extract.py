@@ -120,7 +120,7 @@ def test_llm_summaries_are_written_above_the_extractive_report(tmp_path, fake):
             lambda p: " Three musicians who formed a band." if "Summary:" in p else "no"
         ),
     )
-    from ragkit.store.knowledge.sql import community_reports
+    from ragkit.store.knowledge.reports import community_reports
 
     with ragkit.open(tmp_path / "idx", embedder=fake).reader.duck() as store:
         rows = community_reports(store, store.rows("SELECT * FROM communities"))

@@ -111,7 +111,7 @@ def test_check_stats_and_eval_on_s3(s3, corpus, tmp_path, monkeypatch):
 
     fake = FakeEmbedder()
     monkeypatch.setattr("ragkit.library.writing._default_embedder_factory", lambda cfg: fake)  # the CLI builds it
-    monkeypatch.setattr("ragkit.store.reader.load_embedder", lambda spec, *a, **kw: fake)
+    monkeypatch.setattr("ragkit.reader.load_embedder", lambda spec, *a, **kw: fake)
     runner = CliRunner()
     uri = f"s3://{BUCKET}/cli"
     assert runner.invoke(app, ["index", str(corpus), "--index", uri]).exit_code == 0
@@ -190,7 +190,7 @@ def test_a_run_that_lost_its_lease_commits_nothing(s3, corpus, tmp_path, monkeyp
     import time
 
     from ragkit.errors import IndexBusy
-    from ragkit.store import commit as pipeline  # (the run is staged there: store/commit.py)
+    from ragkit.ingest import commit as pipeline  # (the run is staged there: ingest/commit.py)
     from ragkit.store import lease
 
     uri = f"s3://{BUCKET}/lost"
@@ -249,7 +249,7 @@ def test_the_commit_is_conditional_on_the_manifest_the_run_started_from(s3, corp
     import boto3
 
     from ragkit.errors import IndexBusy
-    from ragkit.store import commit as pipeline  # (the run is staged there: store/commit.py)
+    from ragkit.ingest import commit as pipeline  # (the run is staged there: ingest/commit.py)
     from ragkit.store.lease import Lease
 
     uri = f"s3://{BUCKET}/cas"

@@ -4,26 +4,18 @@ Level 0 clusters the entity–entity relation graph by modularity; a level-0
 community larger than ``max_size`` is clustered again into level-1 children.
 Each community gets a title from its most connected entities; its
 extractive report (those entities, its key relations with their connecting
-sentences) is written when it is shown (``report``).
+sentences) is written when it is shown (``report``, ragkit/store/knowledge/reports.py: the store writes it
+from its rows).
 """
 
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
 
+from ragkit.records import Community
+from ragkit.store.knowledge.reports import REPORT_RELATIONS, rank, report
 
-@dataclass
-class Community:
-    id: str
-    level: int
-    parent_id: str | None
-    members: list[str]
-    title: str = ""
-    report: str = ""
-    top_entities: list[str] = field(default_factory=list)
-    parent_members: list[str] = field(default_factory=list)
-    source_documents: set[str] = field(default_factory=set)  # documents whose sentences the report quotes
+__all__ = ["REPORT_RELATIONS", "Community", "detect", "leiden", "report", "summarize"]
 
 
 def leiden(
@@ -76,7 +68,7 @@ def detect(
                     out.append(Community(f"{top.id}.{j}", 1, top.id, part, parent_members=top.members))
     inner.update(_inner_edges([c for c in out if c.level == 1], edges))
     for c in out:
-        _rank(c, inner[c.id])
+        rank(c, inner[c.id])
     return out
 
 
@@ -88,36 +80,6 @@ def _inner_edges(communities: list[Community], edges) -> dict[str, list[tuple[st
         if a in home and home[a] == home.get(b):
             inner[home[a]].append((a, b, w))
     return inner
-
-
-def _rank(c: Community, edges, n_entities: int = 5) -> None:
-    """Top entities (by relation strength inside the community) and the title they make."""
-    strength: dict[str, float] = {}
-    for a, b, w in edges:
-        strength[a] = strength.get(a, 0.0) + w
-        strength[b] = strength.get(b, 0.0) + w
-    c.top_entities = sorted(c.members, key=lambda e: (-strength.get(e, 0.0), e))[:n_entities]
-    c.title = ", ".join(c.top_entities[:3])
-
-
-REPORT_RELATIONS = 5  # relations quoted in a report
-
-
-def report(c: Community, relations: list[dict], n_relations: int = REPORT_RELATIONS) -> None:
-    """The extractive report: title, top entities, the strongest relations between members with their
-    sentences. ``relations``: rows with a, b, weight, description, source_document."""
-    if not c.top_entities:
-        _rank(c, [(r["a"], r["b"], float(r["weight"])) for r in relations])
-    lines = [f"Community: {c.title}", f"Entities: {', '.join(c.top_entities)}"]
-    seen = set()
-    for r in sorted(relations, key=lambda r: (-float(r["weight"]), r["a"], r["b"]))[:n_relations]:
-        sentence = " ".join((r.get("description") or "").split())
-        quoted = bool(sentence) and sentence not in seen
-        lines.append(f"- {r['a']} — {r['b']} ({float(r['weight']):.2f})" + (f": {sentence}" if quoted else ""))
-        if quoted and r.get("source_document"):
-            c.source_documents.add(r["source_document"])
-        seen.add(sentence)
-    c.report = "\n".join(lines)
 
 
 SUMMARY_PROMPT = """Summarise what connects this group of entities in two sentences.

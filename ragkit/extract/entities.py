@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from ragkit.extract import german
 from ragkit.records import EntityRows
+from ragkit.text import entity_key as normalize
 from ragkit.text import split_sentences
 
 _CONNECT = {"of", "de", "da", "del", "von", "van", "der", "den", "la", "le", "du", "&", "the", "bin", "al"}
@@ -44,13 +45,6 @@ _MONTHS = "January|February|March|April|May|June|July|August|September|October|N
 _DATE = re.compile(rf"\b(?:(?:\d{{1,2}}\s)?(?:{_MONTHS})(?:\s\d{{1,2}},?)?\s)?(?:1[5-9]\d\d|20\d\d)\b")
 _LAW = re.compile(r"§+\s*\d+[a-z]?(?:\s+[A-ZÄÖÜ][A-Za-zäöü]*[A-Z][A-Za-z]*)?|\bArt\.?\s*\d+[a-z]?\s+[A-Z]{2,}\b")
 _TOKEN = re.compile(r"[A-Za-zÀ-ÖØ-öø-ÿ0-9][\w'’.-]*|&")
-
-
-def normalize(name: str) -> str:
-    s = name.strip().lower().replace("’", "'")
-    s = re.sub(r"'s\b", "", s)
-    s = re.sub(r"[^\w§ ]+", " ", s)
-    return " ".join(s.split())
 
 
 @dataclass

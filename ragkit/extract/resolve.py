@@ -10,12 +10,11 @@ from __future__ import annotations
 import posixpath
 import re
 from collections import defaultdict
-from dataclasses import dataclass
 from typing import Any
 
 from ragkit.extract.refs import slug
 from ragkit.legal import LawTarget, heading_key, law_key, law_keys, loose_law_keys
-from ragkit.records import Ref
+from ragkit.records import Ref, RefRow
 
 _ARTICLES = {"des", "der", "dem", "den", "die", "das", "eines", "einer", "dieses", "dieser"}
 _INFLECTED = ("ens", "es", "en", "er", "em", "s", "n", "e")
@@ -131,22 +130,6 @@ def _titled(about: list[str], title: str) -> bool:
     if len(about) == 1:
         return any(w.startswith(about[0]) for w in words)
     return " ".join(about) in " ".join(words)
-
-
-@dataclass
-class RefRow:
-    id: str
-    chunk_id: str
-    document_id: str
-    kind: str
-    raw: str
-    target: str | None
-    unit: str | None
-    numbers: list[str]
-    chapter: str | None
-    subsection: str | None
-    resolved_document_id: str | None = None
-    resolved_section_id: str | None = None
 
 
 def ref_rows(chunk_id: str, document_id: str, refs: list[Ref], id_fn) -> list[RefRow]:

@@ -24,7 +24,7 @@ from ragkit.errors import BadInput
 from ragkit.events import Reporter
 from ragkit.store import remote
 from ragkit.store.fill import FillWriter, state, switch, table_uri
-from ragkit.store.lance import _quiet
+from ragkit.store.lance_rows import _quiet
 from ragkit.store.manifest import EmbedderInfo, Manifest, read_manifest, write_manifest
 
 EMBEDDER_KEYS = ("name", "spec", "dimension", "fingerprint", "max_tokens", "encoder", "kind", "probe")

@@ -2,7 +2,7 @@
 its stage: discover (ingest/discover.py) → open the committed run → diff the sources (``diff_sources``) →
 load the model → parse and chunk (``source.parse_sources``; on Ray: ingest/ray_engine.py) → extract (rules
 while parsing, or an LLM: extract/llm.py; these three phases are ingest/prepare.py's) → embed → write the chunks (a new LanceDB version) → stage the
-run in the store (``store.commit.stage_run``: one DuckDB transaction of ``RunChanges``, the derived
+run in the store (``ingest.commit.stage_run``: one DuckDB transaction of ``RunChanges``, the derived
 graphs, the manifest kept) → [LLM summaries] → publish (replacing the manifest commits the run).
 
 Nothing is written until every new document is parsed, chunked and embedded; then LanceDB gets a new version,
@@ -30,6 +30,7 @@ import numpy as np
 from ragkit.embed import AUTO, Embedder, identity
 from ragkit.errors import BadInput, EmbedderMismatch
 from ragkit.events import Reporter
+from ragkit.ingest.commit import StagedRun, convert_legacy, stage_run
 from ragkit.ingest.config import IndexConfig
 from ragkit.ingest.discover import SourceDiff, SourceFile, diff_sources, discover
 from ragkit.ingest.llm_summaries import write_llm_summaries
@@ -37,9 +38,8 @@ from ragkit.ingest.prepare import PreparePhases
 from ragkit.ingest.source import ParsedRun
 from ragkit.records import EntityRows, IndexSummary, RunChanges
 from ragkit.store import layout, remote
-from ragkit.store.commit import StagedRun, convert_legacy, stage_run
 from ragkit.store.duck import DuckStore
-from ragkit.store.lance import FtsSettings, fts_language
+from ragkit.store.lance_rows import FtsSettings, fts_language
 from ragkit.store.lance_write import WRITE_ROWS, ChunkWriter, chunk_rows
 from ragkit.store.manifest import FORMAT_VERSION, Manifest, manifest_format, read_manifest, write_manifest
 from ragkit.store.manifest import NAME as MANIFEST
@@ -244,7 +244,7 @@ class IndexRun(PreparePhases):
 
     def stage(self, got: ParsedRun, diff: SourceDiff, version: int, embedder: Embedder):
         """The run's changes into a copy of the committed store, its graphs beside it, and the manifest that
-        will commit them with the LanceDB version (``store.commit.stage_run``)."""
+        will commit them with the LanceDB version (``ingest.commit.stage_run``)."""
         t = time.perf_counter()
         run = {
             "started_at": time.time() - (time.perf_counter() - self.t0),

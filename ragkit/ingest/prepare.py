@@ -35,7 +35,7 @@ from ragkit.ingest.source import (
 )
 from ragkit.modelspec import parse_spec
 from ragkit.store import remote
-from ragkit.store.lance import FtsSettings
+from ragkit.store.lance_rows import FtsSettings
 from ragkit.store.lance_write import ChunkWriter
 
 

@@ -18,8 +18,8 @@ from ragkit.embed import tuned
 from ragkit.embed.remembered import Remembered
 from ragkit.errors import GenerationFailed, RagkitError
 from ragkit.generate import load_generator
+from ragkit.reader import IndexReader
 from ragkit.records import QueryResult
-from ragkit.store.reader import IndexReader
 from ragkit.text import query_language
 
 

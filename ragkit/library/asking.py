@@ -16,12 +16,12 @@ from ragkit.ingest.scans import scanned_places
 from ragkit.learn.feedback import Feedback, new_query_id, query_event
 from ragkit.library.answering import answer_into
 from ragkit.pages import render_page
+from ragkit.reader import IndexReader
 from ragkit.records import QueryResult
 from ragkit.retrieve.pipeline import retrieve as run_retrieval
 from ragkit.retrieve.strategies import hippo
 from ragkit.store import browse
 from ragkit.store.browse import scanned_pages
-from ragkit.store.reader import IndexReader
 
 
 def open_index(

@@ -23,10 +23,10 @@ from ragkit.events import Reporter
 from ragkit.learn import abstain as abstaining
 from ragkit.learn import ranker as ranking
 from ragkit.library import asking, learning, writing
+from ragkit.reader import IndexReader
 from ragkit.records import IndexSummary, Passage, QueryResult
 from ragkit.store import mirror
 from ragkit.store.check import Report
-from ragkit.store.reader import IndexReader
 
 INDEX_SETTINGS = frozenset(f.name for f in fields(IndexConfig))
 

@@ -19,8 +19,8 @@ from ragkit.learn import ranker as ranking
 from ragkit.learn.feedback import Feedback
 from ragkit.library.answering import answer
 from ragkit.library.asking import query, retrieve
+from ragkit.reader import IndexReader
 from ragkit.store import remote
-from ragkit.store.reader import IndexReader
 
 
 def feedback(

@@ -29,9 +29,9 @@ from ragkit.fitted import ModelFileError, Trees, from_json
 from ragkit.names import checked_name
 from ragkit.records import Hit
 from ragkit.rerank.features import FEATURES
+from ragkit.store.layout import LEARNED_CURRENT, LEARNED_DIR
 
-FOLDER = "learned"
-CURRENT = "current.json"
+FOLDER, CURRENT = LEARNED_DIR, LEARNED_CURRENT  # (an index's files: ragkit/store/layout.py)
 SHIPPED = Path(__file__).with_name("ranker_model.json")
 FORMAT = 1
 RANK_FEATURES = (

@@ -10,13 +10,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from ragkit.extract.entities import query_entities
+from ragkit.reader import IndexReader
 from ragkit.records import Hit, Scope
 from ragkit.retrieve.config import QueryConfig
 from ragkit.retrieve.fusion import convex, weighted_rrf, with_graph
 from ragkit.retrieve.query_syntax import ParsedQuery
 from ragkit.retrieve.tiers import MAX_OVERFETCH, SAMPLE, merge, zscores
 from ragkit.store.expr import Prefilter
-from ragkit.store.reader import IndexReader, to_hits
+from ragkit.store.lance_rows import to_hits
 from ragkit.text import compound_parts
 
 _POOLS: dict[int, ThreadPoolExecutor] = {}  # process id → the thread of a large table's vector search

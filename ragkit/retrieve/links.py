@@ -19,8 +19,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 
+from ragkit.reader import IndexReader
 from ragkit.records import Hit
-from ragkit.store.reader import IndexReader, to_hits
+from ragkit.store.lance_rows import to_hits
 from ragkit.text import is_known_word
 
 MAX_TOKENS = 8  # longer titles are not looked for (a question rarely quotes a paper title whole)

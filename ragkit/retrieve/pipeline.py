@@ -17,6 +17,7 @@ from typing import Any
 
 from ragkit.errors import BadQuery
 from ragkit.legal import has_legal_ref
+from ragkit.reader import IndexReader
 from ragkit.records import Hit, Plan
 from ragkit.rerank import bundled
 from ragkit.rerank.bundled import SPEC
@@ -35,7 +36,6 @@ from ragkit.retrieve.references import QueryReferences, inject, resolve_query_re
 from ragkit.retrieve.router import plan_and_route
 from ragkit.retrieve.strategies import STRATEGIES
 from ragkit.store.expr import in_values
-from ragkit.store.reader import IndexReader
 
 
 @dataclass

@@ -10,9 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ragkit.legal import LawTarget, find_legal_refs, heading_key
+from ragkit.reader import IndexReader
 from ragkit.records import Hit
 from ragkit.store.expr import in_list
-from ragkit.store.reader import IndexReader, to_hits
+from ragkit.store.lance_rows import to_hits
 
 MAX_SECTIONS = 20
 

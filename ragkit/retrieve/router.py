@@ -21,11 +21,11 @@ from dataclasses import dataclass
 from ragkit.embed import model_alpha, model_languages
 from ragkit.extract.entities import extract
 from ragkit.generate import load_generator
+from ragkit.reader import IndexReader
 from ragkit.retrieve.config import QueryConfig
 from ragkit.retrieve.llm_planner import refine
 from ragkit.retrieve.planner import QueryPlan, load_rules, plan_query
 from ragkit.retrieve.spelling import Speller
-from ragkit.store.reader import IndexReader
 
 LEXICAL_BOOST_ALPHA = 0.3
 

@@ -18,15 +18,15 @@ from ragkit.store.expr import check_filters
 UNREAD = "+unread"  # (ragkit/ingest/source.py marks a source's hash so)
 UNREAD_LISTED = 20  # files with unread pages named at most
 
-if TYPE_CHECKING:  # (reader.py imports this module)
-    from ragkit.store.reader import IndexReader
+if TYPE_CHECKING:
+    from ragkit.store.committed import CommittedIndex
 
 DOCUMENT_FIELDS = "id, path, title, doc_type, collection, metadata, version, is_latest, language, line_count"
 MAX_OFFSET = 2**31 - 1  # (DuckDB takes a 64-bit offset; anything beyond is no page of an index)
 LIST_LIMIT = 1000  # documents per page of a list at most
 
 
-def find_document(reader: IndexReader, key: str, readable: tuple[str, ...] | None = None) -> dict[str, Any] | None:
+def find_document(reader: CommittedIndex, key: str, readable: tuple[str, ...] | None = None) -> dict[str, Any] | None:
     """A readable document's fields by its id, its path or source path, or the end of its path
     (``policies/overtime.md``, when only one path ends so); None if there is none."""
     scope, params = expr.readable(readable).duck()
@@ -49,21 +49,21 @@ def find_document(reader: IndexReader, key: str, readable: tuple[str, ...] | Non
     return doc
 
 
-def source_of(reader: IndexReader, document_id: str) -> tuple[str, str] | None:
+def source_of(reader: CommittedIndex, document_id: str) -> tuple[str, str] | None:
     """A document's source file and its content hash (kept from clients: a server's paths are its own)."""
     with reader.duck() as store:
         found = store.rows("SELECT source_path, source_hash FROM documents WHERE id = ?", [document_id])
     return (found[0]["source_path"], found[0]["source_hash"]) if found else None
 
 
-def document(reader: IndexReader, key: str, readable: tuple[str, ...] | None = None) -> dict[str, Any] | None:
+def document(reader: CommittedIndex, key: str, readable: tuple[str, ...] | None = None) -> dict[str, Any] | None:
     """A document's fields and its text, chunk by chunk with their lines (and pages), or None."""
     doc = find_document(reader, key, readable)
     return {**doc, **chunk_text(reader, expr.equals("document_id", doc["id"]))} if doc else None
 
 
 def document_lines(
-    reader: IndexReader, key: str, start: int, end: int | None, readable: tuple[str, ...] | None = None
+    reader: CommittedIndex, key: str, start: int, end: int | None, readable: tuple[str, ...] | None = None
 ) -> dict[str, Any] | None:
     """The chunks of a document that cover lines ``start``..``end`` (1-based, inclusive; ``end`` None: to the
     end), with the span they cover, or None when there is no such document."""
@@ -84,7 +84,7 @@ def document_lines(
     }
 
 
-def outline(reader: IndexReader, key: str, readable: tuple[str, ...] | None = None) -> dict[str, Any] | None:
+def outline(reader: CommittedIndex, key: str, readable: tuple[str, ...] | None = None) -> dict[str, Any] | None:
     """A document's sections in reading order (id, parent, heading, level, breadcrumb, lines), or None."""
     doc = find_document(reader, key, readable)
     if doc is None:
@@ -105,7 +105,7 @@ def outline(reader: IndexReader, key: str, readable: tuple[str, ...] | None = No
     return {**{k: doc[k] for k in ("id", "path", "title", "collection", "line_count")}, "sections": sections}
 
 
-def section(reader: IndexReader, section_id: str, readable: tuple[str, ...] | None = None) -> dict[str, Any] | None:
+def section(reader: CommittedIndex, section_id: str, readable: tuple[str, ...] | None = None) -> dict[str, Any] | None:
     """A section's place (document, breadcrumb, lines) and its own text (not its subsections'), or None."""
     scope, params = expr.readable(readable, "d.collection").duck()
     with reader.duck() as store:
@@ -119,7 +119,7 @@ def section(reader: IndexReader, section_id: str, readable: tuple[str, ...] | No
 
 
 def documents(
-    reader: IndexReader,
+    reader: CommittedIndex,
     filters: dict[str, str],
     readable: tuple[str, ...] | None = None,
     limit: int = 50,
@@ -144,7 +144,7 @@ def documents(
     return {"total": total, "offset": offset, "documents": rows}
 
 
-def chunk_text(reader: IndexReader, where: expr.Clause) -> dict[str, Any]:
+def chunk_text(reader: CommittedIndex, where: expr.Clause) -> dict[str, Any]:
     """The chunks a clause selects, in reading order, with their lines (and pages), and their text."""
     rows = sorted(reader.chunks.rows(where.lance(), limit=1 << 30), key=lambda r: r["chunk_index"])
     chunks = [
@@ -160,7 +160,7 @@ def chunk_text(reader: IndexReader, where: expr.Clause) -> dict[str, Any]:
     return {"chunks": chunks, "text": "\n\n".join(c["text"] for c in chunks)}
 
 
-def scanned_pages(reader: IndexReader) -> dict[str, dict[int, float]]:
+def scanned_pages(reader: CommittedIndex) -> dict[str, dict[int, float]]:
     """The pages OCR read, by document: page → the engine's confidence (0–100); read once per committed run."""
 
     def build() -> dict[str, dict[int, float]]:
@@ -180,7 +180,7 @@ def scanned_pages(reader: IndexReader) -> dict[str, dict[int, float]]:
     return reader.memo("scanned_pages", build)
 
 
-def ocr_pages(reader: IndexReader) -> dict[str, int]:
+def ocr_pages(reader: CommittedIndex) -> dict[str, int]:
     """Scanned pages OCR read (``pages_read``) and those not read (``pages_unread``: no engine, or ``--no-ocr``),
     counted by their files' source rows (ragkit/ingest/source.py ``unread_row``: a file none of whose pages was
     read has no document to count them by)."""

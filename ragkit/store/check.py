@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import re
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ragkit.errors import IndexCorrupt, RagkitError
 from ragkit.store import arrays, layout, remote, sealed
-from ragkit.store.commit import write_derived
 from ragkit.store.duck import OWN_SCHEMA, DuckStore
 from ragkit.store.entity_graph import EntityGraph
 from ragkit.store.graph import EvidenceGraph
@@ -217,9 +217,13 @@ def _newest_whole_run(index_dir: Path, but: int | None = None) -> Manifest | Non
     return None
 
 
-def repair(index_dir: Path, bucket: remote.Remote | None = None) -> list[str]:
-    """Make the index whole if it can be; what was done. ``IndexCorrupt`` when only a rebuild can. ``bucket``:
-    for an index on object storage, the writer's side of it (``remote.writing``)."""
+def repair(
+    index_dir: Path, write_derived: Callable[[DuckStore, Path, int], None], bucket: remote.Remote | None = None
+) -> list[str]:
+    """Make the index whole if it can be; what was done. ``IndexCorrupt`` when only a rebuild can.
+    ``write_derived``: writes a run's derived files from its store (ragkit/ingest/commit.py: the evidence graph's
+    versions come from the reference resolver, which the store does not import). ``bucket``: for an index on
+    object storage, the writer's side of it (``remote.writing``)."""
     index_dir = Path(index_dir)
     done: list[str] = []
     try:

@@ -6,23 +6,21 @@ version the run produced, so readers always see a matching pair.
 
 from __future__ import annotations
 
-import itertools
 import json
 import time
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
-from dataclasses import asdict
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from ragkit.errors import BadQuery
-from ragkit.extract.resolve import RefRow, Resolver
-from ragkit.extract.summaries import build_nodes
 from ragkit.names import checked_name
-from ragkit.records import Chunk, EntityRows, RunChanges, Section
+from ragkit.records import Chunk, EntityRows, RefRow, RunChanges, Section, SummaryNode
 from ragkit.store import expr, sealed
+from ragkit.store.connection import DuckConnection
 from ragkit.store.knowledge import sql as knowledge
 from ragkit.store.knowledge.sql import SCHEMA as KNOWLEDGE
+from ragkit.store.knowledge.sql import Detect
 from ragkit.store.knowledge.tables import KnowledgeTables
 
 SCHEMA = """
@@ -66,7 +64,6 @@ OWN_SCHEMA = SCHEMA + KNOWLEDGE + "CREATE TABLE IF NOT EXISTS manifest (json VAR
 
 # the tables whose rows belong to one document (deleted with it)
 DOCUMENT_TABLES = ("chunks", "refs", "mentions", "cooccur", "aliases", "sections", "summaries")
-INSERT_ROWS = 50_000
 # a writer's DuckDB keeps the pages a run inserts in memory up to its limit (by default 80 % of the machine's):
 # all federal law's run held 1.5 GB of them before the commit; beyond the limit it writes them out. At 1 GB that
 # run peaked at 4,099-4,271 MiB (inserting its rows added 1.2 GB, the communities the last 0.2), at 512 MB at
@@ -78,10 +75,21 @@ WORD = "[a-zà-öø-ÿß]{3,}"  # a vocabulary word: three or more letters
 BLOCK_SIZE = 16_384
 
 
-class DuckStore:
-    # paths of the stores with an open write transaction in this process: no model may run then
-    # (tests/test_lean.py fails any encoder call inside one)
-    IN_TRANSACTION: set[str] = set()
+@dataclass(frozen=True)
+class Derivation:
+    """What a commit derives from the stored rows with the stages' code, given by the caller (the indexing run,
+    ragkit/ingest/commit.py): the store runs it inside the run's transaction and imports no stage itself."""
+
+    # (documents, sections) → a reference and version resolver: ``resolve(RefRow)``, ``superseded()``
+    resolver: Callable[[list[dict[str, Any]], list[dict[str, Any]]], Any]
+    # (document, its sections, its chunks, the vocabulary's df, the chunk count) → its summary-tree nodes
+    tree: Callable[[Any, list[Section], list[Chunk], dict[str, int], int], list[SummaryNode]]
+    communities: Detect  # a collection's relations → its communities (``knowledge.refresh``)
+
+
+class DuckStore(DuckConnection):
+    """A run's DuckDB store: documents, sections, chunk metadata, references, the knowledge graph's rows,
+    the summary tree, the vocabulary and the runs (its connection: ragkit/store/connection.py)."""
 
     def __init__(self, path: Path, read_only: bool = True, alone: bool = False):
         """The store at ``path``, opened sealed and vetted (ragkit/store/sealed.py). Readers attach it to the
@@ -100,14 +108,8 @@ class DuckStore:
         """The knowledge graph's tables: entities, relations, communities, LLM summaries."""
         return KnowledgeTables(self)
 
-    def close(self) -> None:
-        sealed.close(self.con, self._attached)
-
     def __enter__(self) -> DuckStore:
         return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
     # ------------------------------------------------------------ read
 
@@ -214,10 +216,10 @@ class DuckStore:
 
     # ------------------------------------------------------------ write
 
-    def commit_run(self, run_id: int, changes: RunChanges, run: dict[str, Any]) -> None:
+    def commit_run(self, run_id: int, changes: RunChanges, run: dict[str, Any], derive: Derivation) -> None:
         """Apply run ``run_id``'s changes atomically and record the run (``run``: its times, LanceDB table and
         version, summary): remove what went, insert what came, re-resolve references and versions, rebuild
-        the vocabulary, the new documents' summary tree and the touched communities.
+        the vocabulary, the new documents' summary tree and the touched communities (with ``derive``).
 
         Pure data work: nothing is embedded or generated inside the transaction. The run's knowledge
         counts (entities, relations, recomputed communities) and summary-tree counts go into its summary.
@@ -227,13 +229,14 @@ class DuckStore:
             touched, collections = self._remove(c)
             self._insert_rows(c)
             c.refs, c.entities = [], EntityRows()  # stored; of the run's rows the tree needs the rest
-            self._resolve()
+            self._resolve(derive.resolver(*self.resolver_rows()))
             self._vocabulary()
-            run["summary"]["tree"] = self._tree(c.documents, c.sections, c.chunks) if c.tree else self._no_tree()
+            tree = self._tree(c.documents, c.sections, c.chunks, derive.tree) if c.tree else self._no_tree()
+            run["summary"]["tree"] = tree
             refresh = c.full or c.removed_doc_ids or c.documents
             c.release()  # the rows are in the store now; the communities and graphs need their memory
             if refresh:
-                run["summary"]["knowledge"] = knowledge.refresh(self, touched, collections)
+                run["summary"]["knowledge"] = knowledge.refresh(self, touched, collections, derive.communities)
             summary = json.dumps(run["summary"])
             self.con.execute(
                 "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?)",
@@ -301,23 +304,9 @@ class DuckStore:
             return None
         return json.loads(row[0]) if row else None
 
-    @contextmanager
-    def transaction(self) -> Iterator[None]:
-        """One write transaction: committed when the block ends, rolled back when it raises."""
-        self.con.execute("BEGIN TRANSACTION")
-        DuckStore.IN_TRANSACTION.add(str(self.path))
-        try:
-            yield
-            self.con.execute("COMMIT")
-        except BaseException:
-            self.con.execute("ROLLBACK")
-            raise
-        finally:
-            DuckStore.IN_TRANSACTION.discard(str(self.path))
-
-    def _resolve(self) -> None:
-        """Re-resolve every reference and version link against the whole index."""
-        resolver = self.resolver()
+    def _resolve(self, resolver) -> None:
+        """Re-resolve every reference and version link against the whole index (``resolver``: over every
+        document and section of the store, ``Derivation.resolver``)."""
         refs = self.rows("SELECT * FROM refs")
         if refs:
             resolved = [resolver.resolve(RefRow(**r)) for r in refs]
@@ -344,7 +333,7 @@ class DuckStore:
             f"lower(header || ' ' || text), '{WORD}'))) AS w FROM chunks) GROUP BY w"
         )
 
-    def _tree(self, documents, sections, chunks) -> dict[str, int]:
+    def _tree(self, documents, sections, chunks, build_nodes) -> dict[str, int]:
         """Summary-tree nodes of this run's new documents (older documents keep theirs), extractive; their
         vectors are derived from the chunks' when a query needs them (an LLM rewrites them after the commit
         with ``--summaries llm``)."""
@@ -359,9 +348,7 @@ class DuckStore:
         by_doc: dict[str, list[Chunk]] = {}
         for c in chunks:
             by_doc.setdefault(c.document_id, []).append(c)
-        nodes = [
-            n for d in documents for n in build_nodes(d, secs.get(d.id, []), by_doc.get(d.id, []), df, n_chunks, {})
-        ]
+        nodes = [n for d in documents for n in build_nodes(d, secs.get(d.id, []), by_doc.get(d.id, []), df, n_chunks)]
         self._insert("summaries", [asdict(n) for n in nodes])
         return {
             "nodes": len(nodes),
@@ -374,57 +361,13 @@ class DuckStore:
         self.con.execute("DELETE FROM summaries")
         return {"nodes": 0}
 
-    def resolver(self):
-        """A reference/version resolver over every document and section of the store."""
+    def resolver_rows(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """Every document and section of the store as a reference/version resolver reads them
+        (ragkit/extract/resolve.py ``Resolver``)."""
         docs = self.rows("SELECT id, path, source_path, external_id, title, metadata, supersedes FROM documents")
         for d in docs:
             d["metadata"] = json.loads(d["metadata"]) if d["metadata"] else {}
-        return Resolver(docs, self.rows("SELECT id, document_id, parent_id, heading, level, ord FROM sections"))
-
-    @contextmanager
-    def registered(self, name: str, columns: dict[str, list[str]]) -> Iterator[None]:
-        """String columns visible to SQL as table ``name`` inside the ``with`` block."""
-        import pyarrow as pa
-
-        self.con.register(name, pa.table({k: pa.array(v, pa.string()) for k, v in columns.items()}))
-        try:
-            yield
-        finally:
-            self.con.unregister(name)
-
-    def first(self, sql: str, params: list[Any] | None = None) -> tuple | None:
-        """The first row of a query, or None (read to the end: DuckDB refuses other work on a connection while
-        a result is half read, and a query's connection is shared, ``IndexReader.one_connection``)."""
-        rows = self.con.execute(sql, params or []).fetchall()
-        return rows[0] if rows else None
-
-    def value(self, sql: str, params: list[Any] | None = None) -> Any:
-        """The first column of the first row (``count(*)`` and the like)."""
-        return self.first(sql, params)[0]
-
-    def rows(self, sql: str, params: list[Any] | None = None) -> list[dict[str, Any]]:
-        cur = self.con.execute(sql, params or [])
-        names = [d[0] for d in cur.description]
-        return [dict(zip(names, r)) for r in cur.fetchall()]
-
-    def _insert(self, table: str, rows: Iterable[dict[str, Any]]) -> None:
-        """Rows into ``table``, ``INSERT_ROWS`` at a time (all federal law's 1.07 million entity mentions,
-        267,000 chunks and references as dicts and Arrow columns at once: a gigabyte and more)."""
-        import pyarrow as pa
-
-        cols = None
-        it = iter(rows)
-        while part := list(itertools.islice(it, INSERT_ROWS)):
-            cols = cols or [r[1] for r in self.con.execute(f"PRAGMA table_info('{table}')").fetchall()]
-            data = pa.table(
-                {
-                    c: _vector_column([r.get(c) for r in part]) if c == "vector" else [r.get(c) for r in part]
-                    for c in cols
-                }
-            )
-            self.con.register("incoming", data)
-            self.con.execute(f"INSERT INTO {table} SELECT {', '.join(cols)} FROM incoming")
-            self.con.unregister("incoming")
+        return docs, self.rows("SELECT id, document_id, parent_id, heading, level, ord FROM sections")
 
 
 def _chunk_row(c: Chunk) -> dict[str, Any]:
@@ -441,18 +384,3 @@ def _chunk_row(c: Chunk) -> dict[str, Any]:
         "line_end": c.line_end,
         "boundary_confidence": c.boundary_confidence,
     }
-
-
-def _vector_column(values: list):
-    """A list<float> Arrow column from numpy vectors (or None) without making Python floats."""
-    import numpy as np
-    import pyarrow as pa
-
-    present = [v for v in values if v is not None]
-    if not present or not isinstance(present[0], np.ndarray):
-        return values
-    lengths = [0 if v is None else len(v) for v in values]
-    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
-    flat = pa.array(np.concatenate(present).astype(np.float32))
-    mask = pa.array([v is None for v in values])
-    return pa.ListArray.from_arrays(pa.array(offsets), flat, mask=mask)

@@ -18,7 +18,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ragkit.store.lance import EXACT_MAX_ROWS, _quiet, ann_query, build_ann, spread_sample
+from ragkit.store.lance import EXACT_MAX_ROWS, ann_query, build_ann, spread_sample
+from ragkit.store.lance_rows import _quiet
 
 TABLE = "fill"
 

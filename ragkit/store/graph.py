@@ -141,8 +141,9 @@ class EvidenceGraph(SavedGraph):
     # ---------------------------------------------------------------- build
 
     @classmethod
-    def from_store(cls, store, run_id: int | None = None, resolver=None) -> EvidenceGraph:
-        """``resolver``: the store's, when the caller has built it already."""
+    def from_store(cls, store, run_id: int | None, superseded: dict[str, str]) -> EvidenceGraph:
+        """``superseded``: older document id → the id of the document that supersedes it (the reference
+        resolver's ``superseded()``, ragkit/extract/resolve.py: the caller builds it)."""
         names: list[str] = []
         kinds: list[str] = []
         docs: list[str] = []
@@ -193,7 +194,7 @@ class EvidenceGraph(SavedGraph):
             "FROM refs WHERE resolved_document_id IS NOT NULL"
         ):
             link(r["chunk_id"], r["t"], "references")
-        for old, new in (resolver or store.resolver()).superseded().items():
+        for old, new in superseded.items():
             link(new, old, "supersedes")
         data = _pack(
             names, kinds, docs, labels, order, latest, edges, types, dict(Counter(c["document_id"] for c in chunks))

@@ -1,4 +1,5 @@
-"""LanceDB: the chunks table with its vectors and full-text (BM25) index.
+"""LanceDB: the chunks table with its vectors and full-text (BM25) index, read (``ChunkTable``), and its vector
+index (``ANN_TYPE``). Its layout (schema, BM25 settings, rows read back) is ragkit/store/lance_rows.py.
 
 Every write makes a new table version; the version a committed run produced
 is recorded in DuckDB and the manifest, and readers check that version out.
@@ -7,7 +8,6 @@ A run that dies half-way therefore leaves the committed version readable.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -15,100 +15,7 @@ import numpy as np
 import pyarrow as pa
 
 from ragkit.store.expr import in_list
-
-
-def _quiet() -> None:
-    """Before lance or lancedb is imported: their Rust loggers are chatty at WARN for harmless events."""
-    import os
-
-    os.environ.setdefault("LANCE_LOG", "error")
-    os.environ.setdefault("LANCEDB_LOG", "error")
-
-
-def _connect(path: Path | str):
-    _quiet()
-    import lancedb
-
-    return lancedb.connect(str(path))
-
-
-def chunk_schema(dim: int) -> pa.Schema:
-    return pa.schema(
-        [
-            ("id", pa.string()),
-            ("document_id", pa.string()),
-            ("section_id", pa.string()),
-            ("chunk_index", pa.int32()),
-            ("header", pa.string()),
-            ("content", pa.string()),  # header + "\n" + text: what was embedded and what BM25 indexes (the text
-            # itself is read back from it: a column of its own would store every chunk twice)
-            ("terms", pa.string()),  # German / Swedish: the parts of the content's compounds, which BM25 also
-            # indexes ("Ruhepausen" → "ruhe pausen"); else null
-            ("path", pa.string()),
-            ("title", pa.string()),
-            ("doc_type", pa.string()),
-            ("collection", pa.string()),
-            ("external_id", pa.string()),
-            ("line_start", pa.int32()),
-            ("line_end", pa.int32()),
-            ("token_count", pa.int32()),
-            ("boundary_confidence", pa.float32()),
-            ("page_start", pa.int32()),
-            ("page_end", pa.int32()),  # paged formats (PDF), else null
-            ("vector", pa.list_(pa.float32(), dim)),
-        ]
-    )
-
-
-COMPOUND_FTS = {"German": "de", "Swedish": "sv"}  # BM25 languages whose index also holds the compounds' parts
-
-
-FTS_LANGUAGES = {"de": "German", "sv": "Swedish", "en": "English"}
-
-
-def fts_language(configured: str, recorded: str | None, chunk_languages: list[str]) -> str:
-    """A run's BM25 language: as configured, else the one the index was built with, else the language of most
-    of the run's chunks (German laws get German stemming without being told)."""
-    if configured != "auto":
-        return configured
-    if recorded:
-        return recorded
-    counts: dict[str, int] = {}
-    for language in chunk_languages:
-        counts[language] = counts.get(language, 0) + 1
-    return FTS_LANGUAGES.get(max(counts, key=lambda k: counts[k]) if counts else "en", "English")
-
-
-@dataclass
-class FtsSettings:
-    language: str = "English"
-    stem: bool = True
-    remove_stop_words: bool = True
-
-    def columns(self) -> list[str]:
-        """The columns with a full-text index: ``terms`` too where compounds are split."""
-        return ["content", "terms"] if self.language in COMPOUND_FTS else ["content"]
-
-
-def chunk_text(content: str, header: str | None) -> str:
-    """A chunk's text from the embedded content (header + newline + text)."""
-    return content[len(header) + 1 :] if header and content.startswith(header + "\n") else content
-
-
-def _rows(table: pa.Table) -> list[dict[str, Any]]:
-    """Arrow result → row dicts, with vectors as numpy rows (no per-float Python objects)."""
-    cols = {name: table.column(name).to_pylist() for name in table.column_names if name != "vector"}
-    if "content" in cols and "header" in cols:
-        cols["text"] = [chunk_text(c, h) for c, h in zip(cols["content"], cols["header"])]
-    vectors = None
-    if "vector" in table.column_names and table.num_rows:
-        arr = table.column("vector").combine_chunks()
-        vectors = arr.flatten().to_numpy(zero_copy_only=False).reshape(table.num_rows, -1)
-    return [
-        {**{k: v[i] for k, v in cols.items()}, "vector": vectors[i] if vectors is not None else None}
-        for i in range(table.num_rows)
-    ]
-
+from ragkit.store.lance_rows import COMPOUND_FTS, _quiet, _rows
 
 # at most this many chunks are searched exactly, as one in-memory matrix; above it (or once an ANN index
 # exists) Lance's vector index answers (crossover measured by scripts/bench_cost.py vectors, scripts/README.md "Query latency")

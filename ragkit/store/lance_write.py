@@ -16,15 +16,8 @@ import pyarrow as pa
 from ragkit.errors import BadInput
 from ragkit.records import Chunk, Document
 from ragkit.store.expr import in_list
-from ragkit.store.lance import (
-    SCALAR_INDEXED,
-    FtsSettings,
-    _connect,
-    _quiet,
-    _rows,
-    build_ann,
-    chunk_schema,
-)
+from ragkit.store.lance import SCALAR_INDEXED, build_ann
+from ragkit.store.lance_rows import FtsSettings, _connect, _quiet, _rows, chunk_schema
 from ragkit.text import compound_parts
 
 COMPACT_ROWS = 16_384  # fragments with fewer rows are merged at the end of a run

@@ -31,6 +31,8 @@ VOCAB_FILE = "vocab.npz"  # the vocabulary of the committed run, beside its grap
 # its reference resolver (built in 0.56 s over federal law's 130,776 sections, read in 0.24); a cache: a reader
 # without it builds the resolver from the store
 RESOLVER_FILE = "resolver.npz"
+LEARNED_DIR = "learned"  # the models ``ragkit learn`` fitted (ragkit/rerank/ranker.py)
+LEARNED_CURRENT = "current.json"  # in it: which of them the index has adopted
 _RUN_FILE = re.compile(rf"^(store{RUN}\.duckdb(\.wal|\.tmp)?|graph{RUN})$")
 
 

@@ -28,20 +28,25 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ragkit.errors import IndexBusy, IndexNotFound, RagkitError
 from ragkit.names import checked_name
-from ragkit.rerank.ranker import CURRENT
-from ragkit.rerank.ranker import FOLDER as LEARNED
 from ragkit.store import layout
 from ragkit.store.layout import LANCE_DIR
+from ragkit.store.layout import LEARNED_CURRENT as CURRENT
+from ragkit.store.layout import LEARNED_DIR as LEARNED
 from ragkit.store.layout import MANIFEST as NAME
 from ragkit.store.lease import Conflict, FsObjects, Lease, S3Objects
 from ragkit.store.mirror import MARKER
 
-if TYPE_CHECKING:
-    from ragkit.store.manifest import Manifest
+
+class RunFiles(Protocol):
+    """What a ``Manifest`` (ragkit/store/manifest.py, which reads through this module) names of its run."""
+
+    store: str
+    graph: str
+
 
 _RUN_OBJECT = re.compile(r"^(store\.\d+(?:-[0-9a-f]+)?\.duckdb|graph\.\d+(?:-[0-9a-f]+)?)$")
 _checked: dict[str, float] = {}  # mirror → when the remote manifest was last looked at
@@ -309,17 +314,17 @@ class Remote:
                 hint="Run ragkit index again: it starts from the newest run.",
             ) from None
 
-    def push_run(self, manifest: Manifest) -> None:
+    def push_run(self, manifest: RunFiles) -> None:
         """Upload the run's store and graph folder (before its manifest: a reader reads only what is there)."""
         for name in (manifest.store, manifest.graph):
             self.upload(name)
 
-    def leftovers(self, manifest: Manifest | None) -> list[str]:
+    def leftovers(self, manifest: RunFiles | None) -> list[str]:
         """Run objects the manifest does not name (a replaced run's, or an unfinished run's)."""
         keep = set() if manifest is None else {manifest.store, manifest.graph}
         return sorted(n for n in self.names() if _RUN_OBJECT.match(n) and n not in keep)
 
-    def remove_leftovers(self, manifest: Manifest | None) -> None:
+    def remove_leftovers(self, manifest: RunFiles | None) -> None:
         self.delete(self.leftovers(manifest))
 
 

@@ -14,7 +14,7 @@ from ragkit.store import expr
 from ragkit.store.knowledge.sql import ALIASES_OF, ENTITIES_IN_GRAPH
 
 if TYPE_CHECKING:
-    from ragkit.store.reader import IndexReader
+    from ragkit.store.committed import CommittedIndex
 
 KNOWN_NAMES = 50_000  # names whose entity (or none) a reader remembers (``known_entities``)
 HOLDS_WORD_CHUNKS = 20  # BM25 hits looked through for a word (stemming may find others first)
@@ -23,7 +23,7 @@ HOLDS_WORD_CHUNKS = 20  # BM25 hits looked through for a word (stemming may find
 class Scopes:
     """The read scopes of ``reader``'s committed index."""
 
-    def __init__(self, reader: IndexReader):
+    def __init__(self, reader: CommittedIndex):
         self.reader = reader
         self._kept: dict[Any, frozenset[str]] = {}  # readable chunks and documents per set of collections
         self._entity_of: dict[str, str | None] = {}  # a name → its entity, None: none (``known_entities``)
@@ -40,8 +40,8 @@ class Scopes:
         each name's answer is kept for the reader's life (up to ``KNOWN_NAMES`` names)."""
         if not keys:
             return []
-        if "entity_graph" in self.reader.__dict__:
-            graph = self.reader.entity_graph
+        graph = self.reader.loaded_entity_graph()
+        if graph is not None:
             entity = {k: graph.aliases.get(k, k) for k in keys}
             entity = {k: e for k, e in entity.items() if graph.has_entity(e)}
         else:

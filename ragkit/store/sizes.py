@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 from ragkit.store import remote
 from ragkit.store.layout import LANCE_DIR
 
-if TYPE_CHECKING:  # (reader.py imports this module)
-    from ragkit.store.reader import IndexReader
+if TYPE_CHECKING:
+    from ragkit.store.committed import CommittedIndex
 
 # DuckDB tables → the component they belong to
 COMPONENTS = {
@@ -80,7 +80,7 @@ def _duck(store, file_bytes: int) -> dict[str, int]:
     return out
 
 
-def component_bytes(reader: IndexReader) -> dict[str, int]:
+def component_bytes(reader: CommittedIndex) -> dict[str, int]:
     """Bytes per component of a committed index (estimates where one file holds several components)."""
     out: dict[str, int] = {}
     table = reader.manifest.last_run.lance_table
@@ -103,7 +103,7 @@ def component_bytes(reader: IndexReader) -> dict[str, int]:
     return out
 
 
-def source_bytes(reader: IndexReader) -> int:
+def source_bytes(reader: CommittedIndex) -> int:
     """Bytes of the source files the index holds."""
     with reader.duck() as store:
         return int(store.value("SELECT coalesce(sum(size), 0) FROM sources"))

@@ -13,24 +13,24 @@ strongest inner relations (for its report) and the chunks that mention a communi
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import Any
 
 import numpy as np
 
-from ragkit.extract.communities import REPORT_RELATIONS
+from ragkit.store.knowledge.reports import REPORT_RELATIONS, community_reports, write_reports
 from ragkit.store.knowledge.sql import (
     ENTITY_NAME,
     ENTITY_TYPE,
-    community_reports,
     describe,
     mention_sentences,
     pair_rows,
     with_descriptions,
-    write_reports,
 )
 
-if TYPE_CHECKING:  # (reader.py imports this module)
-    from ragkit.store.reader import IndexReader
+# a reader's ``duck``: the store's connection as a ``with`` block (the query's shared one, ragkit/store/committed.py)
+Ducks = Callable[[], AbstractContextManager[Any]]
 
 ENTITY_NAMES = (
     f"SELECT m.entity AS key, d.collection, {ENTITY_NAME} AS name, {ENTITY_TYPE} AS type "
@@ -47,30 +47,31 @@ def _relation_order(r: dict[str, Any]) -> tuple:  # a pair's strongest collectio
 
 
 class StoreRows:
-    """Per-query look-ups in the store (the reader's shared connection of the query). Entity and relation rows
-    come in a fixed order (a pair seen in several collections: its strongest first), as from memory."""
+    """Per-query look-ups in the store (``duck``: the reader's shared connection of the query). Entity and
+    relation rows come in a fixed order (a pair seen in several collections: its strongest first), as from
+    memory."""
 
-    def __init__(self, reader: IndexReader):
-        self.reader = reader
+    def __init__(self, duck: Ducks):
+        self.duck = duck
 
     def entity_rows(self, keys: list[str]) -> list[dict[str, Any]]:
-        with self.reader.duck() as store:
+        with self.duck() as store:
             return sorted(store.knowledge.entity_rows(keys), key=_entity_order)
 
     def describe(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        with self.reader.duck() as store:
+        with self.duck() as store:
             return with_descriptions(store, rows)
 
     def relation_rows(self, pairs: list[tuple[str, str]]) -> list[dict[str, Any]]:
-        with self.reader.duck() as store:
+        with self.duck() as store:
             return sorted(store.knowledge.relation_rows(pairs), key=_relation_order)
 
     def community_reports(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        with self.reader.duck() as store:
+        with self.duck() as store:
             return community_reports(store, rows)
 
     def community_chunks(self, community_ids: list[str], limit: int) -> list[tuple[str, int]]:
-        with self.reader.duck() as store:
+        with self.duck() as store:
             return store.knowledge.community_chunks(community_ids, limit)
 
 

@@ -19,7 +19,7 @@ unchanged and untouched keeps its id). Nothing here is embedded and no text is
 copied: descriptions are the sentences of the chunk text that mention an entity
 (``describe_entities``), a relation's description is its sentence, a
 community's report is written from its members' relations when it is shown
-(``community_reports``), and the vectors of entities, relations, communities
+(``community_reports``, ragkit/store/knowledge/reports.py), and the vectors of entities, relations, communities
 and tree nodes are derived from the chunk vectors when a query first needs them
 (ragkit/store/knowledge/vectors.py). With ``--summaries llm`` a report's written summary
 is stored with it after the commit (``DuckStore.knowledge.write_summaries``).
@@ -33,17 +33,21 @@ from __future__ import annotations
 
 import hashlib
 from collections import defaultdict
+from collections.abc import Callable
 from typing import Any
 
-from ragkit.extract.communities import REPORT_RELATIONS, Community, detect, report
-from ragkit.extract.entities import normalize
+from ragkit.records import Community
+from ragkit.text import entity_key
+
+# clusters one collection's relations (rows of a, b, weight), starting from a previous partition (entity → label)
+Detect = Callable[..., list[Community]]
 
 DESCRIPTION_SENTENCES = 2
 DESCRIPTION_CHARS = 400
 RELATIONS_PER_ENTITY = 20
 
 
-def _strongest(t: str = "") -> str:
+def strongest(t: str = "") -> str:
     """SQL: a pair's strongest co-occurrence (``t``: the cooc alias with its dot), every field from that one
     row (ties: the largest chunk id)."""
     fields = ", ".join(f"'{f}': {t}{f}" for f in ("document_id", "chunk_id", "sent_start", "sent_end", "note"))
@@ -85,7 +89,7 @@ FROM cooccur WHERE a <> b;
 CREATE OR REPLACE VIEW pairs AS
 SELECT a, b, collection, weight, chunks, best.document_id AS source_document, best.chunk_id AS source_chunk,
        best.sent_start, best.sent_end, best.note
-FROM (SELECT a, b, collection, sum(weight) AS weight, count(DISTINCT chunk_id) AS chunks, {_strongest()} AS best
+FROM (SELECT a, b, collection, sum(weight) AS weight, count(DISTINCT chunk_id) AS chunks, {strongest()} AS best
       FROM cooc GROUP BY a, b, collection);
 CREATE OR REPLACE VIEW relations AS
 WITH ends AS (SELECT a AS e, b AS o, collection, weight FROM pairs UNION ALL SELECT b, a, collection, weight FROM pairs),
@@ -117,8 +121,9 @@ def touched_by_documents(store, doc_ids: list[str]) -> set[str]:
         }
 
 
-def refresh(store, touched: set[str] | None, collections: set[str] | None) -> dict[str, int]:
-    """Map alias mentions to their entities and re-cluster communities (entities and relations are views).
+def refresh(store, touched: set[str] | None, collections: set[str] | None, detect: Detect) -> dict[str, int]:
+    """Map alias mentions to their entities and re-cluster communities (entities and relations are views):
+    ``detect`` clusters a collection's relations (ragkit/extract/communities.py, given by the commit).
 
     ``touched``: entity keys the run's changed or removed documents mention (``None``: everything changed);
     communities of untouched members keep their ids. ``collections``: collections whose documents changed
@@ -130,7 +135,7 @@ def refresh(store, touched: set[str] | None, collections: set[str] | None) -> di
         touched = touched | remapped
     if collections is None or touched is None:
         collections = {r[0] for r in con.execute("SELECT DISTINCT collection FROM documents").fetchall()}
-    changed = _communities(store, collections, touched)
+    changed = _communities(store, collections, touched, detect)
     return {
         "entities": store.value("SELECT count(*) FROM entities"),
         "relations": store.value("SELECT count(*) FROM relations"),
@@ -197,7 +202,7 @@ def describe(sentences: dict[tuple[str, str], list[tuple]]) -> dict[tuple[str, s
     out = {}
     for (key, coll), found in sentences.items():
         found = sorted(
-            found, key=lambda s: (titles.setdefault(s[1] or "", normalize(s[1] or "")) != key, s[0], s[2], s[3])
+            found, key=lambda s: (titles.setdefault(s[1] or "", entity_key(s[1] or "")) != key, s[0], s[2], s[3])
         )
         chosen, docs = [], []
         for doc, _, _, _, text in found:
@@ -232,7 +237,7 @@ def pair_rows(
     apply before the aggregation, so a few pairs cost a few rows (the ``relations`` view ranks them all)."""
     return store.rows(
         f"WITH agg AS (SELECT {extra}r.a, r.b, r.collection, sum(r.weight) AS weight, "
-        f"{_strongest('r.')} AS best "
+        f"{strongest('r.')} AS best "
         f"FROM cooc r {join} WHERE {where} GROUP BY ALL) "
         "SELECT agg.* EXCLUDE (best), best.document_id AS source_document, "
         "coalesce(best.note, substring(c.text, best.sent_start + 1, best.sent_end - best.sent_start)) AS description "
@@ -241,44 +246,7 @@ def pair_rows(
     )
 
 
-def community_reports(store, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Community rows (id, collection, …) with ``report`` and ``source_documents``: the extractive report
-    written from the members' strongest relations (below an LLM's summary when one was written). Only each
-    community's ``REPORT_RELATIONS`` strongest inner relations are read (a large community has thousands)."""
-    if not rows:
-        return rows
-    by_id: dict[str, list[dict]] = defaultdict(list)
-    with store.registered("crows", {"id": [r["id"] for r in rows]}):
-        for edge in store.rows(
-            "WITH mem AS (SELECT m.community_id, m.entity, c.collection FROM community_members m "
-            "JOIN communities c ON c.id = m.community_id WHERE c.id IN (SELECT id FROM crows)), "
-            "edges AS (SELECT ma.community_id, r.a, r.b, sum(r.weight) AS weight, "
-            f"{_strongest('r.')} AS best FROM cooc r "
-            "JOIN mem ma ON ma.entity = r.a AND ma.collection = r.collection "
-            "JOIN mem mb ON mb.entity = r.b AND mb.community_id = ma.community_id GROUP BY ma.community_id, r.a, r.b "
-            "QUALIFY row_number() OVER (PARTITION BY ma.community_id ORDER BY sum(r.weight) DESC, r.a, r.b) "
-            f"<= {REPORT_RELATIONS}) "
-            "SELECT e.community_id, e.a, e.b, e.weight, e.best.document_id AS source_document, "
-            "coalesce(e.best.note, substring(c.text, e.best.sent_start + 1, e.best.sent_end - e.best.sent_start)) "
-            "AS description FROM edges e LEFT JOIN chunks c ON c.id = e.best.chunk_id"
-        ):
-            by_id[edge.pop("community_id")].append(edge)
-    return write_reports(rows, by_id)
-
-
-def write_reports(rows: list[dict[str, Any]], edges: dict[str, list[dict]]) -> list[dict[str, Any]]:
-    """Community rows with their reports, from each community's strongest inner relations (``edges``)."""
-    for r in rows:
-        c = Community(
-            r["id"], r["level"], r["parent_id"], [], title=r["title"], top_entities=list(r["top_entities"] or [])
-        )
-        report(c, edges.get(r["id"], []))
-        r["report"] = f"{r['written']}\n\n{c.report}" if r.get("written") else c.report
-        r["source_documents"] = sorted(c.source_documents)
-    return rows
-
-
-def _communities(store, collections: set[str], touched: set[str] | None) -> int:
+def _communities(store, collections: set[str], touched: set[str] | None, detect: Detect) -> int:
     """Re-cluster the given collections; returns how many community reports were (re)computed."""
     con = store.con
     changed = 0

@@ -6,17 +6,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ragkit.extract.entities import normalize
-from ragkit.store.knowledge.sql import ENTITY_NAME, ENTITY_TYPE, community_reports, pair_rows, with_descriptions
+from ragkit.store.knowledge.reports import community_reports
+from ragkit.store.knowledge.sql import ENTITY_NAME, ENTITY_TYPE, pair_rows, with_descriptions
+from ragkit.text import entity_key
 
 if TYPE_CHECKING:
-    from ragkit.store.duck import DuckStore
+    from ragkit.store.connection import DuckConnection
 
 
 class KnowledgeTables:
-    """``store``'s knowledge graph (its connection, its transaction)."""
+    """``store``'s knowledge graph (its connection, its transaction: ``DuckStore.knowledge``)."""
 
-    def __init__(self, store: DuckStore):
+    def __init__(self, store: DuckConnection):
         self.store = store
 
     def graph_tables(self) -> dict[str, list[dict[str, Any]]]:
@@ -101,7 +102,7 @@ class KnowledgeTables:
 
     def entity(self, name: str, limit: int = 10) -> dict[str, Any] | None:
         """One entity (by key, alias or surface): per-collection rows, strongest relations, source chunks."""
-        key = normalize(name)
+        key = entity_key(name)
         found = self.store.first(
             "SELECT key FROM entities WHERE key = ? OR list_has_any(aliases, [?, ?]) "
             "GROUP BY key ORDER BY (key = ?) DESC, sum(mentions) DESC LIMIT 1",

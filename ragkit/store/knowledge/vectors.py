@@ -13,12 +13,14 @@ storing them cost 2.0 GiB of the 4.2 GiB German-law index the lean-index issue (
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-if TYPE_CHECKING:  # (reader.py imports this module)
-    from ragkit.store.reader import IndexReader
+if TYPE_CHECKING:
+    from ragkit.store.committed import CommittedIndex
+    from ragkit.store.terms import TermVectors
 
 BLOCK = 16_384  # rows gathered per step when averaging or summing (bounds the temporary matrices)
 
@@ -74,8 +76,9 @@ class DerivedVectors:
     """Read side: cosine search over entities, relations, communities, tree nodes (and ``terms``, the
     vocabulary's vectors for ``--expand``, which ragkit/store/terms.py embeds on first use)."""
 
-    def __init__(self, reader: IndexReader):
+    def __init__(self, reader: CommittedIndex, terms: Callable[[], TermVectors]):
         self.reader = reader
+        self.terms = terms  # the vocabulary's vectors (embedded with the index's embedder: ragkit/reader.py)
         self._chunks: tuple[dict[str, int], np.ndarray] | None = None
         self._kinds: dict[str, tuple[list[dict[str, Any]], np.ndarray]] = {}
         self._valid: dict[str, np.ndarray] = {}  # per kind: rows that have a vector
@@ -146,7 +149,7 @@ class DerivedVectors:
         """Rows most similar to ``vector`` (cosine), each with ``similarity``; only ``collections`` if given.
         Entities get their description and communities their report unless ``describe`` is False."""
         if kind == "terms":
-            return self.reader.term_vectors.search(vector, limit)
+            return self.terms().search(vector, limit)
         rows, mat = self.matrix(kind)
         if not rows:
             return []

@@ -1,7 +1,10 @@
 """Staging one indexing run in the store: the run's changes go into a copy of the committed DuckDB store in
-one transaction, its derived files (evidence graph, entity graph, vocabulary) into a folder of its own, and a
-copy of the manifest that will commit it into the store. Readers see none of it until the manifest names the
-run (``manifest.write_manifest``, the commit: ragkit/store/layout.py)."""
+one transaction, its derived files (evidence graph, entity graph, vocabulary, reference resolver) into a folder
+of its own, and a copy of the manifest that will commit it into the store. Readers see none of it until the
+manifest names the run (``manifest.write_manifest``, the commit: ragkit/store/layout.py).
+
+Here the store meets the stages' code it runs at a commit (``DERIVE``: reference resolution, the summary tree,
+community detection), which the store itself does not import."""
 
 from __future__ import annotations
 
@@ -12,13 +15,27 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ragkit.extract.communities import detect
+from ragkit.extract.resolve import Resolver
+from ragkit.extract.summaries import build_nodes
 from ragkit.records import RunChanges
 from ragkit.store import arrays, layout
-from ragkit.store.duck import DuckStore
+from ragkit.store.duck import Derivation, DuckStore
 from ragkit.store.entity_graph import EntityGraph
 from ragkit.store.graph import EvidenceGraph
 from ragkit.store.layout import RESOLVER_FILE, VOCAB_FILE
 from ragkit.store.manifest import Manifest
+
+DERIVE = Derivation(
+    resolver=Resolver,
+    tree=lambda document, sections, chunks, df, n_chunks: build_nodes(document, sections, chunks, df, n_chunks, {}),
+    communities=detect,
+)
+
+
+def resolver_of(store: DuckStore) -> Resolver:
+    """A reference/version resolver over every document and section of the store."""
+    return Resolver(*store.resolver_rows())
 
 
 @dataclass
@@ -38,8 +55,8 @@ def write_derived(store: DuckStore, folder: Path, run_id: int) -> None:
     """The files derived from the store at a commit (evidence graph, entity graph, vocabulary, reference
     resolver) for ``run_id``,
     into the run's graph folder (the indexing run writes them; ``ragkit check --repair`` rebuilds them)."""
-    resolver = store.resolver()  # built once: the evidence graph's versions, and saved for readers
-    EvidenceGraph.from_store(store, run_id, resolver).save(folder)
+    resolver = resolver_of(store)  # built once: the evidence graph's versions, and saved for readers
+    EvidenceGraph.from_store(store, run_id, resolver.superseded()).save(folder)
     EntityGraph.from_store(store, run_id).save(folder)
     arrays.save_vocabulary(folder, store.vocabulary(), run_id, VOCAB_FILE)
     arrays.save(folder, RESOLVER_FILE, {"state": resolver.state()}, run_id)
@@ -82,7 +99,7 @@ def stage_run(
         if Path(f"{committed_store}.wal").exists():
             shutil.copyfile(f"{committed_store}.wal", f"{new_store}.wal")
     with DuckStore(new_store, read_only=False) as store:
-        store.commit_run(run_id, changes, run)
+        store.commit_run(run_id, changes, run, DERIVE)
         staged = StagedRun(run_id, store_name, graph_name, new_store, store.counts(), store.planning_facts())
         t = time.perf_counter()
         write_derived(store, graph_dir, run_id)
