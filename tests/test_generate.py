@@ -69,9 +69,9 @@ def test_an_unreadable_model_file_is_named_and_the_passages_stay(tmp_path, monke
         generate.Generator(bad)
 
     monkeypatch.setattr(generate, "_CACHE", {})
-    _, reader = index_with(corpus)
+    _, ix = index_with(corpus)
     monkeypatch.setattr("ragkit.reader.load_embedder", lambda spec, *a, **kw: fake)
-    query = ["query", "how is overtime limited?", "--index", str(reader.index_dir), "--model", str(bad)]
+    query = ["query", "how is overtime limited?", "--index", str(ix.path), "--model", str(bad)]
     r = CliRunner().invoke(app, [*query, "--answer", "--answer-mode", "generate"])
     assert r.exit_code == 5 and "broken.gguf" in r.output and "Overtime Policy" in r.output
     r = CliRunner().invoke(app, [*query, "--answer", "--json"])  # auto: the quotes, and why

@@ -223,12 +223,12 @@ def test_a_reader_following_a_new_run_keeps_the_embedder_it_was_given(corpus, in
 
 
 def test_a_reader_following_a_new_run_keeps_the_full_model_it_was_given(corpus, index_with, fake):
-    """A progressive index's full model given by the caller (``open_index(full_embedder=…)``) outlives a run."""
-    _, reader = index_with(corpus)
-    reader.given_full_embedder = full = object()
+    """A progressive index's full model handed in (``ragkit.open(full_embedder=…)``) outlives a run."""
+    _, built = index_with(corpus)
+    ix = ragkit.open(built.path, embedder=fake, full_embedder=(full := object()))
     (corpus / "notes" / "meeting.txt").write_text("Meeting notes\n\nThe planning meeting moved to Friday.\n")
     index_with(corpus)
-    assert reader.follow() and reader.given_full_embedder is full and reader.embedder is fake
+    assert ix.follow() and ix.reader.given_full_embedder is full and ix.reader.embedder is fake
 
 
 def test_a_source_copied_over_with_its_old_modification_time_is_read_again(tmp_path):
