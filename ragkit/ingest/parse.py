@@ -17,7 +17,7 @@ from html.parser import HTMLParser
 from pathlib import PurePosixPath
 from typing import Any
 
-from ragkit.ingest.formats import FORMATS
+from ragkit.ingest.formats import FORMATS, FileFormat
 from ragkit.ingest.image import parse_image
 from ragkit.ingest.pdf import parse_pdf
 from ragkit.ingest.raw import ParseError, RawDoc, RawHeading, paragraphs
@@ -354,14 +354,28 @@ def parse_beir_jsonl(text: str, first_line: int = 1) -> Iterator[JsonlRecord]:
 
 
 @dataclass(frozen=True)
-class Format:
-    """How the files of one suffix become documents: a format of ragkit/ingest/formats.py and its parser."""
+class Parser:
+    """How the files of one suffix become documents: a ``FileFormat`` (ragkit/ingest/formats.py: its name, whether
+    it is read as bytes, a corpus of one document per line, or pages that may be scans) and its parser."""
 
-    name: str
+    format: FileFormat
     parse: Callable[..., Any]  # the file's text (or bytes) → a RawDoc, or JsonlRecords for a corpus
-    binary: bool = False  # reads the file's bytes (PDF, DOCX), not its decoded text
-    corpus: bool = False  # one document per line (BEIR corpus.jsonl)
-    scans: bool = False  # parse(data, ocr): pages without text read by OCR (PDF, images)
+
+    @property
+    def name(self) -> str:
+        return self.format.name
+
+    @property
+    def binary(self) -> bool:
+        return self.format.binary
+
+    @property
+    def corpus(self) -> bool:
+        return self.format.corpus
+
+    @property
+    def scans(self) -> bool:  # parse(data, ocr): pages without text read by OCR (PDF, images)
+        return self.format.scans
 
 
 _PARSE = {  # each format's parser, by its name in FORMATS
@@ -374,12 +388,10 @@ _PARSE = {  # each format's parser, by its name in FORMATS
     "DOCX": parse_docx,
     "image": parse_image,
 }
-PARSERS: dict[str, Format] = {
-    suffix: Format(f.name, _PARSE[f.name], f.binary, f.corpus, f.scans) for suffix, f in FORMATS.items()
-}
+PARSERS: dict[str, Parser] = {suffix: Parser(f, _PARSE[f.name]) for suffix, f in FORMATS.items()}
 TEXT = PARSERS[".txt"]
 
 
-def format_for(path: str) -> Format:
+def format_for(path: str) -> Parser:
     """The format of a file by its suffix (an unknown suffix reads as plain text)."""
     return PARSERS.get(PurePosixPath(path).suffix.lower(), TEXT)

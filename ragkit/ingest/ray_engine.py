@@ -126,7 +126,7 @@ def _rows(ds):
 
 
 @dataclass
-class Prepared:
+class WorkerResults:
     """What the workers made of the run's files, in the driver's order."""
 
     outcomes: list[tuple[list, str | None]]  # per file: (documents with their chunks, why it was skipped)
@@ -152,7 +152,7 @@ def prepare(
     version_of: str | None,
     table_uri: str,
     progress: Callable[[int], None] | None = None,
-) -> Prepared:
+) -> WorkerResults:
     """Parse, chunk, embed and write ``todo`` (file, bytes, hash, changed) on Ray, into fragments of the table
     at ``table_uri``."""
     try:
@@ -197,7 +197,7 @@ def prepare(
             got = [parts[n][k] for k in sorted(parts[n])]
             failure = next((f for _, f in got if f is not None), None)
             outcomes.append(([] if failure else [r for results, _ in got for r in results], failure))
-        return Prepared(
+        return WorkerResults(
             outcomes,
             fragments,
             written,
