@@ -335,7 +335,7 @@ def vectors(args) -> None:
     repeated with Gaussian noise up to the size (so the clusters of real text stay), else a Gaussian mixture;
     queries are held-out vectors of the same kind. For each size, one process and side by side: the exact search
     as the query path runs it (one float32 matrix, a product on one BLAS thread, top ``--fetch`` by partition;
-    ragkit/store/lance.py ``ChunkTable``), the seconds to read that matrix from a Lance table, and Lance's nearest
+    ragkit/store/chunks.py ``MemoryChunks``), the seconds to read that matrix from a Lance table, and Lance's nearest
     search through an IVF_PQ index built with the indexer's settings (LanceDB's defaults), plain and with a
     refine factor, with its recall@10 against the exact top 10.
     """

@@ -308,12 +308,12 @@ def update(args) -> None:
 
 
 def _chunk_rows(index: Path) -> tuple[list[dict], dict]:
-    from ragkit.store.lance import ChunkTable
+    from ragkit.store.chunks import open_chunks
     from ragkit.store.remote import lance_location
 
     ix = harness.open_index(index)
     run = ix.reader.manifest.last_run
-    table = ChunkTable(lance_location(ix.path), run.lance_table, run.lance_version)
+    table = open_chunks(lance_location(ix.path), run.lance_table, run.lance_version)
     cols = ["id", "document_id", "section_id", "chunk_index", "content", "line_start", "line_end", "path"]
     rows = sorted(table.ds.to_table(columns=cols).to_pylist(), key=lambda r: r["id"])
     ids, mat = table.all_vectors()

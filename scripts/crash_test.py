@@ -40,7 +40,7 @@ from harness import SHARED, open_index, print_table, query_config, run_seconds
 from harness import ragkit_cmd as ragkit
 from rich.console import Console
 
-from ragkit.store.lance import ChunkTable
+from ragkit.store.chunks import open_chunks
 from ragkit.store.layout import LANCE_DIR
 
 LAWS = ["t/tzbfg/index.md", "a/arbzg/index.md"]  # two of the German laws (edited in turn)
@@ -106,7 +106,7 @@ def committed(idx: Path) -> tuple[int, set[str]]:
     """The committed run and its chunk ids."""
     manifest = json.loads((idx / "manifest.json").read_text())
     run = manifest["last_run"]
-    table = ChunkTable(idx / LANCE_DIR, run["lance_table"], run["lance_version"])
+    table = open_chunks(idx / LANCE_DIR, run["lance_table"], run["lance_version"])
     return run["id"], {r["id"] for r in table.rows("true", limit=1 << 30)}
 
 

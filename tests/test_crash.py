@@ -15,7 +15,7 @@ from pathlib import Path
 import ragkit
 from ragkit.config import QueryConfig
 from ragkit.store import check as checker
-from ragkit.store.lance import ChunkTable
+from ragkit.store.chunks import open_chunks
 from ragkit.store.layout import LANCE_DIR
 from ragkit.store.manifest import Manifest
 from tests.conftest import REPO, write
@@ -58,7 +58,7 @@ QUERIES = ["overtime limit per week", "rollback container image", "planning meet
 
 def chunk_ids(index_dir: Path, manifest: Manifest | None = None) -> set[str]:
     run = (manifest or ragkit.open(index_dir, embedder=FakeEmbedder()).reader.manifest).last_run
-    table = ChunkTable(index_dir / LANCE_DIR, run.lance_table, run.lance_version)
+    table = open_chunks(index_dir / LANCE_DIR, run.lance_table, run.lance_version)
     return {r["id"] for r in table.rows("true", limit=1 << 20)}
 
 

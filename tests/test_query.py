@@ -2,6 +2,7 @@
 
 import pytest
 
+import ragkit
 from ragkit.config import QueryConfig
 from ragkit.errors import BadQuery
 from ragkit.render import SCHEMA, result_dict
@@ -92,7 +93,7 @@ def test_in_memory_dense_search_equals_lancedbs(reader, where):
     """The exact in-memory search (one matrix) and LanceDB's own flat search rank the same chunks, at the
     same distances, with and without a prefilter."""
     vec = reader.embedder.encode_query("how is overtime compensated")
-    assert reader.chunks.exact()
+    assert reader.chunks.exact
     ours = reader.chunks.vector_search(vec, 5, where)
     q = _lancedb_table(reader).search(vec, vector_column_name="vector").metric("cosine").limit(5)
     theirs = (q.where(where, prefilter=True) if where else q).to_list()
@@ -116,7 +117,10 @@ def test_ann_path_above_the_exact_limit(reader, monkeypatch):
     vec = reader.embedder.encode_query("rest periods between shifts")
     exact = [r["id"] for r in reader.chunks.vector_search(vec, 4, None)]
     monkeypatch.setattr(lance_store, "EXACT_MAX_ROWS", 0)
-    assert not reader.chunks.exact() and [r["id"] for r in reader.chunks.vector_search(vec, 4, None)] == exact
+    on_disk = ragkit.open(reader.index_dir, embedder=reader.embedder).reader.chunks  # the form is chosen at opening
+    assert not on_disk.exact and [r["id"] for r in on_disk.vector_search(vec, 4, None)] == exact
+    assert [r["id"] for r in on_disk.by_ids(exact[::-1])] == exact[::-1]
+    assert on_disk.titles() == reader.chunks.titles()
 
 
 @pytest.mark.parametrize("where", [{}, {"doc_type": "policy"}])
@@ -128,6 +132,7 @@ def test_large_table_fuses_ids_then_reads_the_kept_rows(ix, monkeypatch, where):
 
     cfg = QueryConfig(strategy="hybrid", k=4, retry=False, filters=where)
     monkeypatch.setattr(lance_store, "EXACT_MAX_ROWS", 0)
+    ix = ragkit.open(ix.path, embedder=ix.reader.embedder)  # opened above the limit: the table read from disk
     lean = ix.query("how is overtime compensated", cfg)
     monkeypatch.setattr(SearchContext, "text_rankings", lambda self, n: (self.dense(n), self.lexical(n)))
     full = ix.query("how is overtime compensated", cfg)
@@ -148,7 +153,7 @@ def test_a_table_with_a_vector_index_gets_scalar_indexes(index_with, corpus):
     _, ix = index_with(corpus, cfg=IndexConfig(vector_index_min_rows=1))
     reader = ix.reader
     indexed = {tuple(i.field_names): i.index_type for i in reader.chunks.ds.describe_indices()}
-    assert not reader.chunks.exact() and all(indexed.get((c,)) == "BTree" for c in SCALAR_INDEXED), indexed
+    assert not reader.chunks.exact and all(indexed.get((c,)) == "BTree" for c in SCALAR_INDEXED), indexed
     r = ix.query("how is overtime compensated", QueryConfig(strategy="hybrid", k=3, retry=False))
     assert r.passages and all(h.text and h.section_id for h in r.hits) and "rows" in r.timings_ms
     assert reader.titles() == reader.chunks.titles() and len(reader.titles()) > 1  # from the store, alike

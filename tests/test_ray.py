@@ -11,7 +11,7 @@ import pytest
 import ragkit
 from ragkit.config import IndexConfig, QueryConfig, resolve_index_dir
 from ragkit.embed import MULTILINGUAL
-from ragkit.store.lance import ChunkTable
+from ragkit.store.chunks import open_chunks
 from ragkit.store.remote import lance_location
 from tests.conftest import write
 from tests.s3 import BUCKET
@@ -24,9 +24,9 @@ def vectors(index_dir) -> dict[str, np.ndarray]:
     return dict(zip(ids, mat))
 
 
-def table(index) -> ChunkTable:
+def table(index):
     run = ragkit.open(index).reader.manifest.last_run
-    return ChunkTable(lance_location(resolve_index_dir(str(index))), run.lance_table, run.lance_version)
+    return open_chunks(lance_location(resolve_index_dir(str(index))), run.lance_table, run.lance_version)
 
 
 def same_index(a, b) -> None:

@@ -25,10 +25,10 @@ from typing import Any
 
 from ragkit.errors import IndexCorrupt, RagkitError
 from ragkit.store import arrays, layout, remote, sealed
+from ragkit.store.chunks import open_chunks
 from ragkit.store.duck import OWN_SCHEMA, DuckStore
 from ragkit.store.entity_graph import EntityGraph
 from ragkit.store.graph import EvidenceGraph
-from ragkit.store.lance import ChunkTable
 from ragkit.store.manifest import Manifest, read_manifest, write_manifest
 
 
@@ -135,7 +135,7 @@ def check_run(index_dir: Path, manifest: Manifest) -> tuple[list[Problem], dict[
             Problem(f"DuckDB has {counts['chunks']} chunks, the manifest says {manifest.counts.chunks}", REBUILD)
         )
     try:
-        table = ChunkTable(remote.lance_location(index_dir), run.lance_table, run.lance_version)
+        table = open_chunks(remote.lance_location(index_dir), run.lance_table, run.lance_version)
         rows = table.count()
         facts["lance_rows"] = rows
         if rows != counts["chunks"]:

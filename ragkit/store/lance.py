@@ -8,14 +8,12 @@ A run that dies half-way therefore leaves the committed version readable.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
-from ragkit.store.expr import in_list
-from ragkit.store.lance_rows import COMPOUND_FTS, _quiet, _rows
+from ragkit.store.lance_rows import COMPOUND_FTS, _rows
 
 # at most this many chunks are searched exactly, as one in-memory matrix; above it (or once an ANN index
 # exists) Lance's vector index answers (crossover measured by scripts/bench_cost.py vectors, scripts/README.md "Query latency")
@@ -77,14 +75,14 @@ def _combined(text: str, parts: list[str] | None):
 
 
 class ChunkTable:
-    """Read side: one checked-out version of the chunks table.
-
-    Read with pylance, the Lance library LanceDB itself is built on, which opens the same dataset without
-    LanceDB's ~1 s import. Up to ``EXACT_MAX_ROWS`` chunks the table is held in memory once read (the vectors
-    as one float32 matrix, the other columns as an Arrow table): dense search is exact over the matrix (10,833
-    × 384 in 0.6 ms; Lance's flat scan took ~50 ms), BM25 asks Lance's full-text index for ids and scores
-    only, and rows come from memory by position (1 ms for 40 rows; 2.3 ms from disk). Above it, Lance's
-    vector index answers and rows are read from disk. Prefilters are Lance SQL either way.
+    """Read side: one checked-out version of the chunks table, in one of two forms chosen once when it is opened
+    (``open_chunks``, ragkit/store/chunks.py): ``MemoryChunks`` up to ``EXACT_MAX_ROWS`` chunks and no vector
+    index (the table held in memory once read: the vectors as one float32 matrix, the other columns as an Arrow
+    table; dense search exact over the matrix, 10,833 × 384 in 0.6 ms where Lance's flat scan took ~50 ms; rows
+    from memory by position, 1 ms for 40 rows, 2.3 ms from disk), ``LanceChunks`` above it (Lance's vector index
+    answers and rows are read from disk). This base holds what both do alike: BM25 ids and scores from Lance's
+    full-text index, the vector index's ids, plain filtered scans. Read with pylance, the Lance library LanceDB
+    itself is built on, which opens the same dataset without LanceDB's ~1 s import. Prefilters are Lance SQL.
     """
 
     COLUMNS = [
@@ -107,24 +105,21 @@ class ChunkTable:
         "page_end",
         "vector",
     ]
+    exact = False  # held in memory and searched exactly (``MemoryChunks``)
 
-    def __init__(self, lance_dir: Path | str, table: str, version: int, fts_language: str | None = None):
-        _quiet()
-        import lance
-
-        self.uri = f"{lance_dir}/{table}.lance"  # a folder or an object-store URI
-        self.ds = lance.dataset(self.uri, version=version)
+    def __init__(self, ds, version: int, fts_language: str | None = None, rows: int | None = None):
+        self.ds = ds
         self.version = version
+        self._count = rows
         self._matrix: tuple[list[str], dict[str, int], np.ndarray] | None = None
         self._table: pa.Table | None = None  # every column but the vector, in row order
-        self._doc_positions: dict[str, list[int]] | None = None
-        self._ann: bool | None = None
         self._sample: np.ndarray | None = None
-        self._masks: dict[str, np.ndarray] = {}  # prefilter → its mask (``_allowed``)
         self.compounds = COMPOUND_FTS.get(fts_language or "")  # "de"/"sv": BM25 also searches the parts
 
     def count(self) -> int:
-        return self.ds.count_rows()
+        if self._count is None:  # (a checked-out version does not change)
+            self._count = self.ds.count_rows()
+        return self._count
 
     def matrix(self) -> tuple[list[str], dict[str, int], np.ndarray]:
         """Every chunk's id, id → row position, and the float32 matrix of their vectors (read once)."""
@@ -139,86 +134,6 @@ class ChunkTable:
             )
             self._matrix = (ids, {cid: i for i, cid in enumerate(ids)}, mat)
         return self._matrix
-
-    def exact(self) -> bool:
-        """Whether the table is searched and read in memory (no ANN index, not too many rows)."""
-        if self._ann is None:
-            self._ann = any("IVF" in str(i.index_type).upper() for i in self.ds.describe_indices())
-        return not self._ann and self.count() <= EXACT_MAX_ROWS
-
-    def _allowed(self, where: str) -> np.ndarray:
-        """Row positions the prefilter lets through, as a mask (the last ``MASKS`` kept: a served token's
-        collections are the same prefilter query after query)."""
-        if where not in self._masks:
-            _, row_of, _ = self.matrix()
-            mask = np.zeros(len(row_of), dtype=bool)
-            mask[[row_of[i] for i in self.ds.to_table(columns=["id"], filter=where).column("id").to_pylist()]] = True
-            if len(self._masks) >= MASKS:
-                self._masks.pop(next(iter(self._masks)))
-            self._masks[where] = mask
-        return self._masks[where]
-
-    def vector_search(self, vector: np.ndarray, limit: int, where: str | None) -> list[dict[str, Any]]:
-        q = np.asarray(vector, dtype=np.float32)
-        if not self.exact():
-            return _rows(
-                self.ds.to_table(
-                    columns=self.COLUMNS, filter=where, prefilter=True, nearest=ann_query(q, limit, self.count())
-                )
-            )
-        ids, _, mat = self.matrix()
-        if not ids:
-            return []
-        sims = mat @ (q / (np.linalg.norm(q) or 1.0))
-        if where:
-            sims = np.where(self._allowed(where), sims, -np.inf)
-        top = np.argpartition(-sims, limit)[:limit] if len(sims) > limit else np.arange(len(sims))
-        top = sorted((int(i) for i in top if np.isfinite(sims[i])), key=lambda i: (-sims[i], i))
-        rows = self.take(top)
-        for r, i in zip(rows, top):
-            r["_distance"] = 1.0 - float(sims[i])
-        return rows
-
-    def take(self, positions: list[int]) -> list[dict[str, Any]]:
-        """Rows by position (as in ``matrix()``), in that order."""
-        if not positions:
-            return []
-        if not self.exact():
-            return _rows(self.ds.take(positions, columns=self.COLUMNS))
-        rows = _rows(self._columns().take(positions))
-        mat = self.matrix()[2]
-        for r, i in zip(rows, positions):
-            r["vector"] = mat[i]
-        return rows
-
-    def by_ids(self, ids: list[str], where: str | None = None) -> list[dict[str, Any]]:
-        """Rows of these chunk ids (in that order) that the prefilter lets through; unknown ids are skipped."""
-        if not ids:
-            return []
-        if not self.exact():
-            return self.rows(in_list("id", ids) + (f" AND ({where})" if where else ""), limit=len(ids))
-        _, row_of, _ = self.matrix()
-        positions = [row_of[i] for i in ids if i in row_of]
-        if where:
-            allowed = self._allowed(where)
-            positions = [p for p in positions if allowed[p]]
-        return self.take(positions)
-
-    def fts_search(
-        self, text: str, limit: int, where: str | None, parts: list[str] | None = None
-    ) -> list[dict[str, Any]]:
-        """BM25 hits for ``text`` (see ``bm25_ids``), as rows: read with the hits in one query where one query
-        answers (a large table, no fields apart), else from memory or by row id."""
-        if not text.strip():
-            return []
-        if not self.exact() and not (self.compounds and self.count() > BM25F_MAX_ROWS):
-            query = _combined(text, parts) if self.compounds else text
-            return _rows(self._bm25_table(query, self.COLUMNS + ["_score"], limit, where))
-        found = self.bm25_ids(text, limit, where, parts)
-        rows = self.rows_at(found)
-        for row, (_, _, score) in zip(rows, found):
-            row["_score"] = score
-        return rows
 
     def bm25_ids(
         self, text: str, limit: int, where: str | None, parts: list[str] | None = None
@@ -262,16 +177,6 @@ class ChunkTable:
         cosines = [1.0 - float(d) for d in found.column("_distance").to_pylist()]
         return list(zip(found.column("_rowid").to_pylist(), found.column("id").to_pylist(), cosines))
 
-    def rows_at(self, found: list[tuple[int, str, float]]) -> list[dict[str, Any]]:
-        """The rows of (row id, chunk id, …) triples, in that order: from memory in exact mode, else read once
-        by Lance row id (reading 120 rows with every column took twice as long as their ids alone)."""
-        if not found:
-            return []
-        if self.exact():
-            _, row_of, _ = self.matrix()
-            return self.take([row_of[cid] for _, cid, _ in found])
-        return _rows(self.ds._take_rows([row_id for row_id, _, _ in found], columns=self.COLUMNS))
-
     def vectors_at(self, row_ids: list[int]) -> np.ndarray:
         """The vectors of these Lance row ids, in that order (one row each)."""
         if not row_ids:
@@ -313,54 +218,6 @@ class ChunkTable:
             ).combine_chunks()  # take: 1.1 → 0.2 ms
         return self._table
 
-    def titles(self) -> list[tuple[str, str]]:
-        """Every document's (id, title), once each."""
-        data = self._columns() if self.exact() else self.ds.to_table(columns=["document_id", "title"])
-        pairs = zip(data.column("document_id").to_pylist(), data.column("title").to_pylist())
-        return list(dict(pairs).items())
-
-    def best_of_documents(self, vector: np.ndarray, doc_ids: list[str], where: str | None) -> list[dict[str, Any]]:
-        """For each document of ``doc_ids`` (that the prefilter lets through), its chunk most similar to ``vector``;
-        the rows ordered by that similarity (``_distance`` = 1 - cosine)."""
-        q = np.asarray(vector, dtype=np.float32)
-        q = q / (np.linalg.norm(q) or 1.0)
-        if not self.exact():
-            rows = self.vector_search(
-                q, 20 * len(doc_ids), in_list("document_id", doc_ids) + (f" AND ({where})" if where else "")
-            )
-            best: dict[str, dict[str, Any]] = {}
-            for r in rows:
-                best.setdefault(r["document_id"], r)
-            return list(best.values())
-        ids, _, mat = self.matrix()
-        positions = [p for d in doc_ids for p in self._doc_rows().get(d, ())]
-        if where and positions:
-            allowed = self._allowed(where)
-            positions = [p for p in positions if allowed[p]]
-        if not positions:
-            return []
-        sims = mat[positions] @ q
-        docs = self._columns().column("document_id")
-        best_pos: dict[str, tuple[float, int]] = {}
-        for p, s in zip(positions, sims.tolist()):
-            d = docs[p].as_py()
-            if d not in best_pos or s > best_pos[d][0]:
-                best_pos[d] = (s, p)
-        order = sorted(best_pos.values(), key=lambda sp: (-sp[0], sp[1]))
-        rows = self.take([p for _, p in order])
-        for r, (s, _) in zip(rows, order):
-            r["_distance"] = 1.0 - s
-        return rows
-
-    def _doc_rows(self) -> dict[str, list[int]]:
-        """document id → its chunks' row positions (exact mode; built once)."""
-        if self._doc_positions is None:
-            out: dict[str, list[int]] = {}
-            for p, d in enumerate(self._columns().column("document_id").to_pylist()):
-                out.setdefault(d, []).append(p)
-            self._doc_positions = out
-        return self._doc_positions
-
     def sample(self, n: int) -> np.ndarray:
         """The vectors of ``n`` chunks spread evenly over the table (the same ones every time; read once)."""
         if self._sample is None:
@@ -371,3 +228,42 @@ class ChunkTable:
         """Every chunk's id and vector at this version (one float32 matrix)."""
         ids, _, mat = self.matrix()
         return ids, mat
+
+    def scored_rows(self, text: str, limit: int, where: str | None, parts: list[str] | None) -> list[dict[str, Any]]:
+        """The rows of the BM25 hits (``bm25_ids``), best first, each with its ``_score``."""
+        found = self.bm25_ids(text, limit, where, parts)
+        rows = self.rows_at(found)
+        for row, (_, _, score) in zip(rows, found):
+            row["_score"] = score
+        return rows
+
+    def vector_search(self, vector: np.ndarray, limit: int, where: str | None) -> list[dict[str, Any]]:
+        """The ``limit`` chunks nearest to ``vector`` that the prefilter lets through (``_distance`` = 1 - cosine)."""
+        raise NotImplementedError
+
+    def take(self, positions: list[int]) -> list[dict[str, Any]]:
+        """Rows by position (as in ``matrix()``), in that order."""
+        raise NotImplementedError
+
+    def by_ids(self, ids: list[str], where: str | None = None) -> list[dict[str, Any]]:
+        """Rows of these chunk ids (in that order) that the prefilter lets through; unknown ids are skipped."""
+        raise NotImplementedError
+
+    def fts_search(
+        self, text: str, limit: int, where: str | None, parts: list[str] | None = None
+    ) -> list[dict[str, Any]]:
+        """BM25 hits for ``text`` (see ``bm25_ids``), as rows with their ``_score``."""
+        raise NotImplementedError
+
+    def rows_at(self, found: list[tuple[int, str, float]]) -> list[dict[str, Any]]:
+        """The rows of (row id, chunk id, …) triples, in that order."""
+        raise NotImplementedError
+
+    def titles(self) -> list[tuple[str, str]]:
+        """Every document's (id, title), once each."""
+        raise NotImplementedError
+
+    def best_of_documents(self, vector: np.ndarray, doc_ids: list[str], where: str | None) -> list[dict[str, Any]]:
+        """For each document of ``doc_ids`` (that the prefilter lets through), its chunk most similar to ``vector``;
+        the rows ordered by that similarity (``_distance`` = 1 - cosine)."""
+        raise NotImplementedError
