@@ -1,6 +1,6 @@
 """Settings records that check themselves when they are built.
 
-A settings dataclass calls ``check(self, error)`` from its ``__post_init__``: every field annotated with a
+A settings dataclass calls ``validate(self, error)`` from its ``__post_init__``: every field annotated with a
 ``Literal`` must hold one of its values, every field with ``range`` metadata (``field(metadata=between(0, 1))``)
 must lie inside it, every field with ``pattern`` metadata (``matches(r"…")``) must match it whole. A bad value is
 one error naming the setting and what it may be, wherever the value came
@@ -52,7 +52,7 @@ def _rules(cls: type) -> dict[str, tuple[tuple[Any, ...] | None, tuple[float | N
     return out
 
 
-def check(obj: Any, error: type[RagkitError], where: str = "") -> None:
+def validate(obj: Any, error: type[RagkitError], where: str = "") -> None:
     """Raise ``error`` for the first field of ``obj`` outside its choices or range."""
     for name, (allowed, bounds, pattern) in _rules(type(obj)).items():
         value = getattr(obj, name)

@@ -29,7 +29,7 @@ from pathlib import Path
 import harness
 from harness import arg, print_table, query_config
 
-from ragkit.answer import Evidence, check, idf_of
+from ragkit.answer import Evidence, idf_of, verify
 from ragkit.generate import load_generator
 from ragkit.text import query_language
 
@@ -263,7 +263,7 @@ def _measure(ix, good, bad, mode, gen, k) -> list[str]:
             checks.append(a.check_ms)
         if mode == "before":  # measured, not changed: how many of its sentences what they cite supports
             language = query_language(result.query)
-            claims = check(a, Evidence.of(result), idf, language, reader.embedder).claims
+            claims = verify(a, Evidence.of(result), idf, language, reader.embedder).claims
             a.claims = claims
         if q in bad:
             if q.get("entities_in_corpus"):

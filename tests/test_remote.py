@@ -264,7 +264,7 @@ def test_the_commit_is_conditional_on_the_manifest_the_run_started_from(s3, corp
         s3c.put_object(Bucket=BUCKET, Key="cas/manifest.json", Body=committed + b"\n")  # same run, new ETag
 
     write(corpus, "notes/mine.md", "# Mine\n\nWritten here.\n")
-    monkeypatch.setattr(Lease, "check", lambda self: None)
+    monkeypatch.setattr(Lease, "confirm", lambda self: None)
     monkeypatch.setattr(pipeline, "write_derived", replaced)
     with pytest.raises(IndexBusy, match="another writer committed a run"):
         ragkit.index([corpus], uri, embedder_factory=lambda cfg: fake)

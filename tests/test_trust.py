@@ -9,7 +9,7 @@ import sys
 import pytest
 
 import ragkit
-from ragkit.answer import ABSTAIN, NOTES, Answer, Citation, Evidence, check, idf_of
+from ragkit.answer import ABSTAIN, NOTES, Answer, Citation, Evidence, idf_of, verify
 from ragkit.answer.evidence import question_type, units
 from ragkit.answer.extractive import alternatives
 from ragkit.config import ANSWER_MODES, IndexConfig, QueryConfig
@@ -271,17 +271,17 @@ def test_a_sentence_is_repointed_to_the_passage_that_supports_it_and_an_invented
     written = _written(
         "Overtime is paid at 125% of the hourly rate [1]. Remote work is allowed five days a week [2].", [1, 2]
     )
-    a = check(written, Evidence.of(result), idf, "en")
+    a = verify(written, Evidence.of(result), idf, "en")
     first, second = a.claims
     assert first.supported and first.repointed and first.cited == [2]  # it cited [1]; passage 2 says it
     assert not second.supported and "five" not in a.text and a.grounded == 0.5
     assert a.text == "Overtime is paid at 125% of the hourly rate [2]."  # source 2 of the prompt is passage 2
     assert [(c.number, c.rank) for c in a.citations] == [(2, 2)]
     made_up = _written("Overtime is paid at 150% of the hourly rate [2].", [1, 2])
-    c = check(made_up, Evidence.of(result), idf, "en").claims[0]
+    c = verify(made_up, Evidence.of(result), idf, "en").claims[0]
     assert not c.supported and c.missing == ["150"]  # a number the source does not hold is never supported
     negated = _written("Overtime is not paid [2].", [1, 2])
-    assert check(negated, Evidence.of(result), idf, "en").claims[0].missing == ["not"]
+    assert verify(negated, Evidence.of(result), idf, "en").claims[0].missing == ["not"]
 
 
 def test_an_answer_mostly_unsupported_is_replaced_by_the_quotes_and_says_so(ix):

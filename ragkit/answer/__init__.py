@@ -2,11 +2,11 @@
 (``generated.py``) with every sentence checked against what it cites (``check.py``), and "the documents do not
 say" in the question's language when they do not. ``Index.answer`` chooses between them."""
 
-from ragkit.answer.check import NOTES, check, needs_replacing
 from ragkit.answer.evidence import Evidence, idf_of
 from ragkit.answer.extractive import extract_answer
 from ragkit.answer.generated import answer, map_reduce
 from ragkit.answer.records import ABSTAIN, Answer, Citation, Claim, Quote
+from ragkit.answer.verify import NOTES, needs_replacing, verify
 
 __all__ = [
     "ABSTAIN",
@@ -17,7 +17,7 @@ __all__ = [
     "Evidence",
     "Quote",
     "answer",
-    "check",
+    "verify",
     "extract_answer",
     "idf_of",
     "map_reduce",

@@ -1,5 +1,5 @@
 """Written answers: numbered sources in the prompt, citations [n] mapped back to passages (every sentence is
-then checked against what it cites: ragkit/answer/check.py).
+then checked against what it cites: ragkit/answer/verify.py).
 
 The prompt is plain text a model completes (or one user turn for a chat model): instructions in the question's
 language and the language to answer in, the numbered sources (passages in rank order while they fit the

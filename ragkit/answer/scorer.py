@@ -61,7 +61,7 @@ class AnswerModel:
     threshold_no_encoder: dict[str, float]
     encoders: tuple[str, ...]  # the encoders (embedder names) it was fitted with
     shortlist: int
-    support: float  # the least probability at which a unit supports a written sentence (answer/check.py)
+    support: float  # the least probability at which a unit supports a written sentence (answer/verify.py)
     length: float  # what a unit's length costs against its probability when choosing the quote (``utility``)
     meta: dict
     feature_code: str = ""  # ``feature_code()`` when it was fitted: features computed otherwise are not its own

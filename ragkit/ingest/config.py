@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from ragkit.errors import BadInput
 from ragkit.ingest.formats import DEFAULT_INCLUDE
-from ragkit.validate import between, check, matches
+from ragkit.validate import between, matches, validate
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,7 @@ class IndexConfig:
     ocr_lang: str = field(default="auto", metadata=matches(r"auto|(deu|swe|eng)(\+(deu|swe|eng))*"))
 
     def __post_init__(self) -> None:
-        check(self, BadInput)
+        validate(self, BadInput)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

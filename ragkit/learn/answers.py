@@ -16,7 +16,7 @@ The fit, as the scorer runs:
    answerable questions abstain, on answerable probabilities predicted out of fold;
 5. ``length``: what a unit's length costs against its probability when the quote is chosen, the cost that
    keeps every set's median quote within ``MAX_CHARS`` and holds the gold answer most often (out of fold);
-6. ``support``: the least unit probability at which a written sentence counts as supported (answer/check.py).
+6. ``support``: the least unit probability at which a written sentence counts as supported (answer/verify.py).
 Steps 4 to 6 and the table of figures are ragkit/learn/answer_calibration.py's.
 The sets' say is ``WEIGHTS`` (the legal sets three times a reading-comprehension set's), shared by its questions,
 so that a large set of one kind does not drown the legal questions.

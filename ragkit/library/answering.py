@@ -8,9 +8,8 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from ragkit.answer import NOTES, Answer, Evidence, extract_answer, idf_of, map_reduce, needs_replacing
+from ragkit.answer import NOTES, Answer, Evidence, extract_answer, idf_of, map_reduce, needs_replacing, verify
 from ragkit.answer import answer as write_answer
-from ragkit.answer import check as check_claims
 from ragkit.answer.scorer import AnswerModel
 from ragkit.answer.scorer import default_model as default_answer_model
 from ragkit.config import QueryConfig
@@ -71,7 +70,7 @@ def answer(
         return quotes
     written = _write(generator, result, cfg, on_text, language)
     t = time.perf_counter()
-    checked = check_claims(written, evidence, idf, language, reader.embedder if reader else None)
+    checked = verify(written, evidence, idf, language, reader.embedder if reader else None)
     checked.check_ms = round((time.perf_counter() - t) * 1000, 2)
     if needs_replacing(checked):
         kept = ("claims", "grounded", "model", "prompt_tokens", "completion_tokens", "seconds", "first_token_seconds")

@@ -17,7 +17,7 @@ from ragkit.errors import BadQuery
 from ragkit.rerank.features import DEFAULT_WEIGHTS, FEATURES
 from ragkit.retrieve.strategy_settings import AUTO, SETTINGS
 from ragkit.store.expr import check_filters
-from ragkit.validate import between, check, choices
+from ragkit.validate import between, choices, validate
 
 S = TypeVar("S")
 STRATEGY_NAMES = (AUTO, *SETTINGS)
@@ -84,7 +84,7 @@ class QueryConfig:
     settings: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        check(self, BadQuery)
+        validate(self, BadQuery)
         if self.readable is not None:
             if isinstance(self.readable, str) or not all(isinstance(c, str) and c for c in self.readable):
                 raise BadQuery("readable: a list of collection names", hint='e.g. readable = ["team-a", "laws"]')

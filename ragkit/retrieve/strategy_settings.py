@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ragkit.errors import BadQuery
-from ragkit.validate import between, check
+from ragkit.validate import between, validate
 
 AUTO = "auto"  # the router picks one of the strategies per query (ragkit/retrieve/router.py)
 
@@ -29,7 +29,7 @@ class HippoSettings:
     graph_weight: float = field(default=0.25, metadata=between(0.0, 1.0))  # the PPR list's weight in the fusion
 
     def __post_init__(self) -> None:
-        check(self, BadQuery, "hippo.")
+        validate(self, BadQuery, "hippo.")
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,7 @@ class LocalSettings:
     graph_weight: float = field(default=0.25, metadata=between(0.0, 1.0))  # the graph list's weight in the fusion
 
     def __post_init__(self) -> None:
-        check(self, BadQuery, "local.")
+        validate(self, BadQuery, "local.")
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,7 @@ class LightSettings:
     graph_weight: float = field(default=0.25, metadata=between(0.0, 1.0))  # the graph list's weight in the fusion
 
     def __post_init__(self) -> None:
-        check(self, BadQuery, "light.")
+        validate(self, BadQuery, "light.")
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,7 @@ class HierarchicalSettings:
     discount: float = field(default=0.8, metadata=between(0.0, 1.0))  # tree mode: a child's score = node's × this
 
     def __post_init__(self) -> None:
-        check(self, BadQuery, "hierarchical.")
+        validate(self, BadQuery, "hierarchical.")
 
 
 # every strategy by name, in the registry's order, with its knobs (None: it has none)

@@ -9,7 +9,7 @@ the store's own clock (``Last-Modified`` against the response's ``Date``: no tru
 or at once when it ran on this host and its process has ended (a killed run).
 
 Before each LanceDB write and before the commit, the run checks that the lease is still its own
-(``Lease.check``): a run that stalled past ``TTL`` and lost it stops before touching what the new holder
+(``Lease.confirm``): a run that stalled past ``TTL`` and lost it stops before touching what the new holder
 writes. The commit is the manifest upload with ``If-Match`` set to the ETag of the manifest the run started
 from (``If-None-Match: *`` for the first run), so a run commits only on top of the run it read: if the
 manifest was replaced meanwhile the upload fails and nothing is committed.
@@ -226,10 +226,10 @@ class Lease:
             except Conflict:
                 self.lost = "another writer took over its lease"
                 return
-            except Exception:  # a passing network fault: the next renewal tries again; check() decides
+            except Exception:  # a passing network fault: the next renewal tries again; confirm() decides
                 continue
 
-    def check(self) -> None:
+    def confirm(self) -> None:
         """``IndexBusy`` unless this run still holds the lease. Renewed less than ``TTL - MARGIN`` seconds
         before (timed from when the renewal was sent, which is before the store wrote it, so never less than the
         age the store sees) nobody can have taken it over; otherwise the store is asked."""

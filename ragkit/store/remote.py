@@ -297,7 +297,7 @@ class Remote:
     def guard(self) -> None:
         """Before a write: ``IndexBusy`` unless this writer still holds the index's lease."""
         if self.lease is not None:
-            self.lease.check()
+            self.lease.confirm()
 
     def commit_manifest(self, data: bytes) -> None:
         """The commit: upload the manifest only if the one this writer started from is still there (a first

@@ -33,10 +33,10 @@ NOTES = {
 }
 
 
-def check(
+def verify(
     answer: Answer, evidence: Evidence, idf, language: str, embedder=None, model: AnswerModel | None = None
 ) -> Answer:
-    """``answer`` with each sentence checked: ``claims``, ``grounded``, the unsupported sentences removed and
+    """``answer`` with each sentence verified against the passages it cites: ``claims``, ``grounded``, the unsupported sentences removed and
     citations re-pointed (the text keeps the model's wording). ``embedder``: the index's (``encode_query`` for
     the sentence, ``encode`` for the units); without it the scorer goes by words, structure and rank."""
     model = model or default_model()
