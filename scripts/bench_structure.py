@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import argparse
 import ast
-import sys
 from collections import defaultdict
 from pathlib import Path
 
 import harness
+import igraph
 
 STAGES = ("ragkit.extract", "ragkit.embed", "ragkit.rerank", "ragkit.answer", "ragkit.generate")
 LIBRARY_PARTS = tuple(f"ragkit.library.{p}" for p in ("asking", "answering", "writing", "learning", "engine"))
@@ -102,38 +102,11 @@ def circles(root: Path) -> list[list[str]]:
                 target = _known(name, known)
                 if target and target.startswith("ragkit") and target != module:
                     graph[module].add(target)
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on: set[str] = set()
-    out: list[list[str]] = []
-
-    def visit(v: str) -> None:
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        on.add(v)
-        for w in sorted(graph[v]):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            component = []
-            while True:
-                w = stack.pop()
-                on.discard(w)
-                component.append(w)
-                if w == v:
-                    break
-            if len(component) > 1:
-                out.append(sorted(component))
-
-    sys.setrecursionlimit(10_000)
-    for v in sorted(known):
-        if v not in index:
-            visit(v)
-    return out
+    names = sorted(known)
+    number = {name: i for i, name in enumerate(names)}
+    graph = igraph.Graph(n=len(names), edges=[(number[a], number[b]) for a in graph for b in graph[a]], directed=True)
+    found = [sorted(names[v] for v in part) for part in graph.connected_components(mode="strong") if len(part) > 1]
+    return sorted(found)
 
 
 def long_modules(root: Path, limit: int = 400) -> list[tuple[str, int]]:
