@@ -248,3 +248,9 @@ def load_generator(spec: str | None = None, n_ctx: int = 2048, keys: dict[str, s
     if key not in _CACHE or _CACHE[key].n_ctx < n_ctx:
         _CACHE[key] = Generator(path, n_ctx)
     return _CACHE[key]
+
+
+def unload() -> None:
+    """Let every loaded generator go (``load_generator`` loads again when next asked): frees their memory, and
+    gives a fresh instance (no KV-cache prefix kept from earlier prompts)."""
+    _CACHE.clear()

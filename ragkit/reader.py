@@ -35,14 +35,15 @@ class IndexReader(CommittedIndex):
     builds once (``memo``). DuckDB is opened per use, read-only (``duck()``), or once per query inside
     ``one_connection()``.
 
-    A reader follows the index: ``follow()`` reopens it when a newer run has been committed (the embedder and
-    the full model a caller gave a progressive index are kept), so a session or a server never answers from a
-    replaced run. A reader is not thread-safe; a server serializes its queries on one reader.
+    A reader follows the index: ``follow()`` reopens it when a newer run has been committed (the embedder, and
+    the full model of a progressive index and the generator a caller gave, are kept), so a session or a server
+    never answers from a replaced run. A reader is not thread-safe; a server serializes its queries on one reader.
     """
 
     def __init__(self, index_dir: Path, embedder: Embedder | None = None, embed_model: str | None = None):
         self._given_embedder = embedder
         self.given_full_embedder: Embedder | None = None  # a progressive index's full model, if the caller has it
+        self.given_generator: Any = None  # what writes answers and the LLM planner's plans, if the caller has it
         super().__init__(index_dir)
         info = self.manifest.embedder
         if embed_model is not None and normalize_spec(embed_model) != info.spec:
@@ -56,11 +57,12 @@ class IndexReader(CommittedIndex):
 
     def _kept_across_runs(self) -> dict[str, Any]:
         """The embedder (given or loaded: the next run is checked against it when it opens, ``EmbedderMismatch``)
-        and the full model a caller gave a progressive index stay."""
+        and the full model a caller gave a progressive index and the generator a caller gave stay."""
         return {
             **super()._kept_across_runs(),
             "_given_embedder": self.__dict__.get("embedder", self._given_embedder),
             "given_full_embedder": self.given_full_embedder,
+            "given_generator": self.given_generator,
         }
 
     def _check(self, embedder: Embedder) -> None:

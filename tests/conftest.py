@@ -85,6 +85,17 @@ def corpus(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
+def unloaded():
+    """No generator loaded when the test starts, and none kept after it (``ragkit.generate.unload``): a test that
+    loads a model gets a fresh instance, and leaves none behind."""
+    from ragkit import generate
+
+    generate.unload()
+    yield
+    generate.unload()
+
+
+@pytest.fixture
 def index_with(tmp_path: Path, fake: FakeEmbedder):
     """Index folders with the fake embedder; returns (summary, the open ``Index``)."""
 

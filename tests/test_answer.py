@@ -9,6 +9,7 @@ from typer.testing import CliRunner
 from ragkit.answer.generated import PROMPT, answer, build_prompt, cite
 from ragkit.cli import answer_modes
 from ragkit.cli.app import app
+from ragkit.library import Models
 from ragkit.records import Passage
 from tests.fakes import FakeEmbedder, FakeGenerator
 
@@ -116,29 +117,27 @@ runner = CliRunner()
 
 
 @pytest.fixture
-def indexed(corpus, tmp_path, monkeypatch):
-    fake = FakeEmbedder()
-    monkeypatch.setattr("ragkit.library.writing._default_embedder_factory", lambda cfg: fake)
-    monkeypatch.setattr("ragkit.reader.load_embedder", lambda spec, *a, **kw: fake)
+def indexed(corpus, tmp_path):
     idx = str(tmp_path / "idx")
-    assert runner.invoke(app, ["index", str(corpus), "--index", idx]).exit_code == 0
+    assert runner.invoke(app, ["index", str(corpus), "--index", idx], obj=_use()).exit_code == 0
     return idx
 
 
-def _use(monkeypatch, gen):
-    """The CLI loads the generate model itself: ``gen`` is the one it loads."""
-    monkeypatch.setattr("ragkit.library.answering.load_generator", lambda spec=None, n_ctx=2048, keys=None: gen)
+def _use(gen=None) -> Models:
+    """The models handed to the CLI (the context object): the fake embedder, and ``gen`` writing the answers
+    (None: the CLI loads the model the settings or ``--model`` name)."""
+    return Models(embedder=FakeEmbedder(), generator=gen)
 
 
-def test_cli_answer_streams_then_sources(indexed, monkeypatch):
-    _use(monkeypatch, FakeGenerator(pieces=["1], overtime is limited", " to ten hours", " [4]."]))
+def test_cli_answer_streams_then_sources(indexed):
+    models = _use(FakeGenerator(pieces=["1], overtime is limited", " to ten hours", " [4]."]))
     args = answer_modes(["query", "how is overtime limited?", "--index", indexed, "--answer", "generate", "-k", "2"])
-    r = runner.invoke(app, args)
+    r = runner.invoke(app, args, obj=models)
     assert r.exit_code == 0, r.output
     out = r.output
     assert out.index("Answer") < out.index("According to [1], overtime is limited to ten hours") < out.index("[1] ")
     assert "1 citation(s) named no source" in out and "fake.gguf" in out
-    r = runner.invoke(app, [*args, "--json"])
+    r = runner.invoke(app, [*args, "--json"], obj=models)
     a = json.loads(r.output)["answer"]
     assert a["text"] == "According to [1], overtime is limited to ten hours." and a["dropped_citations"] == 1
     assert a["mode"] == "generate" and a["grounded"] == 1.0 and not a["abstained"] and not a["replaced"]
@@ -150,29 +149,28 @@ def test_cli_answer_streams_then_sources(indexed, monkeypatch):
     assert meta["strategy"] and "dense" in meta["timings_ms"]
 
 
-def test_cli_answer_degrades_with_passages_kept(indexed, monkeypatch, tmp_path):
-    import ragkit.generate as generate
-
+def test_cli_answer_degrades_with_passages_kept(indexed, monkeypatch, tmp_path, unloaded):
     missing = ["--answer", "--answer-mode", "generate", "--model", str(tmp_path / "no.gguf")]
-    r = runner.invoke(app, ["query", "overtime", "--index", indexed, *missing])
+    r = runner.invoke(app, ["query", "overtime", "--index", indexed, *missing], obj=_use())
     assert r.exit_code == 5 and "Overtime Policy" in r.output and "GGUF model not found" in r.output
-    r = runner.invoke(app, ["query", "overtime", "--index", indexed, *missing, "--json"])
+    r = runner.invoke(app, ["query", "overtime", "--index", indexed, *missing, "--json"], obj=_use())
     d = json.loads(r.stdout if hasattr(r, "stdout") else r.output.split("\nerror")[0])
     assert r.exit_code == 5 and d["passages"] and "GGUF model not found" in d["answer_error"]
 
     model = tmp_path / "m.gguf"
     model.write_bytes(b"GGUF")
-    monkeypatch.setattr(generate, "_CACHE", {})
     monkeypatch.setitem(__import__("sys").modules, "llama_cpp", None)  # llama-cpp-python not installed
     r = runner.invoke(
-        app, ["query", "overtime", "--index", indexed, "--answer-mode", "generate", "--answer", "--model", str(model)]
+        app,
+        ["query", "overtime", "--index", indexed, "--answer-mode", "generate", "--answer", "--model", str(model)],
+        obj=_use(),  # nothing loaded yet (the unloaded fixture): the CLI loads the model, and cannot
     )
     assert r.exit_code == 5 and "needs the llm extra, which is not installed" in r.output
     assert 'CMAKE_ARGS="-DGGML_NATIVE=OFF' in r.output and 'pip install "ragkit[llm]"' in r.output
     assert "Overtime Policy" in r.output
 
-    _use(monkeypatch, FakeGenerator(error=RuntimeError("llama_decode returned -3")))
-    r = runner.invoke(app, answer_modes(["query", "overtime", "--index", indexed, "--answer", "generate"]))
+    broken = _use(FakeGenerator(error=RuntimeError("llama_decode returned -3")))
+    r = runner.invoke(app, answer_modes(["query", "overtime", "--index", indexed, "--answer", "generate"]), obj=broken)
     assert r.exit_code == 11 and "failed while answering" in r.output and "Overtime Policy" in r.output
 
 

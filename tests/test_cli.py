@@ -9,6 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from ragkit.cli.app import app
+from ragkit.library import Models
 from tests.conftest import write
 from tests.fakes import FakeEmbedder
 
@@ -16,54 +17,54 @@ runner = CliRunner()
 
 
 @pytest.fixture
-def fake_models(monkeypatch):
-    fake = FakeEmbedder()
-    monkeypatch.setattr("ragkit.library.writing._default_embedder_factory", lambda cfg: fake)
-    monkeypatch.setattr("ragkit.reader.load_embedder", lambda spec, *a, **kw: fake)
-    return fake
+def fake_models():
+    """The fake embedder handed to the CLI (click's context object): every command indexes and asks with it."""
+    return Models(embedder=FakeEmbedder())
 
 
 def test_index_query_stats_with_runner(corpus, tmp_path, fake_models):
     idx = str(tmp_path / "idx")
-    r = runner.invoke(app, ["index", str(corpus), "--index", idx])
+    r = runner.invoke(app, ["index", str(corpus), "--index", idx], obj=fake_models)
     assert r.exit_code == 0, r.output
     assert "new 3" in r.output
-    r = runner.invoke(app, ["index", str(corpus), "--index", idx, "--json"])
+    r = runner.invoke(app, ["index", str(corpus), "--index", idx, "--json"], obj=fake_models)
     summary = json.loads(r.output)
     assert summary["unchanged"] == 3 and summary["new"] == 0
 
-    r = runner.invoke(app, ["query", "rollback container", "--index", idx, "-k", "2"])
+    r = runner.invoke(app, ["query", "rollback container", "--index", idx, "-k", "2"], obj=fake_models)
     assert r.exit_code == 0, r.output
     assert "deploy.rst" in r.output and "Deployment > Rollbacks" in r.output
 
     r = runner.invoke(
-        app, ["query", "overtime", "--index", idx, "--json", "--strategy", "lexical", "--filter", "doc_type=policy"]
+        app,
+        ["query", "overtime", "--index", idx, "--json", "--strategy", "lexical", "--filter", "doc_type=policy"],
+        obj=fake_models,
     )
     d = json.loads(r.output)
     assert d["schema"] == "ragkit.query/1" and d["strategy"] == "lexical"
     assert {p["document"]["path"] for p in d["passages"]} == {"docs/policies/overtime.md"}
 
-    r = runner.invoke(app, ["query", "overtime", "--index", idx, "--jsonl", "-k", "2"])
+    r = runner.invoke(app, ["query", "overtime", "--index", idx, "--jsonl", "-k", "2"], obj=fake_models)
     lines = [json.loads(x) for x in r.output.splitlines()]
     assert len(lines) == 2 and all(x["query"] == "overtime" for x in lines)
 
-    r = runner.invoke(app, ["query", "-", "--index", idx, "--jsonl"], input="overtime\nrollback\n\n")
+    r = runner.invoke(app, ["query", "-", "--index", idx, "--jsonl"], input="overtime\nrollback\n\n", obj=fake_models)
     objs = [json.loads(x) for x in r.output.splitlines()]
     assert [o["query"] for o in objs] == ["overtime", "rollback"]
 
-    r = runner.invoke(app, ["stats", "--index", idx, "--json"])
+    r = runner.invoke(app, ["stats", "--index", idx, "--json"], obj=fake_models)
     st = json.loads(r.output)
     assert st["documents"] == 3 and st["embedder"]["name"] == "fake"
-    r = runner.invoke(app, ["stats", "--index", idx])
+    r = runner.invoke(app, ["stats", "--index", idx], obj=fake_models)
     assert "documents" in r.output and r.exit_code == 0
 
 
 def test_bad_filter_and_strategy_exit_codes(corpus, tmp_path, fake_models):
     idx = str(tmp_path / "idx")
-    runner.invoke(app, ["index", str(corpus), "--index", idx])
-    r = runner.invoke(app, ["query", "x", "--index", idx, "--filter", "oops"])
+    runner.invoke(app, ["index", str(corpus), "--index", idx], obj=fake_models)
+    r = runner.invoke(app, ["query", "x", "--index", idx, "--filter", "oops"], obj=fake_models)
     assert r.exit_code == 6 and "bad filter" in r.output
-    r = runner.invoke(app, ["query", "x", "--index", idx, "--strategy", "magic"])
+    r = runner.invoke(app, ["query", "x", "--index", idx, "--strategy", "magic"], obj=fake_models)
     assert r.exit_code == 6 and "unknown strategy" in r.output
 
 
@@ -89,16 +90,16 @@ def test_eval_with_runner(tmp_path, fake_models):
         '{"_id": "q3", "text": "unjudged"}\n',
     )
     write(ds, "qrels/test.tsv", "query-id\tcorpus-id\tscore\nq1\td1\t1\nq2\td2\t1\n")
-    r = runner.invoke(app, ["eval", str(ds), "--index", str(tmp_path / "ei"), "--json", "--k", "10"])
+    r = runner.invoke(app, ["eval", str(ds), "--index", str(tmp_path / "ei"), "--json", "--k", "10"], obj=fake_models)
     assert r.exit_code == 0, r.output
     res = json.loads(r.output)
     assert res["queries"] == 2 and res["documents"] == 3
     assert [x["strategy"] for x in res["results"]] == ["naive", "lexical", "hybrid"]
     lex = res["results"][1]
     assert lex["recall@2"] == 1.0 and lex["mrr@10"] == 1.0
-    r = runner.invoke(app, ["eval", str(ds), "--index", str(tmp_path / "ei")], env={"COLUMNS": "200"})
+    r = runner.invoke(app, ["eval", str(ds), "--index", str(tmp_path / "ei")], env={"COLUMNS": "200"}, obj=fake_models)
     assert r.exit_code == 0 and "nDCG@10" in r.output and "hybrid" in r.output
-    r = runner.invoke(app, ["eval", str(tmp_path), "--index", str(tmp_path / "ei")])
+    r = runner.invoke(app, ["eval", str(tmp_path), "--index", str(tmp_path / "ei")], obj=fake_models)
     assert r.exit_code == 8 and "not a BEIR dataset" in r.output
 
 
@@ -152,10 +153,12 @@ def test_subprocess_help_and_version(tmp_path):
 
 def test_context_output(corpus, tmp_path, fake_models):
     idx = str(tmp_path / "idx")
-    runner.invoke(app, ["index", str(corpus), "--index", idx])
-    r = runner.invoke(app, ["query", "overtime", "--index", idx, "--context", "-k", "3"])
+    runner.invoke(app, ["index", str(corpus), "--index", idx], obj=fake_models)
+    r = runner.invoke(app, ["query", "overtime", "--index", idx, "--context", "-k", "3"], obj=fake_models)
     assert r.exit_code == 0 and r.output.startswith("--- Source: Overtime Policy > ")
-    r = runner.invoke(app, ["query", "overtime", "--index", idx, "--context", "--json", "--context-budget", "30"])
+    r = runner.invoke(
+        app, ["query", "overtime", "--index", idx, "--context", "--json", "--context-budget", "30"], obj=fake_models
+    )
     ctx = json.loads(r.output)["packed_context"]
     assert ctx["budget"] == 30 and ctx["tokens"] <= 30 and ctx["dropped"]
 
@@ -163,10 +166,10 @@ def test_context_output(corpus, tmp_path, fake_models):
 def test_query_input_matrix(corpus, tmp_path, fake_models):
     """Odd query input (issue 16): each is a clear error with the documented exit code, or a sensible result."""
     idx = str(tmp_path / "idx")
-    runner.invoke(app, ["index", str(corpus), "--index", idx])
+    runner.invoke(app, ["index", str(corpus), "--index", idx], obj=fake_models)
 
     def ask(*args):
-        r = runner.invoke(app, ["query", "--index", idx, "--json", *args])
+        r = runner.invoke(app, ["query", "--index", idx, "--json", *args], obj=fake_models)
         return r.exit_code, r.output
 
     code, out = ask("")

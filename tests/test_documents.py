@@ -144,23 +144,25 @@ def test_citations_name_pdf_pages():
     assert Citation(1, 1, "law.pdf", (40, 80), p.pages, p.location).location == " p. 12–13"
 
 
-def test_cli_shows_pdf_pages_and_counts_pages_without_text(tmp_path, monkeypatch):
+def test_cli_shows_pdf_pages_and_counts_pages_without_text(tmp_path):
     """Through the CLI: the index summary counts pages without text, a PDF passage shows its pages."""
     from typer.testing import CliRunner
 
     from ragkit.cli.app import app
+    from ragkit.library import Models
     from tests.fakes import FakeEmbedder
 
     fake = FakeEmbedder()
-    monkeypatch.setattr("ragkit.library.writing._default_embedder_factory", lambda cfg: fake)
-    monkeypatch.setattr("ragkit.reader.load_embedder", lambda spec, *a, **kw: fake)
+    models = Models(embedder=fake)  # handed to the CLI (the context object): it indexes and asks with it
     root = tmp_path / "docs"
     root.mkdir()
     write_pdf(handbook_spec(4), root / "handbuch.pdf")
     write_scanned_pdf(root / "scan.pdf", pages=1)
     idx = str(tmp_path / "idx")
     runner = CliRunner()
-    r = runner.invoke(app, ["index", str(root), "--index", idx])
+    r = runner.invoke(app, ["index", str(root), "--index", idx], obj=models)
     assert r.exit_code == 0 and "skipped 1 · 1 scanned page(s) not read" in " ".join(r.output.split()), r.output
-    r = runner.invoke(app, ["query", "Abschnitt 2.1 Überstunden", "--index", idx, "-k", "1", "--strategy", "lexical"])
+    r = runner.invoke(
+        app, ["query", "Abschnitt 2.1 Überstunden", "--index", idx, "-k", "1", "--strategy", "lexical"], obj=models
+    )
     assert r.exit_code == 0 and "docs/handbuch.pdf p. 4" in r.output, r.output

@@ -160,26 +160,27 @@ def test_entities_follow_incremental_updates(bridge, index_with):
     assert not ix.reader.entity_graph.has_entity("kurt cobain")
 
 
-def test_show_entity_and_graph_stats_cli(bridge, tmp_path, monkeypatch):
+def test_show_entity_and_graph_stats_cli(bridge, tmp_path):
     import json
 
     from typer.testing import CliRunner
 
     from ragkit.cli.app import app
+    from ragkit.library import Models
     from tests.fakes import FakeEmbedder
 
     fake = FakeEmbedder()
-    monkeypatch.setattr("ragkit.library.writing._default_embedder_factory", lambda cfg: fake)
+    models = Models(embedder=fake)  # handed to the CLI (the context object): it indexes and asks with it
     runner = CliRunner()
     idx = str(tmp_path / "idx")
-    assert runner.invoke(app, ["index", str(bridge), "--index", idx]).exit_code == 0
-    r = runner.invoke(app, ["show", "entity", "Nirvana", "--index", idx, "--json"])
+    assert runner.invoke(app, ["index", str(bridge), "--index", idx], obj=models).exit_code == 0
+    r = runner.invoke(app, ["show", "entity", "Nirvana", "--index", idx, "--json"], obj=models)
     info = json.loads(r.output)
     assert info["entity"] == "nirvana" and info["chunks"] == 2 and "Nirvana" in info["aliases"]
     assert any(x["other"] == "kurt cobain" for x in info["relations"])
-    assert runner.invoke(app, ["show", "entity", "Nirvana", "--index", idx]).exit_code == 0
-    assert runner.invoke(app, ["show", "entity", "nobody here", "--index", idx]).exit_code == 6
-    st = json.loads(runner.invoke(app, ["graph", "stats", "--index", idx, "--json"]).output)
+    assert runner.invoke(app, ["show", "entity", "Nirvana", "--index", idx], obj=models).exit_code == 0
+    assert runner.invoke(app, ["show", "entity", "nobody here", "--index", idx], obj=models).exit_code == 6
+    st = json.loads(runner.invoke(app, ["graph", "stats", "--index", idx, "--json"], obj=models).output)
     assert st["entity_graph"]["entities"] > 5 and st["entity_graph"]["chunks"] == 4
     (coll,) = st["knowledge"]
     assert coll["entities"] == st["entity_graph"]["entities"] and coll["relations"] > 0 and coll["communities"] >= 1

@@ -8,6 +8,7 @@ from typer.testing import CliRunner
 from ragkit import generate
 from ragkit.cli.app import app
 from ragkit.errors import ModelUnavailable
+from ragkit.library import Models
 
 # a Gemma-style chat template, as instruction-tuned GGUF files carry it under tokenizer.chat_template
 TEMPLATE = (
@@ -43,7 +44,7 @@ def test_a_model_with_a_chat_template_gets_prompts_as_a_user_turn(monkeypatch):
     assert gen.llm.detokenize(tokens, special=True).decode() == "<bos>Name a colour." and stop == []
 
 
-def test_one_model_instance_serves_every_context_size_up_to_its_own(monkeypatch, tmp_path):
+def test_one_model_instance_serves_every_context_size_up_to_its_own(monkeypatch, tmp_path, unloaded):
     made = []
 
     class Loaded:
@@ -54,7 +55,6 @@ def test_one_model_instance_serves_every_context_size_up_to_its_own(monkeypatch,
     model = tmp_path / "m.gguf"
     model.write_bytes(b"GGUF")
     monkeypatch.setattr(generate, "Generator", Loaded)
-    monkeypatch.setattr(generate, "_CACHE", {})
     answer_model = generate.load_generator(str(model), n_ctx=4096)
     assert generate.load_generator(str(model), n_ctx=2048) is answer_model  # the planner shares it
     bigger = generate.load_generator(str(model), n_ctx=8192)
@@ -62,19 +62,18 @@ def test_one_model_instance_serves_every_context_size_up_to_its_own(monkeypatch,
     assert made == [4096, 8192]
 
 
-def test_an_unreadable_model_file_is_named_and_the_passages_stay(tmp_path, monkeypatch, corpus, index_with, fake):
+def test_an_unreadable_model_file_is_named_and_the_passages_stay(tmp_path, corpus, index_with, fake, unloaded):
     bad = tmp_path / "broken.gguf"
     bad.write_bytes(b"GGUF" + b"\0" * 64)
     with pytest.raises(ModelUnavailable, match="cannot load the GGUF model .*broken.gguf"):
         generate.Generator(bad)
 
-    monkeypatch.setattr(generate, "_CACHE", {})
     _, ix = index_with(corpus)
-    monkeypatch.setattr("ragkit.reader.load_embedder", lambda spec, *a, **kw: fake)
+    models = Models(embedder=fake)  # handed to the CLI (the context object); the CLI loads the generator
     query = ["query", "how is overtime limited?", "--index", str(ix.path), "--model", str(bad)]
-    r = CliRunner().invoke(app, [*query, "--answer", "--answer-mode", "generate"])
+    r = CliRunner().invoke(app, [*query, "--answer", "--answer-mode", "generate"], obj=models)
     assert r.exit_code == 5 and "broken.gguf" in r.output and "Overtime Policy" in r.output
-    r = CliRunner().invoke(app, [*query, "--answer", "--json"])  # auto: the quotes, and why
+    r = CliRunner().invoke(app, [*query, "--answer", "--json"], obj=models)  # auto: the quotes, and why
     a = json.loads(r.output)["answer"]
     assert r.exit_code == 0 and a["mode"] == "extract" and a["quotes"] and "broken.gguf" in a["note"]
 

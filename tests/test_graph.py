@@ -312,33 +312,40 @@ def test_weights_from_config_file(tmp_path):
         load_config(tmp_path)
 
 
-def test_trace_and_graph_cli(laws, tmp_path, monkeypatch):
+def test_trace_and_graph_cli(laws, tmp_path):
     from typer.testing import CliRunner
 
     from ragkit.cli.app import app
+    from ragkit.library import Models
     from tests.fakes import FakeEmbedder
 
     fake = FakeEmbedder()
-    monkeypatch.setattr("ragkit.library.writing._default_embedder_factory", lambda cfg: fake)
-    monkeypatch.setattr("ragkit.reader.load_embedder", lambda spec, *a, **kw: fake)
+    models = Models(embedder=fake)  # handed to the CLI (the context object): it indexes and asks with it
     runner = CliRunner()
     idx = str(tmp_path / "idx")
-    assert runner.invoke(app, ["index", str(laws), "--index", idx]).exit_code == 0
+    assert runner.invoke(app, ["index", str(laws), "--index", idx], obj=models).exit_code == 0
     trace = tmp_path / "trace.jsonl"
     r = runner.invoke(
-        app, ["query", "Ruhezeit", "--index", idx, "--trace", str(trace), "--explain"], env={"COLUMNS": "200"}
+        app,
+        ["query", "Ruhezeit", "--index", idx, "--trace", str(trace), "--explain"],
+        env={"COLUMNS": "200"},
+        obj=models,
     )
     assert r.exit_code == 0 and "reference_match" in r.output
     line = json.loads(trace.read_text().splitlines()[0])
     assert line["candidates"] and set(line["candidates"][0]["features"]) == set(DEFAULT_WEIGHTS["balanced"])
-    r = runner.invoke(app, ["graph", "stats", "--index", idx, "--json"])
+    r = runner.invoke(app, ["graph", "stats", "--index", idx, "--json"], obj=models)
     st = json.loads(r.output)
     assert st["node_kinds"]["document"] == 4 and any(x["kind"] == "law" for x in st["references"])
     out = tmp_path / "g.json"
-    assert runner.invoke(app, ["graph", "export", str(out), "--format", "json", "--index", idx]).exit_code == 0
+    assert (
+        runner.invoke(app, ["graph", "export", str(out), "--format", "json", "--index", idx], obj=models).exit_code == 0
+    )
     data = json.loads(out.read_text())
     assert data["nodes"] and data["links"] and {"source", "target", "type"} <= set(data["links"][0])
-    assert runner.invoke(app, ["graph", "export", str(tmp_path / "g.graphml"), "--index", idx]).exit_code == 0
+    assert (
+        runner.invoke(app, ["graph", "export", str(tmp_path / "g.graphml"), "--index", idx], obj=models).exit_code == 0
+    )
     assert (tmp_path / "g.graphml").read_text().startswith("<?xml")
 
 

@@ -86,15 +86,7 @@ LAZY = {
     # a CLI command loads the library when it runs: `ragkit --help` stays under 0.3 s
     **{
         (f"ragkit.cli.{cmd}", "ragkit.library"): "start-up"
-        for cmd in (
-            "index_cmd",
-            "query_cmd",
-            "stats_cmd",
-            "check_cmd",
-            "graph_cmd",
-            "show_cmd",
-            "learn_cmd",
-        )
+        for cmd in ("index_cmd", "check_cmd", "common")  # common.models(): every other command through it
     },
     ("ragkit.cli", "ragkit.cli.app"): "start-up: `query --json` through a running server skips typer and rich",
     ("ragkit.cli.fast", "ragkit.config"): "start-up: only a `query --json` line reads the settings",

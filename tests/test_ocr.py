@@ -219,7 +219,7 @@ def scans(tmp_path_factory) -> Path:
 
 @needs_ocr
 def test_a_scanned_law_is_read_with_its_pages_confidence_and_paragraph_signs(scans, tmp_path, monkeypatch):
-    monkeypatch.setattr(ocr, "cache_root", lambda: tmp_path / "cache")
+    monkeypatch.setenv("RAGKIT_CACHE", str(tmp_path / "cache"))  # its own OCR cache
     raw = parse_pdf((scans / "arbzg-scan.pdf").read_bytes(), ocr.OcrSettings())
     assert set(raw.metadata["ocr_pages"]) == {"1", "2"} and "pages_without_text" not in raw.metadata
     assert all(60 <= c <= 100 for c in raw.metadata["ocr_pages"].values())
@@ -231,7 +231,7 @@ def test_a_scanned_law_is_read_with_its_pages_confidence_and_paragraph_signs(sca
 
 @needs_ocr
 def test_a_scan_is_indexed_searched_marked_and_never_read_twice(scans, tmp_path, index_with, monkeypatch):
-    monkeypatch.setattr(ocr, "cache_root", lambda: tmp_path / "cache")
+    monkeypatch.setenv("RAGKIT_CACHE", str(tmp_path / "cache"))  # its own OCR cache
     summary, ix = index_with(scans)
     assert summary.pages_ocr == 2 and summary.pages_without_text == 0 and summary.new == 1
     result = ix.query("Ruhepausen 30 Minuten", QueryConfig(k=3, strategy="lexical", log=False))
@@ -270,7 +270,7 @@ def test_a_folder_of_scans_gets_the_model_of_its_language(scans, tmp_path, monke
     from ragkit.ingest.discover import SourceFile
     from ragkit.ingest.source import corpus_language
 
-    monkeypatch.setattr(ocr, "cache_root", lambda: tmp_path / "cache")
+    monkeypatch.setenv("RAGKIT_CACHE", str(tmp_path / "cache"))  # its own OCR cache
     path = scans / "arbzg-scan.pdf"
     found = [(SourceFile(path, path.name, path.stat().st_size, 0), path.read_bytes())]
     assert corpus_language(found) == "en"  # unread: no words to tell

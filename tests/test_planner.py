@@ -2,6 +2,7 @@
 
 import pytest
 
+import ragkit
 from ragkit.config import QueryConfig
 from ragkit.errors import BadQuery
 from ragkit.retrieve.planner import plan_query
@@ -297,8 +298,7 @@ def test_llm_planner_output_is_checked_before_use():
     assert parse("Overtime limits?\n- overtime limits per week\n", "overtime limits")[1] == []  # one part: no split
 
 
-def test_llm_planner_adds_rewrite_and_sub_queries_and_falls_back_to_rules(monkeypatch, tmp_path, index_with):
-    import ragkit.retrieve.router
+def test_llm_planner_adds_rewrite_and_sub_queries_and_falls_back_to_rules(tmp_path, index_with, fake):
     from ragkit.errors import ModelUnavailable
 
     root = tmp_path / "d"
@@ -319,26 +319,23 @@ def test_llm_planner_adds_rewrite_and_sub_queries_and_falls_back_to_rules(monkey
         "What nationality were Scott Derrickson and Ed Wood?\nSub-questions:\n"
         "- What nationality was Scott Derrickson?\n- What nationality was Ed Wood?"
     )
-    monkeypatch.setattr(ragkit.retrieve.router, "load_generator", lambda spec=None, n_ctx=2048, keys=None: gen)
+    ix = ragkit.open(ix.path, embedder=fake, generator=gen)  # the planner writes with the generator handed in
     r = ix.query(q, QueryConfig(strategy="hybrid", planner="llm", decompose=True))
     assert r.plan.planner == "llm" and r.plan.rewritten.startswith("What nationality were")
     assert r.plan.rewritten in r.plan.expanded_queries and len(r.plan.sub_queries) == 2
     assert any(k.startswith("sub_query_") for k in r.timings_ms)  # with --decompose the sub-questions are retrieved
     assert "Query: derrickson wood nationality\nRewritten:" in gen.prompts[0]
     for broken in (FakeGenerator(error=ModelUnavailable("no model")), FakeGenerator("Nothing to say.")):
-        monkeypatch.setattr(
-            ragkit.retrieve.router, "load_generator", lambda spec=None, n_ctx=2048, keys=None, g=broken: g
-        )
+        ix = ragkit.open(ix.path, embedder=fake, generator=broken)
         r = ix.query(q, QueryConfig(strategy="hybrid", planner="llm"))
         assert r.plan.planner == "rules" and "rule plan used" in r.plan.planner_notes[-1] and r.passages
     with pytest.raises(BadQuery):
         ix.query(q, QueryConfig(planner="oracle"))
 
 
-def test_llm_planner_with_the_bundled_model(tmp_path, index_with, monkeypatch):
+def test_llm_planner_with_the_bundled_model(tmp_path, index_with, unloaded):
     """The bundled 270M model at temperature 0 (a fresh instance: a reused KV-cache prefix can change the
     output) writes a rewrite that passes the checks; no sub-questions for a single question."""
-    monkeypatch.setattr("ragkit.generate._CACHE", {})
     root = tmp_path / "d"
     write(root, "a.md", "# Overtime\n\nOvertime is limited to ten hours per week.\n")
     _, ix = index_with(root)

@@ -9,7 +9,6 @@ import pytest
 
 import ragkit
 from ragkit.config import IndexConfig, QueryConfig
-from ragkit.ingest import fill
 from tests.fakes import FakeEmbedder
 
 FAST = FakeEmbedder(dim=32, name="fast", fingerprint="fast-0001")
@@ -36,11 +35,10 @@ def manifest(idx):
     return json.loads((idx / "manifest.json").read_text())
 
 
-def test_a_progressive_index_fills_in_batch_by_batch_and_ends_as_a_plain_one(tmp_path, corpus, monkeypatch):
-    monkeypatch.setattr(fill, "BATCH", 10)
+def test_a_progressive_index_fills_in_batch_by_batch_and_ends_as_a_plain_one(tmp_path, corpus):
     idx, plain = tmp_path / "progressive", tmp_path / "plain"
     cfg = IndexConfig(progressive=True, embed_model="bundled:all-MiniLM-L6-v2")
-    summary = ragkit.index([corpus], idx, cfg=cfg, embedder_factory=factory, max_fill_batches=2)
+    summary = ragkit.index([corpus], idx, cfg=cfg, embedder_factory=factory, fill_batch=10, max_fill_batches=2)
     chunks = summary.total_chunks
     assert summary.fill["batches"] == 2 and summary.fill["filled"] == 20 and not summary.fill["switched"]
     m = manifest(idx)
@@ -52,7 +50,8 @@ def test_a_progressive_index_fills_in_batch_by_batch_and_ends_as_a_plain_one(tmp
     result = ix.query("Ruhepause Minuten", QueryConfig(k=5, strategy="naive"))
     assert result.passages  # both tiers searched: the filled chunks with the full model, the rest with the fast
 
-    done = ragkit.index([corpus], idx, cfg=cfg, embedder_factory=factory)  # nothing changed: the fill goes on
+    # nothing changed: the fill goes on
+    done = ragkit.index([corpus], idx, cfg=cfg, embedder_factory=factory, fill_batch=10)
     assert done.fill["switched"] and done.fill["filled"] == chunks
     m = manifest(idx)
     assert "fill" not in m and m["embedder"]["name"] == "full" and m["index_config"]["embed_model"]
@@ -70,13 +69,14 @@ def test_a_progressive_index_fills_in_batch_by_batch_and_ends_as_a_plain_one(tmp
         assert got == [p.chunk_ids for p in b.query(q, QueryConfig(k=5)).passages]
 
 
-def test_paths_given_first_are_filled_first(tmp_path, corpus, monkeypatch):
-    monkeypatch.setattr(fill, "BATCH", 4)
+def test_paths_given_first_are_filled_first(tmp_path, corpus):
     idx = tmp_path / "idx"
     with (corpus / "law11.md").open("a") as fh:
         fh.write("\n## § 3 Binnenschifffahrt\n\nSonderregeln für Matrosen auf Binnenschiffen und Fähren.\n")
     cfg = IndexConfig(progressive=True, embed_model="bundled:all-MiniLM-L6-v2")
-    ragkit.index([corpus], idx, cfg=cfg, embedder_factory=factory, max_fill_batches=1, fill_first=["*law11.md"])
+    ragkit.index(
+        [corpus], idx, cfg=cfg, embedder_factory=factory, fill_batch=4, max_fill_batches=1, fill_first=["*law11.md"]
+    )
     ix = ragkit.open(idx, embedder=FAST, full_embedder=FULL)
     filled = ix.reader.fill.ids()
     paths = {r["id"]: r["path"] for r in ix.reader.chunks.ds.to_table(columns=["id", "path"]).to_pylist()}
@@ -86,14 +86,13 @@ def test_paths_given_first_are_filled_first(tmp_path, corpus, monkeypatch):
     assert top.passages[0].path.endswith("law11.md")  # its full vector, merged with the others' fast ones
 
 
-def test_a_run_between_batches_is_filled_too(tmp_path, corpus, monkeypatch):
-    monkeypatch.setattr(fill, "BATCH", 10)
+def test_a_run_between_batches_is_filled_too(tmp_path, corpus):
     idx = tmp_path / "idx"
     cfg = IndexConfig(progressive=True, embed_model="bundled:all-MiniLM-L6-v2")
-    ragkit.index([corpus], idx, cfg=cfg, embedder_factory=factory, max_fill_batches=1)
+    ragkit.index([corpus], idx, cfg=cfg, embedder_factory=factory, fill_batch=10, max_fill_batches=1)
     (corpus / "law3.md").write_text("# Gesetz 3\n\n## § 1 Neu\n\nGeändert: Urlaub von dreißig Tagen.\n")
     (corpus / "law4.md").unlink()
-    summary = ragkit.index([corpus], idx, cfg=cfg, embedder_factory=factory)
+    summary = ragkit.index([corpus], idx, cfg=cfg, embedder_factory=factory, fill_batch=10)
     assert summary.fill["switched"]
     ix = ragkit.open(idx, embedder=FULL)
     assert manifest(idx)["embedder"]["fingerprint"] == "full-0001"

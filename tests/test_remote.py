@@ -104,20 +104,20 @@ def test_a_second_reader_elsewhere_and_a_killed_run(s3, corpus, tmp_path):
     assert resolve_index_dir(uri) != resolve_index_dir(f"s3://{BUCKET}/handbook")
 
 
-def test_check_stats_and_eval_on_s3(s3, corpus, tmp_path, monkeypatch):
+def test_check_stats_and_eval_on_s3(s3, corpus, tmp_path):
     from typer.testing import CliRunner
 
     from ragkit.cli.app import app
+    from ragkit.library import Models
 
     fake = FakeEmbedder()
-    monkeypatch.setattr("ragkit.library.writing._default_embedder_factory", lambda cfg: fake)  # the CLI builds it
-    monkeypatch.setattr("ragkit.reader.load_embedder", lambda spec, *a, **kw: fake)
+    models = Models(embedder=fake)  # handed to the CLI (the context object): it indexes and asks with it
     runner = CliRunner()
     uri = f"s3://{BUCKET}/cli"
-    assert runner.invoke(app, ["index", str(corpus), "--index", uri]).exit_code == 0
-    r = runner.invoke(app, ["check", "--index", uri])
+    assert runner.invoke(app, ["index", str(corpus), "--index", uri], obj=models).exit_code == 0
+    r = runner.invoke(app, ["check", "--index", uri], obj=models)
     assert r.exit_code == 0 and f"ok {uri}: run 1" in r.output
-    st = json.loads(runner.invoke(app, ["stats", "--index", uri, "--json"]).output)
+    st = json.loads(runner.invoke(app, ["stats", "--index", uri, "--json"], obj=models).output)
     assert st["index"] == uri and st["documents"] == 3 and st["bytes"]["vectors"] > 0  # LanceDB bytes from the bucket
     ds = tmp_path / "beir"
     write(
@@ -134,7 +134,9 @@ def test_check_stats_and_eval_on_s3(s3, corpus, tmp_path, monkeypatch):
     )
     write(ds, "queries.jsonl", '{"_id": "q1", "text": "which animal purrs"}\n')
     write(ds, "qrels/test.tsv", "query-id\tcorpus-id\tscore\nq1\td1\t1\n")
-    r = runner.invoke(app, ["eval", str(ds), "--index", f"s3://{BUCKET}/eval", "--json", "--strategy", "hybrid"])
+    r = runner.invoke(
+        app, ["eval", str(ds), "--index", f"s3://{BUCKET}/eval", "--json", "--strategy", "hybrid"], obj=models
+    )
     assert r.exit_code == 0, r.output
     out = json.loads(r.output)
     assert out["index"] == f"s3://{BUCKET}/eval" and out["results"][0]["recall@10"] == 1.0

@@ -42,17 +42,16 @@ def test_the_unshipped_reranker_asked_for_falls_back_to_the_features_and_says_wh
     assert "scripts/train_reranker.py" in result.plan.rerank["reason"] and result.passages
 
 
-def test_auto_reranks_answers_and_the_languages_the_card_names(monkeypatch):
-    monkeypatch.setattr(bundled, "available", lambda folder=None: True)
-    monkeypatch.setattr(bundled, "_defaults", lambda: frozenset({"de"}))
+def test_auto_reranks_answers_and_the_languages_the_card_names():
+    card = frozenset({"de"})  # a shipped reranker whose card names German
     plain = QueryConfig()
     assert plain.rerank == "auto"
-    assert cross_wanted(plain, "de") and not cross_wanted(plain, "en")
-    assert not cross_wanted(QueryConfig(answer=True), "en")  # answers too: where the guard says it pays
-    assert not cross_wanted(QueryConfig(rerank="features", answer=True), "de")  # --no-rerank
-    assert cross_wanted(QueryConfig(rerank="cross"), "en")
-    assert cross_wanted(QueryConfig(rerank_model="/some/folder"), "en")  # a model one configured
-    monkeypatch.setattr(bundled, "available", lambda folder=None: False)
+    assert cross_wanted(plain, "de", card) and not cross_wanted(plain, "en", card)
+    assert not cross_wanted(QueryConfig(answer=True), "en", card)  # answers too: where the guard says it pays
+    assert not cross_wanted(QueryConfig(rerank="features", answer=True), "de", card)  # --no-rerank
+    assert cross_wanted(QueryConfig(rerank="cross"), "en", card)
+    assert cross_wanted(QueryConfig(rerank_model="/some/folder"), "en", card)  # a model one configured
+    assert not bundled.available() and bundled.default_languages() == frozenset()  # not shipped: no language
     assert not cross_wanted(plain, "de")
 
 

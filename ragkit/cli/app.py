@@ -1,4 +1,9 @@
-"""The ragkit command. Heavy libraries load inside commands, never at start-up."""
+"""The ragkit command. Heavy libraries load inside commands, never at start-up.
+
+An application embedding the CLI, or a test, hands its models in as the context object, a
+``ragkit.library.Models`` (``app(obj=Models(embedder=mine))``; typer's ``CliRunner().invoke(app, args,
+obj=Models(embedder=fake, generator=gen))``): every command that opens or writes an index does it through them
+(``ragkit.cli.common.models()``); without one the settings' models load."""
 
 from __future__ import annotations
 
@@ -45,10 +50,12 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def root(
+    ctx: typer.Context,
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks for errors."),
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
 ):
     STATE["debug"] = debug
+    STATE["models"] = ctx.obj  # models handed in (ragkit.cli.common.models), or None
 
 
 app.command("index", help=index_help())(index_cmd)

@@ -24,7 +24,7 @@ def _width(stream) -> int | None:
 
 console = Console(highlight=False, width=_width(sys.stdout))
 err = Console(stderr=True, highlight=False, width=_width(sys.stderr))
-STATE = {"debug": False}
+STATE: dict[str, Any] = {"debug": False, "models": None}  # set by the root callback, each call
 
 
 def fail(exc: RagkitError) -> None:
@@ -51,6 +51,17 @@ def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
             raise typer.Exit(130) from None
 
     return wrapper
+
+
+def models():
+    """The models the caller handed in as the context object (a ``ragkit.library.Models``: an application
+    embedding the CLI, or a test; the root callback keeps it in ``STATE``), else none (``Models()``: the settings'
+    models load). Every command that opens or writes an index does it through them (``models().open(...)``,
+    ``models().index(...)``)."""
+    from ragkit.library import Models
+
+    given = STATE["models"]
+    return given if isinstance(given, Models) else Models()
 
 
 def interactive(quiet: bool) -> bool:

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from ragkit.cli.common import RichReporter, console, handle_errors, interactive, print_json
+from ragkit.cli.common import RichReporter, console, handle_errors, interactive, models, print_json
 from ragkit.cli.options import Alpha, AsJson, IndexOpt, Mode, one_of
 from ragkit.config import RERANKERS, STRATEGY_NAMES, load_config, override, resolve_index_dir
 
@@ -67,6 +67,7 @@ def eval_cmd(
             reranks=reranks,
             embed_models=embed_model or None,
             rerank_models=rerank_model or None,
+            embedder_factory=models().embedder_factory,
         )
     finally:
         reporter.close()

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from ragkit.cli.common import console, handle_errors, print_json
+from ragkit.cli.common import console, handle_errors, models, print_json
 from ragkit.cli.options import AsJson, IndexOpt
 
 graph_app = typer.Typer(
@@ -20,9 +20,8 @@ graph_app = typer.Typer(
 @handle_errors
 def stats_cmd(index: IndexOpt = None, as_json: AsJson = False):
     """Node and edge counts by kind, and how many references resolved."""
-    from ragkit import library
 
-    ix = library.open(index)
+    ix = models().open(index)
     st = ix.graph_stats()
     if as_json:
         print_json(st)
@@ -62,7 +61,6 @@ def export_cmd(
     index: IndexOpt = None,
 ):
     """Write the evidence graph for Gephi (GraphML) or a notebook (node-link JSON)."""
-    from ragkit import library
 
-    nodes, edges = library.open(index).export_graph(out, fmt)
+    nodes, edges = models().open(index).export_graph(out, fmt)
     console.print(f"wrote {nodes} nodes and {edges} edges to {out}")

@@ -8,7 +8,7 @@ import sys
 import typer
 
 from ragkit.cli import options as o
-from ragkit.cli.common import RichReporter, console, err, fail, handle_errors, interactive, print_json
+from ragkit.cli.common import RichReporter, console, err, fail, handle_errors, interactive, models, print_json
 from ragkit.config import IndexConfig, load_config, override
 from ragkit.errors import RagkitError
 
@@ -88,6 +88,7 @@ class _Runs:
         self.reporter: RichReporter | None = None
         self.fill_batches: int | None = None  # --progressive: full-model batches now (None: all)
         self.fill_first: list[str] | None = None  # --progressive: path globs filled first
+        self.models = models()  # handed in (click's context object), kept for a watch's later runs
 
     def confirm(self, message: str) -> bool:
         self.reporter.close()
@@ -97,11 +98,10 @@ class _Runs:
         )
 
     def __call__(self, full: bool = False) -> None:
-        from ragkit import library
 
         self.reporter = RichReporter(interactive(self.as_json))
         try:
-            summary = library.index(
+            summary = self.models.index(
                 self.paths,
                 self.index,
                 cfg=self.icfg,

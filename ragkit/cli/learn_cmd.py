@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from ragkit.cli.common import console, handle_errors, print_json
+from ragkit.cli.common import console, handle_errors, models, print_json
 from ragkit.cli.options import AsJson, IndexOpt
 from ragkit.errors import BadQuery
 
@@ -29,9 +29,8 @@ def feedback_cmd(
     as_json: AsJson = False,
 ):
     """Say which passages (or answers) of a query were right: ``ragkit learn`` fits the ranking to it."""
-    from ragkit import library
 
-    ix = library.open(index)
+    ix = models().open(index)
     if export is not None:
         n = ix.export_feedback(export)
         console.print(f"{n} event(s) → {export}")
@@ -76,9 +75,8 @@ def learn_cmd(
     as_json: AsJson = False,
 ):
     """Fit the ranking (and when answers abstain) to the feedback: per scope, adopted only if better held out."""
-    from ragkit import library
 
-    ix = library.open(index)
+    ix = models().open(index)
     if reset:
         n = ix.unlearn()
         console.print(f"dropped what {n} scope(s) had learned (rankers, answer thresholds); the feedback stays")

@@ -6,7 +6,7 @@ import sys
 
 from ragkit.cli import options as o
 from ragkit.cli import output, session
-from ragkit.cli.common import console, handle_errors
+from ragkit.cli.common import console, handle_errors, models
 from ragkit.config import QueryConfig, parse_filters, query_settings, resolve_index_dir
 from ragkit.errors import BadQuery
 
@@ -47,7 +47,6 @@ def query_cmd(
     """Retrieve passages for a question (the router picks the strategy unless --strategy says).
 
     Without a question on a terminal: an interactive session (:help lists its commands)."""
-    from ragkit import library
 
     given = dict(
         alpha=alpha,
@@ -80,7 +79,7 @@ def query_cmd(
     if one and trace is None and not context and not streamed:
         if output.through_server(resolve_index_dir(index), query, qcfg, as_json, as_jsonl, explain):
             return
-    ix = library.open(index, settings=qcfg)
+    ix = models().open(index, settings=qcfg)
     if query is None and sys.stdin.isatty():
         if as_json or as_jsonl:
             raise BadQuery("no query given", hint='ragkit query --json "your question" (or pipe queries with -)')

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from ragkit.cli.common import console, handle_errors, print_json
+from ragkit.cli.common import console, handle_errors, models, print_json
 from ragkit.cli.options import AsJson, IndexOpt
 
 show_app = typer.Typer(help="Show what the index knows about one thing.", no_args_is_help=True)
@@ -21,9 +21,8 @@ def passage_cmd(
     as_json: AsJson = False,
 ):
     """The whole section a passage of an earlier query comes from (kept as a click on it, for ragkit learn)."""
-    from ragkit import library
 
-    found = library.open(index).open_passage(query_id, rank, source="cli")
+    found = models().open(index).open_passage(query_id, rank, source="cli")
     if as_json:
         print_json(found)
         return
@@ -40,9 +39,8 @@ def entity_cmd(
     as_json: AsJson = False,
 ):
     """An entity's aliases, type, mentions, strongest relations and the chunks that mention it."""
-    from ragkit import library
 
-    info = library.open(index).entity(name, limit)
+    info = models().open(index).entity(name, limit)
     if as_json:
         print_json(info)
         return

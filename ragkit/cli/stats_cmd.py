@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from ragkit.cli.common import console, handle_errors, print_json
+from ragkit.cli.common import console, handle_errors, models, print_json
 from ragkit.cli.options import AsJson, IndexOpt
 
 
@@ -19,10 +19,9 @@ def human_size(n: float) -> str:
 @handle_errors
 def stats_cmd(index: IndexOpt = None, as_json: AsJson = False):
     """Show what an index holds: documents, sections, chunks, doc_types, size per component, embedder."""
-    from ragkit import library
     from ragkit.config import index_origin
 
-    st = library.open(index).stats() | {"found": index_origin(index)}
+    st = models().open(index).stats() | {"found": index_origin(index)}
     if as_json:
         print_json(st)
         return

@@ -29,15 +29,18 @@ def open_index(
     embedder: Embedder | None = None,
     embed_model: str | None = None,
     full_embedder: Embedder | None = None,
+    generator: Any = None,
 ) -> IndexReader:
     """The committed state of an index, for querying (the embedding model loads on first use; a progressive
-    index being filled also loads its full model, unless ``full_embedder`` is given).
+    index being filled also loads its full model, unless ``full_embedder`` is given; ``generator``: what writes
+    answers and the LLM planner's plans, instead of the model the settings name).
 
     Raises ``IndexNotFound`` when there is none, ``EmbedderMismatch`` when ``embedder``/``embed_model`` is not
     the one the index was built with."""
     reader = IndexReader(resolve_index_dir(index_dir), embedder=embedder, embed_model=embed_model)
     if full_embedder is not None:
         reader.given_full_embedder = full_embedder
+    reader.given_generator = generator
     return reader
 
 

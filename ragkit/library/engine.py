@@ -72,8 +72,9 @@ class Answered:
 class Index:
     """An open index (``ragkit.open``). It follows the newest committed run: an index another process re-indexes
     is read at its new state, reopened once inside the call. ``embedder``, ``full_embedder`` (a progressive
-    index's full model) and ``generator`` (what writes answers) may be handed in instead of loaded from the
-    settings. Close it (``close()``, or ``with ragkit.open(...) as ix``) to let its models go."""
+    index's full model) and ``generator`` (what writes answers and the LLM planner's plans) may be handed in
+    instead of loaded from the settings. Close it (``close()``, or ``with ragkit.open(...) as ix``) to let its
+    models go."""
 
     def __init__(
         self,
@@ -87,8 +88,7 @@ class Index:
     ):
         self.location = str(where) if where is not None and mirror.is_uri(str(where)) else None
         self.path = resolve_index_dir(where)
-        self._reader: IndexReader | None = asking.open_index(where, embedder, embed_model, full_embedder)
-        self.generator = generator
+        self._reader: IndexReader | None = asking.open_index(where, embedder, embed_model, full_embedder, generator)
         self.settings = settings if settings is not None else load_config(index_dir=self.path)[1]
 
     def __repr__(self) -> str:
@@ -114,6 +114,16 @@ class Index:
         if self._reader is None:
             raise BadQuery(f"{self!r} is closed", hint="ragkit.open() it again")
         return self._reader
+
+    @property
+    def generator(self) -> Any:
+        """The generator handed in (``ragkit.open(..., generator=)``), else None: the model the settings name
+        loads. The reader holds it, so the answer and the LLM planner write with the same one."""
+        return self.reader.given_generator
+
+    @generator.setter
+    def generator(self, generator: Any) -> None:
+        self.reader.given_generator = generator
 
     def follow(self) -> bool:
         """Read the newest committed run if one was committed since (True: reopened; handed-in models kept)."""
@@ -359,7 +369,7 @@ def index(
     """Index ``paths`` (files or folders) into ``where`` (as ``open``; created when new), only what changed
     unless ``full`` (``ragkit index``). ``cfg``: the index settings (default: the index's ``ragkit.toml``);
     ``options``: ``IndexConfig`` fields over them, and the run's own (``version_of``, ``wait``,
-    ``parse_workers``, ``max_fill_batches``, ``fill_first``, ``generator_factory``, ``confirm``; see
+    ``parse_workers``, ``max_fill_batches``, ``fill_batch``, ``fill_first``, ``generator_factory``, ``confirm``; see
     ragkit/library/writing.py). ``embedder_factory(cfg)`` builds the embedder (default: the bundled models)."""
     run = {k: options.pop(k) for k in list(options) if k in writing.RUN_OPTIONS}
     if cfg is None:

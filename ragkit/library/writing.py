@@ -17,7 +17,16 @@ from ragkit.records import IndexSummary
 
 # the run's own options beside its IndexConfig (``ragkit.index(..., wait=True)``)
 RUN_OPTIONS = frozenset(
-    ("version_of", "generator_factory", "confirm", "wait", "max_fill_batches", "fill_first", "parse_workers")
+    (
+        "version_of",
+        "generator_factory",
+        "confirm",
+        "wait",
+        "max_fill_batches",
+        "fill_batch",
+        "fill_first",
+        "parse_workers",
+    )
 )
 
 
@@ -38,6 +47,7 @@ def index(
     confirm: Callable[[str], bool] | None = None,
     wait: bool = False,
     max_fill_batches: int | None = None,
+    fill_batch: int | None = None,
     fill_first: list[str] | None = None,
     parse_workers: int = 1,
 ) -> IndexSummary:
@@ -56,6 +66,7 @@ def index(
             ``if __name__ == "__main__":``. Only with the default ``embedder_factory`` (workers load the model).
         max_fill_batches: a progressive index (``cfg.progressive``) fills in at most this many batches of the
             full model's vectors after the run (None: all; 0: none now, ``ragkit index`` again goes on).
+        fill_batch: chunks per batch of the fill, each committed (None: ``ragkit.ingest.fill.BATCH``, 4,096).
         fill_first: path globs whose chunks get their full vectors before the rest's.
 
     Returns:
@@ -82,7 +93,9 @@ def index(
         def full_model(spec: dict[str, Any]) -> Embedder:
             return factory(replace(cfg, embed_model=spec["spec"], encoder=spec["encoder"]))
 
-        filled = run_fill(where, reporter, embedder_factory=full_model, max_batches=max_fill_batches, first=fill_first)
+        filled = run_fill(
+            where, reporter, fill_batch, embedder_factory=full_model, max_batches=max_fill_batches, first=fill_first
+        )
         summary.fill = filled.to_dict()
     return summary
 

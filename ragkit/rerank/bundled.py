@@ -11,7 +11,7 @@ strategy). The answer scorer does not read it: fitted with its unit scores it ga
 ~0.4 s an answer (scripts/README.md, "ragkit's own reranker"). Its folder (``reranker/`` beside this file) holds the int8 graph, its tokenizer (the e5 vocabulary
 cut to what German, Swedish, Norwegian and English text uses, every single character kept so that no word is
 lost) and ``card.json``: how it was trained, on what (with each source's licence), its figures, and the languages
-whose plain queries it reranks by default (``on_by_default``, decided by a held-out guard).
+whose plain queries it reranks by default (``on_by_default``, decided by a held-out guard; ``default_languages``).
 
 The pair layout and its cut (``encode_pairs``) are the training script's too: what the model learned on is what
 it reads here.
@@ -121,7 +121,7 @@ def _defaults() -> frozenset[str]:
     return frozenset(card().get("on_by_default", ()))
 
 
-def on_by_default(language: str | None) -> bool:
-    """Whether plain queries in ``language`` are reranked by default (the card's held-out guard said so; read
-    once per process, not on every query)."""
-    return bool(language) and language in _defaults()
+def default_languages() -> frozenset[str]:
+    """The languages whose plain queries the shipped reranker reranks by default (the card's held-out guard said
+    so; read once per process, not on every query); none when its graph is not here (``available``)."""
+    return _defaults() if available() else frozenset()

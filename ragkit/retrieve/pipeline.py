@@ -140,17 +140,19 @@ def rerank_hits(reader: IndexReader, q: Prepared, hits: list[Hit]) -> tuple[list
     return hits, note
 
 
-def cross_wanted(cfg, language: str | None) -> bool:
+def cross_wanted(cfg, language: str | None, by_default: frozenset[str] | None = None) -> bool:
     """Whether the rerank model re-scores the first hits: asked for (``cross``), or ``auto`` with a model
-    configured or in a language the shipped reranker is on by default for (its card: the held-out guard of
-    scripts/bench_reranker.py decides, for answers as for plain queries)."""
+    configured or in a language the shipped reranker is on by default for (``by_default``, else
+    ``bundled.default_languages()``: its card, where the held-out guard of scripts/bench_reranker.py decides, for
+    answers as for plain queries; none when it is not shipped)."""
     if cfg.rerank == "cross":
         return True
     if cfg.rerank != "auto":
         return False
     if cfg.rerank_model:
         return True
-    return bundled.available() and bundled.on_by_default(language)
+    languages = bundled.default_languages() if by_default is None else by_default
+    return bool(language) and language in languages
 
 
 def _plan_record(q: Prepared, retry: dict | None, rerank_note: dict[str, Any]) -> Plan:

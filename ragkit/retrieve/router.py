@@ -95,7 +95,7 @@ def plan_and_route(reader: IndexReader, text: str, cfg: QueryConfig) -> tuple[Qu
 
     plan = plan_query(text, facts["doc_types"], cfg.planner_rules, syntax=cfg.syntax, correct=correct)
     if cfg.planner == "llm":
-        refine(plan, lambda: load_generator(cfg.model, keys=cfg.api_keys))
+        refine(plan, lambda: reader.given_generator or load_generator(cfg.model, keys=cfg.api_keys))
     filters = {**cfg.filters, **plan.constraints.filters()}
     dated = {k: v for k, v in filters.items() if k in ("date_from", "date_to")}
     if dated and not reader.scopes.doc_ids_for(dated, cfg.readable):
