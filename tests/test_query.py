@@ -2,7 +2,6 @@
 
 import pytest
 
-import ragkit
 from ragkit.config import QueryConfig
 from ragkit.errors import BadQuery
 from ragkit.render import SCHEMA, result_dict
@@ -110,32 +109,37 @@ def test_full_text_search_equals_lancedbs(reader):
     assert [round(r["_score"], 4) for r in ours] == [round(r["_score"], 4) for r in theirs]
 
 
-def test_ann_path_above_the_exact_limit(reader, monkeypatch):
-    """Above ``EXACT_MAX_ROWS`` Lance answers dense search itself; the results agree on this small index."""
-    import ragkit.store.lance as lance_store
+@pytest.fixture
+def on_disk(corpus, index_with):
+    """The corpus indexed with a vector index (``vector_index_min_rows=1``): its table is read from disk."""
+    from ragkit.config import IndexConfig
 
+    return index_with(corpus, cfg=IndexConfig(vector_index_min_rows=1), name="ann")[1]
+
+
+def test_ann_path_agrees_with_the_exact_one(reader, on_disk):
+    """A table with a vector index is read from disk (``LanceChunks``, the form chosen when the run is opened):
+    Lance's vector index answers dense search, rows come by id in the order asked, and on this small index the
+    results agree with the exact search in memory (``MemoryChunks``)."""
     vec = reader.embedder.encode_query("rest periods between shifts")
     exact = [r["id"] for r in reader.chunks.vector_search(vec, 4, None)]
-    monkeypatch.setattr(lance_store, "EXACT_MAX_ROWS", 0)
-    on_disk = ragkit.open(reader.index_dir, embedder=reader.embedder).reader.chunks  # the form is chosen at opening
-    assert not on_disk.exact and [r["id"] for r in on_disk.vector_search(vec, 4, None)] == exact
-    assert [r["id"] for r in on_disk.by_ids(exact[::-1])] == exact[::-1]
-    assert on_disk.titles() == reader.chunks.titles()
+    chunks = on_disk.reader.chunks
+    assert reader.chunks.exact and not chunks.exact
+    assert [r["id"] for r in chunks.vector_search(vec, 4, None)] == exact
+    assert [r["id"] for r in chunks.by_ids(exact[::-1])] == exact[::-1]
+    assert chunks.titles() == reader.chunks.titles()
 
 
 @pytest.mark.parametrize("where", [{}, {"doc_type": "policy"}])
-def test_large_table_fuses_ids_then_reads_the_kept_rows(ix, monkeypatch, where):
-    """Above ``EXACT_MAX_ROWS`` hybrid fuses ids and scores (``SearchContext.text_rankings``) and reads only
+def test_large_table_fuses_ids_then_reads_the_kept_rows(on_disk, monkeypatch, where):
+    """A table read from disk: hybrid fuses ids and scores (``SearchContext.text_rankings``) and reads only
     the rows it keeps: the same passages, scores and fields as the rows read with every hit."""
-    import ragkit.store.lance as lance_store
     from ragkit.retrieve.context import SearchContext
 
     cfg = QueryConfig(strategy="hybrid", k=4, retry=False, filters=where)
-    monkeypatch.setattr(lance_store, "EXACT_MAX_ROWS", 0)
-    ix = ragkit.open(ix.path, embedder=ix.reader.embedder)  # opened above the limit: the table read from disk
-    lean = ix.query("how is overtime compensated", cfg)
+    lean = on_disk.query("how is overtime compensated", cfg)
     monkeypatch.setattr(SearchContext, "text_rankings", lambda self, n: (self.dense(n), self.lexical(n)))
-    full = ix.query("how is overtime compensated", cfg)
+    full = on_disk.query("how is overtime compensated", cfg)
     assert lean.passages and [p.text for p in lean.passages] == [p.text for p in full.passages]
     assert [round(p.score, 6) for p in lean.passages] == [round(p.score, 6) for p in full.passages]
     assert [(h.path, h.line_start, h.section_id, h.ranks) for h in lean.hits] == [
