@@ -96,14 +96,19 @@ def test_http_endpoints_status_codes_and_errors(server):
     status, st = call(f"{url}/v1/stats")
     assert status == 200 and st["documents"] == 5
     for path, body, want_status, want_code in (
-        ("/v1/query", {"query": "x", "strategy": "nope"}, 400, 6),
+        ("/v1/query", {"query": "x", "strategy": "nope"}, 422, 6),  # not of the schema (issue 64): 422
         ("/v1/query", {"k": 3}, 422, 6),
-        ("/v1/query", {"query": "x", "k": 0}, 400, 6),
+        ("/v1/query", {"query": "x", "k": 0}, 422, 6),
+        ("/v1/query", {"query": "  "}, 422, 6),
+        ("/v1/query", {"query": "x", "config": {"k": 0}}, 422, 6),
+        ("/v1/query", {"query": "x", "config": {"no_such_setting": 1}}, 422, 6),
+        ("/v1/query", {"query": "-x"}, 400, 6),  # of the schema, but nothing to search: 400, as it says
         ("/v1/documents/nope", None, 404, 6),
         ("/v1/sections/nope", None, 404, 6),
     ):
         status, body = call(url + path, body)
         assert status == want_status and body["error"]["code"] == want_code and body["error"]["message"], path
+        assert body["error"]["type"] == "BadQuery" or want_status == 404, body
     with urllib.request.urlopen(f"{url}/openapi.json", timeout=30) as resp:
         assert "/v1/query" in json.loads(resp.read())["paths"]
 
@@ -145,7 +150,7 @@ def test_the_server_answers_with_quotes_or_says_the_documents_do_not_say(server)
     status, r = call(f"{url}/v1/query", {"query": "What is the dress code for client visits?", "answer": True})
     assert status == 200 and r["answer"]["abstained"] is True and r["answer"]["quotes"] == [] and r["passages"]
     status, r = call(f"{url}/v1/query", {"query": "x", "answer": True, "answer_mode": "nope"})
-    assert status == 400 and "answer_mode" in r["error"]["message"]
+    assert status == 422 and "answer_mode" in r["error"]["message"] and r["error"]["type"] == "BadQuery"
 
 
 def test_a_stale_port_file_falls_back_to_the_process(server, tmp_path):

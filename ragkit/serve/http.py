@@ -1,6 +1,7 @@
 """The HTTP server: FastAPI on uvicorn, one index, answered by worker processes (workers.py).
 
     POST /v1/query                       {"query", "k", "strategy", "filters", "answer", "explain", …} → ragkit.query/1
+                                         (the request's shape: schema.py; outside it 422)
                                          ("stream": true: JSON lines {"text"} as the answer is written, then it)
     GET  /v1/stats                       what ``ragkit stats --json`` prints (a token: its collections' counts)
     GET  /v1/documents                   the documents matching ?collection=&doc_type=&path=&…&limit=&offset=
@@ -45,6 +46,7 @@ from ragkit.errors import BadQuery, RagkitError
 from ragkit.serve import EARLY, PORT_FILE, mcp_tools, web
 from ragkit.serve.access import Access, Caller, Limits, check_bind, load_tokens
 from ragkit.serve.guard import CALLER, Guard, error_body, status_of
+from ragkit.serve.schema import QUERY_RESPONSES, QueryRequest, for_index, whole
 from ragkit.serve.workers import WorkerPool
 from ragkit.store import remote
 from ragkit.store.browse import LIST_LIMIT, MAX_OFFSET
@@ -57,17 +59,18 @@ class FeedbackRequest(BaseModel):
     """Feedback on a passage (rank) or on the answer (no rank): grade or good, at least one of them."""
 
     model_config = ConfigDict(
+        strict=True,  # a rating of 0 or "no" is no boolean: refused, as the schema says
         json_schema_extra={
             "anyOf": [
                 {"required": ["grade"], "properties": {"grade": {"type": "integer"}}},
                 {"required": ["good"], "properties": {"good": {"type": "boolean"}}},
             ]
-        }
+        },
     )
 
     query_id: str = Field(min_length=1, description="The query_id of the result.")
-    rank: int | None = Field(None, ge=1, description="The passage's rank; none: the answer.")
-    grade: int | None = Field(None, ge=0, le=3, description="0 (wrong) … 3 (exactly right); or give good.")
+    rank: whole(1) | None = Field(None, description="The passage's rank; none: the answer.")
+    grade: whole(0, 3) | None = Field(None, description="0 (wrong) … 3 (exactly right); or give good.")
     good: bool | None = Field(None, description="true: good (3), false: bad (0).")
 
     @model_validator(mode="after")
@@ -75,38 +78,6 @@ class FeedbackRequest(BaseModel):
         if self.grade is None and self.good is None:
             raise ValueError('say "grade" (0–3) or "good" (true/false)')
         return self
-
-
-class QueryRequest(BaseModel):
-    query: str = Field(description="The question.")
-    k: int | None = Field(None, description="Number of passages (default 10, or ragkit.toml's).")
-    strategy: str | None = Field(
-        None, description="auto (default) | naive | lexical | hybrid | local | global | light | hippo | hierarchical"
-    )
-    filters: dict[str, str] = Field(
-        default_factory=dict, description="doc_type, collection, path, date_from, date_to, metadata keys"
-    )
-    answer: bool = Field(False, description="Also answer from the passages (answer_mode: auto | extract | generate).")
-    answer_mode: str | None = Field(None, description="auto (default) | extract (quotes) | generate (checked).")
-    max_tokens: int | None = Field(None, description="Answer tokens at most (default 512).")
-    rerank: str | None = Field(
-        None, description="auto (default: a cross-encoder where it pays) | features | cross | none"
-    )
-    rerank_model: str | None = Field(None, description="A rerank model spec (turns --rerank cross on).")
-    model: str | None = Field(None, description="The generate model spec for the answer.")
-    explain: bool = Field(False, description="Include every passage's rerank features.")
-    trace: bool = Field(False, description="Include every candidate's features (ragkit.trace/1, as --trace writes).")
-    early: bool = Field(
-        False, description='With "stream" and "answer": the passages first, as {"early": ragkit.query/1 object}.'
-    )
-    stream: bool = Field(
-        False,
-        description='JSON lines: {"text": …} as the answer is written, then the ragkit.query/1 object '
-        "(hanging up stops the model).",
-    )
-    config: dict[str, Any] | None = Field(
-        None, description="A whole QueryConfig (what `ragkit query` sends); the fields above are ignored then."
-    )
 
 
 def create_app(pool: WorkerPool, index_dir: Path, access: Access | None, limits: Limits, host: str = "127.0.0.1"):
@@ -133,6 +104,13 @@ def create_app(pool: WorkerPool, index_dir: Path, access: Access | None, limits:
         lifespan=lifespan,
     )
     app.router.routes.extend(mcp_app.routes)
+
+    def openapi() -> dict[str, Any]:  # the schema as this index takes it, made once
+        first = app.openapi_schema is None
+        schema = FastAPI.openapi(app)
+        return for_index(schema, index_dir) if first else schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
     _errors(app)
     _routes(app, pool, index_dir, access, limits)
     return Guard(app, access, limits)
@@ -172,9 +150,9 @@ def _routes(app: FastAPI, pool: WorkerPool, index_dir: Path, access: Access | No
             "auth": bool(access),
         }
 
-    @app.post("/v1/query")
+    @app.post("/v1/query", responses=QUERY_RESPONSES)
     async def query(req: QueryRequest, request: Request):
-        args = {**req.model_dump(exclude={"stream"}), "encode": True}
+        args = {**req.args(), "encode": True}
         if req.stream:
             return StreamingResponse(streamed(pool, args, caller(request)), media_type="application/x-ndjson")
         out = await pool.run("query", args, caller(request), request.is_disconnected)
