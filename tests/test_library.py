@@ -133,3 +133,20 @@ except Exception as exc:
     assert lines[1] == "raised ModelUnavailable"
     assert "10 hours per week" in lines[2]
     assert lines[3:] == ["True", "BadQuery"]
+
+
+def test_an_index_with_a_handed_in_embedder_adds_documents_with_it(corpus, index_with, fake, tmp_path):
+    """``ix.add`` writes the new chunks' vectors with the embedder handed in (the settings' model would be another
+    one, refused by the index); ``close()`` lets the reader go at once."""
+    import ragkit
+
+    _, built = index_with(corpus)
+    ix = ragkit.open(built.path, embedder=fake)
+    more = tmp_path / "more"
+    more.mkdir()
+    (more / "parking.md").write_text("# Parking\n\nStaff park in the north garage; visitors use level 2.\n")
+    summary = ix.add([corpus, more])
+    assert summary.new == 1 and ix.query("where do visitors park?", k=1).passages[0].path.endswith("parking.md")
+    reader = ix.reader
+    ix.close()
+    assert ix.closed and not reader.__dict__

@@ -14,11 +14,12 @@
 the modules beside it, which are its private parts: asking.py (retrieve, passages, the query log), answering.py
 (the answer), writing.py (indexing runs, watching) and learning.py (feedback, learning). ``Models`` (models.py)
 are the models a caller hands the CLI (click's context object), which it hands ``open`` and ``index``. Results
-are the records the CLI, the server and MCP print (``QueryResult``, ``Answer``, ``IndexSummary``), and errors
-``ragkit.errors`` types.
+are the records the CLI, the server and MCP print (``QueryResult``, ``Answer``, ``IndexSummary``; ``Answered``,
+results.py), and errors ``ragkit.errors`` types.
 """
 
-from ragkit.library.engine import Answered, Index, check, flush_log, index, open, watch
+from ragkit.library.engine import Index, check, flush_log, index, open, watch
 from ragkit.library.models import Models
+from ragkit.library.results import Answered
 
 __all__ = ["Answered", "Index", "Models", "check", "flush_log", "index", "open", "watch"]

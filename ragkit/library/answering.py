@@ -33,7 +33,8 @@ def answer(
 
     ``cfg.answer_mode``: "extract" quotes the sentences that answer (no model); "generate" has the generate
     model write one and checks every sentence against what it cites (an answer under half supported is replaced
-    by the quotes); "auto" generates only with a model other than the bundled 270M one, else extracts. Either
+    by the quotes); "auto" generates with a handed-in ``generator``, else only with a model other than the bundled
+    270M one, else extracts (a handed-in generator comes before ``cfg.model``, as for the LLM planner). Either
     says "the documents do not say" in the question's language when the passages do not answer. ``reader``
     (the result's index) lends its vocabulary, its encoder and the source files' paths to the checks;
     ``generator``: the model that writes, instead of the one ``cfg.model`` names (handed in by ``Index``).

@@ -94,7 +94,8 @@ def log_query(
     (``cfg.log`` off: nothing is kept). An index one may read but not write keeps nothing and says False."""
     if not cfg.log:
         return False
-    event = query_event(result, cfg.k, cfg.filters, result.plan.scope, token, source)
+    filters = result.plan.constraints.get("filters", cfg.filters)  # as planned: they name the scope
+    event = query_event(result, cfg.k, filters, result.plan.scope, token, source)
     try:
         Feedback(reader.index_dir).log_query(event)
     except (OSError, RagkitError):

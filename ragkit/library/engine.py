@@ -11,20 +11,21 @@ its models handed in or loaded from its settings): an ``Index`` holds one ``Inde
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
 from ragkit import contents
 from ragkit.config import IndexConfig, QueryConfig, layered, load_config, override, resolve_index_dir
 from ragkit.embed import Embedder
-from ragkit.errors import BadQuery, RagkitError
+from ragkit.errors import BadQuery
 from ragkit.events import Reporter
 from ragkit.learn import abstain as abstaining
 from ragkit.learn import ranker as ranking
 from ragkit.library import asking, learning, writing
+from ragkit.library.results import Answered
 from ragkit.reader import IndexReader
-from ragkit.records import IndexSummary, Passage, QueryResult
+from ragkit.records import IndexSummary, QueryResult
 from ragkit.store import mirror
 from ragkit.store.check import Report
 
@@ -39,34 +40,6 @@ def _settings(cfg, allowed: frozenset[str], given: dict[str, Any], what: str):
             hint=f"{what.capitalize()} settings are the fields of ragkit.config.{type(cfg).__name__}.",
         )
     return override(cfg, **given)
-
-
-@dataclass
-class Answered:
-    """A question asked of an index: its passages (``result``) and its answer, or the error that kept the answer
-    from being written (the passages stand either way). ``text`` is the answer's text, or raises that error."""
-
-    result: QueryResult
-    error: RagkitError | None = None
-
-    @property
-    def answer(self):
-        """The ``Answer`` (quotes, citations, confidence), or None when there is none (``error`` says why)."""
-        return self.result.answer
-
-    @property
-    def passages(self) -> list[Passage]:
-        return self.result.passages
-
-    @property
-    def query_id(self) -> str:
-        return self.result.query_id
-
-    @property
-    def text(self) -> str:
-        if self.result.answer is None:
-            raise self.error or BadQuery("no answer was asked for", hint="ix.answer(question) writes one")
-        return self.result.answer.text
 
 
 class Index:
@@ -101,7 +74,10 @@ class Index:
         self.close()
 
     def close(self) -> None:
-        """Let the index's models and cached tables go; a closed index answers nothing (``BadQuery``)."""
+        """Let the index's models and cached tables go (now, not when the garbage collector finds the reader's
+        own references); a closed index answers nothing (``BadQuery``). Not thread-safe, as an index is not."""
+        if self._reader is not None:
+            self._reader.__dict__.clear()
         self._reader = None
 
     @property
@@ -131,7 +107,8 @@ class Index:
 
     def config(self, cfg: QueryConfig | None = None, **settings: Any) -> QueryConfig:
         """The query settings (``cfg``, else the index's ``ragkit.toml``) with ``settings`` over them, as the
-        CLI's flags and a server's request fields (``ragkit.config.layered``)."""
+        CLI's flags and a server's request fields (``ragkit.config.layered``): ``filters`` add to the file's
+        (a whole ``cfg`` replaces them)."""
         return layered(cfg if cfg is not None else self.settings, settings)
 
     # asking
@@ -174,9 +151,9 @@ class Index:
     def answer(
         self,
         text: str,
-        cfg: QueryConfig | None = None,
         on_text: Callable[[str], None] | None = None,
         *,
+        cfg: QueryConfig | None = None,
         log: bool = False,
         **settings: Any,
     ) -> Answered:
@@ -328,6 +305,9 @@ class Index:
     def add(self, paths: Iterable[str | Path], **options: Any) -> IndexSummary:
         """Index ``paths`` into this index (only what changed), then read the new run (``ragkit.index``'s
         options)."""
+        given = self.reader._given_embedder
+        if given is not None:  # the embedder handed in writes the new chunks' vectors too
+            options.setdefault("embedder_factory", lambda cfg: given)
         summary = index(paths, self.path, **options)
         self.follow()
         return summary

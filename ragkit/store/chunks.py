@@ -153,7 +153,7 @@ class LanceChunks(ChunkTable):
         if not ids:
             return []
         found = {r["id"]: r for r in self.rows(in_list("id", ids) + (f" AND ({where})" if where else ""), len(ids))}
-        return [found[i] for i in dict.fromkeys(ids) if i in found]  # in the order asked, as in memory
+        return [found[i] for i in ids if i in found]  # in the order asked, as in memory
 
     def fts_search(
         self, text: str, limit: int, where: str | None, parts: list[str] | None = None
