@@ -313,27 +313,14 @@ class Index:
         return summary
 
 
-def open(  # noqa: A001 (ragkit.open)
-    where: str | Path | None = None,
-    *,
-    embedder: Embedder | None = None,
-    embed_model: str | None = None,
-    full_embedder: Embedder | None = None,
-    generator: Any = None,
-    settings: QueryConfig | None = None,
-) -> Index:
+def open(where: str | Path | None = None, **models: Any) -> Index:  # noqa: A001 (ragkit.open)
     """The index named ``where``: a name (found as ``ragkit`` finds it: ``indexes/NAME`` in the directory you
     stand in or above it, else under ``$RAGKIT_HOME``), a folder, or an ``s3://`` URI; None: the default one.
     Raises ``IndexNotFound`` when there is none, ``EmbedderMismatch`` when ``embedder``/``embed_model`` is not
-    the one the index was built with."""
-    return Index(
-        where,
-        embedder=embedder,
-        embed_model=embed_model,
-        full_embedder=full_embedder,
-        generator=generator,
-        settings=settings,
-    )
+    the one the index was built with.
+    ``models``: ``Index``'s keywords (``embedder``, ``embed_model``, ``full_embedder``, ``generator``,
+    ``settings``)."""
+    return Index(where, **models)
 
 
 def index(
